@@ -1,0 +1,164 @@
+"""The small protocol every benchmark implements.
+
+A benchmark turns problems into prompts, completions into answers, and answers into reward vectors
+r in [0, 1]^d with named components. Everything downstream (runner, metrics, VPO estimators, plots)
+only talks to this protocol, so a new task is one module and one registry line.
+
+Prompts are chat message lists (``[{"role": "system"|"user", "content": str}, ...]``): ToolRL needs a
+system prompt, and completion-only backends render the list with the model's chat template.
+"""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+Messages = list[dict[str, str]]
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the file, line and field."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field_name: str | None = None):
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if line is not None:
+            where.append(f"line {line}")
+        if field_name is not None:
+            where.append(f"field {field_name!r}")
+        super().__init__(f"{': '.join([', '.join(where)] if where else [])}{': ' if where else ''}{message}")
+        self.path, self.line, self.field_name = path, line, field_name
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One evaluation item. ``data`` is task-specific and must be JSON-serialisable."""
+
+    id: str
+    data: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Benchmark(ABC):
+    """Base class of a task. Subclasses set the class attributes and implement the abstract methods."""
+
+    name: ClassVar[str]
+    component_names: ClassVar[tuple[str, ...]]
+    #: split name -> number of problems (None when it depends on the data files)
+    splits: ClassVar[dict[str, int | None]] = {}
+    #: tag stem of numbered answers in multi-answer chains ("route" -> <route_1>...</route_1>)
+    answer_tag: ClassVar[str] = "response"
+    #: sampling defaults from the paper's evaluation protocol
+    default_temperature: ClassVar[float] = 0.7
+    default_top_p: ClassVar[float] = 1.0
+
+    def __init__(self, **options: Any):
+        self.options = dict(options)
+
+    # ---- data -------------------------------------------------------------------------------------
+    @abstractmethod
+    def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
+        """Problems of ``split``; ``path`` points at local files for offline use."""
+
+    # ---- prompts ----------------------------------------------------------------------------------
+    @abstractmethod
+    def prompt(self, problem: Problem, *, style: str = "full") -> Messages:
+        """Single-answer prompt."""
+
+    @abstractmethod
+    def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
+        """Prompt asking for m different answers in one generation."""
+
+    # ---- parsing ----------------------------------------------------------------------------------
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        """Answers of a completion: one entry for single-answer (m None), m entries for a chain.
+
+        Missing answers are ``None`` (scored as the zero vector). Never raises on arbitrary text.
+        """
+        if m is None:
+            return [self.parse_single(completion)]
+        return parse_numbered_tags(completion, self.answer_tag, m)
+
+    def parse_single(self, completion: str) -> str | None:
+        return completion if completion.strip() else None
+
+    # ---- scoring ----------------------------------------------------------------------------------
+    @property
+    def d(self) -> int:
+        return len(self.component_names)
+
+    @abstractmethod
+    def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
+        """Reward vector (d,) in [0, 1]; the zero vector for a missing answer."""
+
+    def rewards(self, problem: Problem, answers: Sequence[str | None]) -> np.ndarray:
+        """Reward matrix (len(answers), d). Tasks with costly scoring (code) override this to batch."""
+        if not answers:
+            return np.zeros((0, self.d))
+        return np.stack([np.asarray(self.reward(problem, a), dtype=float) for a in answers])
+
+    def scalar(self, r: np.ndarray) -> np.ndarray | float:
+        """Task scalar s(r) over the last axis; the mean of the components unless a task says otherwise."""
+        return np.asarray(r, dtype=float).mean(axis=-1)
+
+    def passed(self, r: np.ndarray) -> np.ndarray | bool:
+        """A candidate passes when every reward component equals 1."""
+        return np.all(np.asarray(r, dtype=float) >= 1.0 - 1e-12, axis=-1)
+
+    def dedup_key(self, problem: Problem, answer: str | None, r: np.ndarray) -> Any:
+        """Key under which two answers of one chain count as duplicates (VPO dedup).
+
+        Default per vpo.md: identical reward vector. Maze overrides with the move sequence, code with the AST.
+        """
+        return tuple(np.round(np.asarray(r, dtype=float), 12).tolist())
+
+    def describe(self) -> dict[str, Any]:
+        return {"task": self.name, "d": self.d, "components": list(self.component_names),
+                "options": self.options}
+
+
+_TAG_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
+
+
+def _tag_re(stem: str, i: int) -> re.Pattern[str]:
+    key = (stem, i)
+    if key not in _TAG_CACHE:
+        _TAG_CACHE[key] = re.compile(rf"<{stem}_{i}>(.*?)</{stem}_{i}>", re.S | re.I)
+    return _TAG_CACHE[key]
+
+
+def parse_numbered_tags(text: str, stem: str, m: int) -> list[str | None]:
+    """Contents of ``<stem_1>..</stem_1>`` .. ``<stem_m>``; unclosed (truncated) tags give None.
+
+    When a tag appears more than once the last closed occurrence wins: models often restate answers.
+    """
+    out: list[str | None] = []
+    if not isinstance(text, str):
+        return [None] * m
+    for i in range(1, m + 1):
+        found = _tag_re(stem, i).findall(text)
+        out.append(found[-1].strip() if found else None)
+    return out
+
+
+def extract_tag(text: str, tag: str, *, last: bool = True) -> str | None:
+    """Content of ``<tag>..</tag>`` (last occurrence by default), or None."""
+    if not isinstance(text, str):
+        return None
+    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text, re.S | re.I)
+    if not found:
+        return None
+    return (found[-1] if last else found[0]).strip()
+
+
+def user(content: str, system: str | None = None) -> Messages:
+    msgs: Messages = []
+    if system:
+        msgs.append({"role": "system", "content": system})
+    msgs.append({"role": "user", "content": content})
+    return msgs
