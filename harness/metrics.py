@@ -1,0 +1,188 @@
+"""best@k, pass@k and the diversity metrics of the VPO evaluation protocol (shared/docs/vpo.md).
+
+Every estimator works on a whole benchmark at once: scores of problems with the same pool size are
+stacked into a (P, n) matrix and reduced with one weight vector, so a 1000 x 1000 curve is a sort
+and a matrix-vector product per k instead of a Python loop over problems. Pools of different sizes
+(a chain lost to a server error) are grouped by size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+
+# ---------------------------------------------------------------------------------------------------
+# weights
+def best_at_k_weights(n: int, k: int) -> np.ndarray:
+    """Weights w_i = C(i-1, k-1) / C(n, k) on the ascending order statistics x_(1..n).
+
+    Built by the recurrence w_n = k/n, w_{i-1} = w_i (i-k)/(i-1), so no binomial is ever formed and
+    n = 10^5 stays finite; entries below i = k are exactly zero.
+    """
+    if not 1 <= k <= n:
+        raise ValueError(f"best@k needs 1 <= k <= n, got k={k}, n={n}")
+    i = np.arange(k, n + 1, dtype=float)  # i = k..n
+    # w_i / w_n = prod_{j=i+1}^{n} (j-1-k+1)/(j-1) = prod_{j=i+1}^{n} (j-k)/(j-1); cumulative product from the top
+    ratios = (i[1:] - k) / (i[1:] - 1.0)  # factor linking w_{i} to w_{i+1}, for i = k..n-1
+    w_tail = np.empty(n - k + 1)
+    w_tail[-1] = k / n
+    if n > k:
+        w_tail[:-1] = (k / n) * np.cumprod(ratios[::-1])[::-1]
+    w = np.zeros(n)
+    w[k - 1:] = w_tail
+    return w
+
+
+def _as_pools(scores: np.ndarray | Sequence[Sequence[float]]) -> list[np.ndarray]:
+    if isinstance(scores, np.ndarray) and scores.ndim == 2:
+        return list(scores)
+    return [np.asarray(s, dtype=float).ravel() for s in scores]
+
+
+def _grouped(pools: list[np.ndarray]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Pool size -> (row indices, stacked scores)."""
+    by_n: dict[int, list[int]] = {}
+    for idx, p in enumerate(pools):
+        by_n.setdefault(p.size, []).append(idx)
+    return {n: (np.asarray(ix), np.stack([pools[i] for i in ix]) if n else np.zeros((len(ix), 0)))
+            for n, ix in by_n.items()}
+
+
+# ---------------------------------------------------------------------------------------------------
+# per-problem estimators
+def best_at_k(scores: np.ndarray | Sequence[Sequence[float]], k: int) -> np.ndarray:
+    """Unbiased expected max of k candidates drawn without replacement, one value per problem.
+
+    ``scores`` is (P, n) or a list of per-problem 1-d arrays (sizes may differ). Problems whose pool
+    is smaller than k get NaN (the estimator is undefined there) rather than a silently biased value.
+    """
+    pools = _as_pools(scores)
+    out = np.full(len(pools), np.nan)
+    for n, (ix, mat) in _grouped(pools).items():
+        if n < k or n == 0:
+            continue
+        out[ix] = np.sort(mat, axis=1) @ best_at_k_weights(n, k)
+    return out
+
+
+def pass_at_k(correct: np.ndarray | Sequence[Sequence[bool]], k: int) -> np.ndarray:
+    """Chen et al. pass@k = 1 - C(n-c, k)/C(n, k) per problem, in the stable product form.
+
+    C(n-c,k)/C(n,k) = prod_{i=n-c+1}^{n} (1 - k/i), evaluated as a difference of one cumulative log-sum,
+    which keeps it vectorised over problems.
+    """
+    pools = _as_pools(correct)
+    out = np.full(len(pools), np.nan)
+    for n, (ix, mat) in _grouped(pools).items():
+        if n < k or n == 0:
+            continue
+        c = (mat > 0.5).sum(axis=1)
+        i = np.arange(1, n + 1, dtype=float)
+        with np.errstate(divide="ignore"):
+            logs = np.where(i > k, np.log1p(-k / np.maximum(i, 1.0)), 0.0)
+        cum = np.concatenate([[0.0], np.cumsum(logs)])  # cum[j] = sum_{i<=j}
+        fail = n - c
+        res = np.ones(len(ix))
+        ok = fail >= k  # otherwise every k-subset holds a correct one
+        res[ok] = 1.0 - np.exp(cum[n] - cum[fail[ok]])
+        out[ix] = res
+    return out
+
+
+def mean_pairwise_l1(rewards: np.ndarray) -> float:
+    """Mean L1 distance over unordered pairs of a pool's reward vectors (n, d).
+
+    Per dimension, sum_{i<j} |x_i - x_j| = sum_i x_(i) (2i - n - 1) over the sorted column, O(n log n).
+    """
+    r = np.asarray(rewards, dtype=float)
+    n = r.shape[0]
+    if n < 2:
+        return 0.0
+    s = np.sort(r, axis=0)
+    coef = 2.0 * np.arange(1, n + 1) - n - 1
+    return float((coef @ s).sum() / (n * (n - 1) / 2))
+
+
+def pareto_fraction(rewards: np.ndarray) -> float:
+    """Fraction of a pool's candidates that no other candidate dominates (ties count as non-dominated)."""
+    r = np.asarray(rewards, dtype=float)
+    n = r.shape[0]
+    if n == 0:
+        return float("nan")
+    ge = (r[:, None, :] >= r[None, :, :]).all(-1)  # ge[j, i]: j >= i everywhere
+    gt = (r[:, None, :] > r[None, :, :]).any(-1)
+    dominated = (ge & gt).any(axis=0)
+    return float(1.0 - dominated.mean())
+
+
+def dirichlet_weights(d: int, K: int = 100, alpha: float = 1.0, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).dirichlet(np.full(d, alpha), size=K)
+
+
+def vpo_objective(rewards: np.ndarray, weights: np.ndarray) -> float:
+    """E_w[max_y w . r(y)]: the VPO set objective of a pool under fixed weight draws (K, d)."""
+    r = np.asarray(rewards, dtype=float)
+    if r.shape[0] == 0:
+        return 0.0
+    return float((r @ weights.T).max(axis=0).mean())
+
+
+# ---------------------------------------------------------------------------------------------------
+# benchmark-level summaries
+@dataclass(frozen=True)
+class Estimate:
+    mean: float
+    stderr: float
+    n: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"mean": self.mean, "stderr": self.stderr, "n": self.n}
+
+
+def mean_se(values: Iterable[float]) -> Estimate:
+    """Mean over problems and its standard error (sample std / sqrt(P)); NaNs (undefined) dropped."""
+    v = np.asarray(list(values), dtype=float)
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return Estimate(float("nan"), float("nan"), 0)
+    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
+    return Estimate(float(v.mean()), se, int(v.size))
+
+
+def summarize(
+    pools: Sequence[np.ndarray],
+    scalars: Sequence[np.ndarray],
+    passes: Sequence[np.ndarray],
+    ks: Sequence[int],
+    component_names: Sequence[str] | None = None,
+    objective_seed: int = 0,
+) -> dict[str, object]:
+    """All metrics of a run from per-problem pools.
+
+    pools[p]: (n_p, d) reward vectors; scalars[p]: (n_p,) task scalars; passes[p]: (n_p,) booleans.
+    """
+    out: dict[str, object] = {}
+    for k in ks:
+        out[f"best@{k}"] = mean_se(best_at_k(scalars, k)).as_dict()
+        out[f"pass@{k}"] = mean_se(pass_at_k(passes, k)).as_dict()
+    out["mean_scalar"] = mean_se(np.mean(s) if len(s) else np.nan for s in scalars).as_dict()
+    out["diversity"] = mean_se(mean_pairwise_l1(r) if len(r) > 1 else np.nan for r in pools).as_dict()
+    out["pareto_fraction"] = mean_se(pareto_fraction(r) for r in pools).as_dict()
+    nonempty = [np.asarray(r, dtype=float) for r in pools if len(r)]
+    if nonempty:
+        # one weight set per reward dimension: code tasks have a per-problem d (number of tests)
+        weights = {d: dirichlet_weights(d, 100, 1.0, objective_seed) for d in {r.shape[1] for r in nonempty}}
+        out["vpo_objective"] = mean_se(vpo_objective(r, weights[r.shape[1]]) for r in nonempty).as_dict()
+        dims = {r.shape[1] for r in nonempty}
+        if len(dims) == 1:
+            d = dims.pop()
+            allr = np.concatenate(nonempty)
+            names = (list(component_names) if component_names and len(component_names) == d
+                     else [f"c{i}" for i in range(d)])
+            out["components"] = {nm: float(allr[:, j].mean()) for j, nm in enumerate(names)}
+            out["spread"] = {nm: float(np.mean([r[:, j].std() for r in nonempty])) for j, nm in enumerate(names)}
+    out["n_problems"] = len(pools)
+    out["n_candidates"] = int(sum(len(s) for s in scalars))
+    return out
