@@ -1,0 +1,253 @@
+"""MuSiQue-Ans multi-hop QA (d = 5): cite the supporting paragraph of every hop, then answer.
+
+r = [hop_1, hop_2, hop_3, hop_4, answer_f1] (benchmarks.md):
+- hop_i = 1 when the gold supporting paragraph of reasoning step i is among the cited indices. Only the
+  first 4 *distinct* cited indices count, so citing every paragraph cannot earn all hops.
+- Hops beyond the question's hop count are 1 (a 2-hop question can still reach r = 1).
+- answer_f1 = SQuAD token F1, best over the answer and its aliases.
+- No ``<answer>`` -> the zero vector (no hop credit for a cite-only reply, which would otherwise reward
+  a never-answer policy).
+Task scalar = (sum of hops + 3 * answer_f1) / 7: the answer weighs as much as three hops.
+
+Parsing choices (documented because models are messy): a closed ``<think>`` block is dropped first
+(reasoning often drafts tags), then the *last* ``<support>`` / ``<answer>`` win (models restate their
+final answer). Cited indices are every run of digits in ``<support>``, so "3, 7", "[3] [7]" and "3 and 7"
+all read as (3, 7).
+"""
+from __future__ import annotations
+
+import random
+import re
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+
+from benchmarks.base import Benchmark, DataError, Messages, Problem, extract_tag, parse_numbered_tags, user
+from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
+from benchmarks.textnorm import best_token_f1
+from harness.paths import shared_data_dir
+
+HUB_ID = "dgslibisey/MuSiQue"
+LOCAL_FILE = "musique/musique_ans_v1.0_dev.sample.jsonl"
+MAX_HOPS = 4
+#: our split name -> hub split; the paper evaluates on the official dev (= hub "validation") split
+_HUB_SPLIT = {"train": "train", "validation": "validation", "test": "validation"}
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_DIGITS = re.compile(r"\d+")
+
+_INSTRUCTIONS = (
+    "First reason about which paragraphs are relevant, then give the indices of the paragraphs that "
+    "support your answer (at most {hops}; only the first {hops} distinct indices count) and the answer "
+    "itself."
+)
+
+
+def strip_think(text: str) -> str:
+    """Drop closed ``<think>..</think>`` blocks: tags drafted while reasoning are not the answer."""
+    return _THINK.sub(" ", text)
+
+
+def cited_indices(support: str | None) -> list[int]:
+    """Distinct cited paragraph indices in citation order, capped at the first MAX_HOPS."""
+    out: list[int] = []
+    if not support:
+        return out
+    for tok in _DIGITS.findall(support):
+        if len(tok) > 9:  # not a paragraph index; also keeps int() away from huge digit strings
+            continue
+        i = int(tok)
+        if i not in out:
+            out.append(i)
+            if len(out) == MAX_HOPS:
+                break
+    return out
+
+
+def hop_scores(cited: list[int], support: list[int]) -> list[float]:
+    """hop_1..hop_4: gold paragraph of step i cited? Steps the question does not have score 1."""
+    chosen = set(cited[:MAX_HOPS])
+    return [1.0 if i >= len(support) else float(support[i] in chosen) for i in range(MAX_HOPS)]
+
+
+def format_answer(support: list[int], answer: str) -> str:
+    """An answer in the task's format (used by tests and as the example in prompts)."""
+    return f"<support>{', '.join(str(i) for i in support)}</support>\n<answer>{answer}</answer>"
+
+
+class MuSiQue(Benchmark):
+    """Options: ``hop_stratified`` (bool, default False; the paper's 100 x {2,3,4}-hop split),
+    ``per_hop`` (100), ``seed`` (0, for the stratified selection), ``answerable_only`` (True),
+    ``hub`` (False: load from the hub even when local data exists)."""
+
+    name: ClassVar[str] = "musique"
+    component_names: ClassVar[tuple[str, ...]] = ("hop_1", "hop_2", "hop_3", "hop_4", "answer_f1")
+    splits: ClassVar[dict[str, int | None]] = {"train": None, "validation": None, "test": None}
+    answer_tag: ClassVar[str] = "response"
+    default_temperature: ClassVar[float] = 0.7
+    default_top_p: ClassVar[float] = 1.0
+
+    def __init__(self, **options: Any):
+        opts = {"hop_stratified": False, "per_hop": 100, "seed": 0, "answerable_only": True, "hub": False}
+        unknown = set(options) - set(opts)
+        if unknown:
+            raise ValueError(f"unknown MuSiQue options {sorted(unknown)}; known: {sorted(opts)}")
+        opts.update(options)
+        super().__init__(**opts)
+        #: what the last load selected (e.g. "took 24 of 100 3-hop questions: only 24 in the data")
+        self.selection_note: str | None = None
+
+    # ---- data -------------------------------------------------------------------------------------
+    def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
+        if split not in _HUB_SPLIT:
+            raise ValueError(f"unknown MuSiQue split {split!r}; known: {sorted(_HUB_SPLIT)}")
+        rows = self._rows(split, path)
+        problems = [p for p in (self._problem(r) for r in rows)
+                    if p.meta["answerable"] or not self.options["answerable_only"]]
+        self.selection_note = None
+        if self.options["hop_stratified"]:
+            problems = self._stratify(problems)
+        return problems[:limit] if limit is not None else problems
+
+    def _rows(self, split: str, path: str | None) -> list[Row]:
+        how = (f"Pass path=<a MuSiQue JSONL/parquet file> (default local slice: shared data "
+               f"{LOCAL_FILE}, splits validation/test).")
+        if path is not None and not looks_like_hub_id(path):
+            return read_rows(path)
+        local = shared_data_dir() / LOCAL_FILE
+        if path is None and not self.options["hub"] and split in ("validation", "test") and local.is_file():
+            return read_rows(local)
+        return hub_rows(path or HUB_ID, _HUB_SPLIT[split], how_to_fix=how)
+
+    def _problem(self, row: Row) -> Problem:
+        d = row.data
+        pid = need(row, d, "id", str)
+        question = need(row, d, "question", str)
+        answer = need(row, d, "answer", str)
+        aliases = need_str_list(row, d, "answer_aliases")
+        answerable = need(row, d, "answerable", bool)
+        paragraphs = []
+        for i, p in iter_dicts(row, d.get("paragraphs"), "paragraphs"):
+            paragraphs.append({
+                "idx": need(row, p, "idx", int, field_path=f"paragraphs[{i}].idx"),
+                "title": need(row, p, "title", str, field_path=f"paragraphs[{i}].title"),
+                "text": need(row, p, "paragraph_text", str, field_path=f"paragraphs[{i}].paragraph_text"),
+            })
+        if not paragraphs:
+            raise row.error("no paragraphs", "paragraphs")
+        known = {p["idx"] for p in paragraphs}
+        support: list[int] = []
+        steps = list(iter_dicts(row, d.get("question_decomposition"), "question_decomposition"))
+        if not steps:
+            raise row.error("empty decomposition", "question_decomposition")
+        for i, step in steps:
+            name = f"question_decomposition[{i}].paragraph_support_idx"
+            if not answerable and step.get("paragraph_support_idx") is None:
+                continue  # MuSiQue-Full: unanswerable questions may lack support
+            idx = need(row, step, "paragraph_support_idx", int, field_path=name)
+            if idx not in known:
+                raise row.error(f"paragraph {idx} is not among the paragraphs", name)
+            support.append(idx)
+        if len(steps) > MAX_HOPS:
+            raise row.error(f"{len(steps)} hops; the reward has {MAX_HOPS} hop slots", "question_decomposition")
+        data = {"question": question, "paragraphs": paragraphs, "support": support,
+                "answer": answer, "aliases": aliases}
+        return Problem(id=pid, data=data, meta={"num_hops": len(steps), "answerable": answerable})
+
+    def _stratify(self, problems: list[Problem]) -> list[Problem]:
+        """``per_hop`` questions each of 2, 3, 4 hops, chosen with Random(seed) per hop group.
+
+        The selection keeps source order inside a group, so it is stable when ``per_hop`` grows. When a
+        group is short (the local slice has 24 3-hop and 17 4-hop questions) all of it is taken and a
+        warning plus ``selection_note`` say so.
+        """
+        per_hop, rng = int(self.options["per_hop"]), random.Random(self.options["seed"])
+        chosen: list[Problem] = []
+        short = []
+        for hops in (2, 3, 4):
+            group = [p for p in problems if p.meta["num_hops"] == hops]
+            if len(group) < per_hop:
+                short.append(f"{len(group)} of {per_hop} {hops}-hop")
+                picked = set(range(len(group)))
+            else:
+                picked = set(rng.sample(range(len(group)), per_hop))
+            chosen.extend(p for i, p in enumerate(group) if i in picked)
+        if short:
+            self.selection_note = ("hop-stratified split is short: took " + ", ".join(short) +
+                                   " questions (all that the data has)")
+            warnings.warn(self.selection_note, stacklevel=3)
+        return chosen
+
+    # ---- prompts ----------------------------------------------------------------------------------
+    def _context(self, problem: Problem) -> str:
+        paras = "\n\n".join(f"[{p['idx']}] (Title: {p['title']}) {p['text']}" for p in problem.data["paragraphs"])
+        return (f"Read the paragraphs below and answer the multi-hop question.\n\nParagraphs:\n{paras}\n\n"
+                f"Question: {problem.data['question']}\n\n")
+
+    def prompt(self, problem: Problem, *, style: str = "full") -> Messages:
+        _check_style(style)
+        text = self._context(problem)
+        if style == "full":
+            text += _INSTRUCTIONS.format(hops=MAX_HOPS) + "\n"
+        text += ("Answer in this format:\n<support>comma-separated paragraph indices (e.g. 3, 7, 12)"
+                 "</support>\n<answer>your answer</answer>")
+        return user(text)
+
+    def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
+        _check_style(style)
+        text = self._context(problem)
+        if style == "full":
+            text += _INSTRUCTIONS.format(hops=MAX_HOPS) + "\n"
+        text += (f"Give {m} different answers, each in its own numbered tag <response_1>...</response_1> "
+                 f"through <response_{m}>...</response_{m}>. Each response holds "
+                 "<support>comma-separated paragraph indices</support> and <answer>your answer</answer>. "
+                 "Make the responses genuinely different (other paragraphs or another answer), "
+                 "and close every tag.")
+        return user(text)
+
+    # ---- parsing ----------------------------------------------------------------------------------
+    def parse_single(self, completion: str) -> str | None:
+        """The reply minus reasoning, or None when it holds no closed ``<answer>``."""
+        if not isinstance(completion, str):
+            return None
+        body = strip_think(completion).strip()
+        return body if extract_tag(body, "answer") is not None else None
+
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None:
+            return [self.parse_single(completion)]
+        text = strip_think(completion) if isinstance(completion, str) else completion
+        return [self.parse_single(b) if b is not None else None
+                for b in parse_numbered_tags(text, self.answer_tag, m)]
+
+    # ---- scoring ----------------------------------------------------------------------------------
+    def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
+        if not isinstance(answer, str):
+            return np.zeros(self.d)
+        body = strip_think(answer)
+        pred = extract_tag(body, "answer")
+        if pred is None:
+            return np.zeros(self.d)
+        hops = hop_scores(cited_indices(extract_tag(body, "support")), problem.data["support"])
+        f1 = best_token_f1(pred, [problem.data["answer"], *problem.data["aliases"]])
+        return np.array(hops + [f1], dtype=float)
+
+    def scalar(self, r: np.ndarray) -> np.ndarray | float:
+        """(sum of hops + 3 * answer_f1) / 7 over the last axis."""
+        r = np.asarray(r, dtype=float)
+        return (r[..., :MAX_HOPS].sum(axis=-1) + 3.0 * r[..., MAX_HOPS]) / 7.0
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out["scalar"] = "(hop_1 + hop_2 + hop_3 + hop_4 + 3 * answer_f1) / 7"
+        if self.selection_note:
+            out["selection_note"] = self.selection_note
+        return out
+
+
+def _check_style(style: str) -> None:
+    if style not in ("full", "compact"):
+        raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
+
+
+__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores", "strip_think", "DataError"]
