@@ -80,8 +80,8 @@ def pass_at_k(correct: np.ndarray | Sequence[Sequence[bool]], k: int) -> np.ndar
             continue
         c = (mat > 0.5).sum(axis=1)
         i = np.arange(1, n + 1, dtype=float)
-        with np.errstate(divide="ignore"):
-            logs = np.where(i > k, np.log1p(-k / np.maximum(i, 1.0)), 0.0)
+        logs = np.zeros(n)
+        np.log1p(-k / i, out=logs, where=i > k)  # factors with i <= k are never used
         cum = np.concatenate([[0.0], np.cumsum(logs)])  # cum[j] = sum_{i<=j}
         fail = n - c
         res = np.ones(len(ix))
