@@ -25,7 +25,7 @@ import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Problem, extract_tag, parse_numbered_tags, user
 from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
-from benchmarks.textnorm import best_token_f1
+from benchmarks.textnorm import best_token_f1, strip_think
 from harness.paths import shared_data_dir
 
 HUB_ID = "dgslibisey/MuSiQue"
@@ -33,7 +33,6 @@ LOCAL_FILE = "musique/musique_ans_v1.0_dev.sample.jsonl"
 MAX_HOPS = 4
 #: our split name -> hub split; the paper evaluates on the official dev (= hub "validation") split
 _HUB_SPLIT = {"train": "train", "validation": "validation", "test": "validation"}
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _DIGITS = re.compile(r"\d+")
 
 _INSTRUCTIONS = (
@@ -41,11 +40,6 @@ _INSTRUCTIONS = (
     "support your answer (at most {hops}; only the first {hops} distinct indices count) and the answer "
     "itself."
 )
-
-
-def strip_think(text: str) -> str:
-    """Drop closed ``<think>..</think>`` blocks: tags drafted while reasoning are not the answer."""
-    return _THINK.sub(" ", text)
 
 
 def cited_indices(support: str | None) -> list[int]:

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any, Hashable, Iterable
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _PUNCT = set(string.punctuation)
 
 
@@ -71,3 +72,8 @@ def token_f1(pred: Any, gold: Any) -> float:
 def best_token_f1(pred: Any, golds: Iterable[Any]) -> float:
     """Max token F1 over the gold answer and its aliases."""
     return max((token_f1(pred, g) for g in golds), default=0.0)
+
+
+def strip_think(text: str) -> str:
+    """Drop closed ``<think>..</think>`` blocks: tags drafted while reasoning are not the answer."""
+    return _THINK.sub(" ", text)

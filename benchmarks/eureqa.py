@@ -1,0 +1,207 @@
+"""EUREQA entity back-chaining (Li et al., NAACL 2024; d = 5): resolve masked entities A..E.
+
+A narrative describes a chain of masked entities ("Person A", "Country B", ...); the last one (F) is
+revealed, and the model must back-chain to name A..E. r = exact match per entity after
+:func:`benchmarks.textnorm.entity_normalize` (``_`` -> space, lowercase, drop articles and punctuation,
+collapse spaces); entities[0] is the question's answer. Task scalar = mean (the base class default).
+
+Data: hub ``vincentleebang/EUREQA`` (splits questions_hard_1..5, questions_normal_5) or local exports of
+those splits. Our splits ``train`` / ``test`` are the paper's mixed split: train = all normal_5 + the
+first half (681) of hard_5 shuffled with seed 0; test = the other half (682). The shuffle is numpy's
+``default_rng(seed).permutation``, the same permutation ``datasets.Dataset.shuffle(seed=...)`` uses,
+so local files and the hub give identical splits. No copy of the data is reachable offline; tests use
+fixtures marked synthetic.
+
+Problem ids are ``<source split>-<idx>`` (e.g. ``questions_hard_5-17``): the mixed train split holds
+rows of two hub splits whose ``idx`` ranges may overlap, so the source split keeps ids unique and stable
+across train/test.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from benchmarks.base import Benchmark, DataError, Messages, Problem, extract_tag, parse_numbered_tags, user
+from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
+from benchmarks.textnorm import entity_normalize, strip_think
+from harness.paths import shared_data_dir
+
+HUB_ID = "vincentleebang/EUREQA"
+HUB_SPLITS = ("questions_hard_1", "questions_hard_2", "questions_hard_3", "questions_hard_4",
+              "questions_hard_5", "questions_normal_5")
+LETTERS = ("A", "B", "C", "D", "E")
+#: 5 scored entities + the revealed leaf F (the paper's preprocessing requires all six)
+MIN_ENTITIES = 6
+_FORMATS = (".parquet", ".jsonl", ".json")
+
+
+def format_answer(entities: list[str]) -> str:
+    """Entities A..E in the answer format (used by tests and the prompt)."""
+    return "\n".join(f"<entity_{ltr}>{e}</entity_{ltr}>" for ltr, e in zip(LETTERS, entities))
+
+
+def parse_entities(text: str | None) -> list[str | None]:
+    """Contents of ``<entity_A>`` .. ``<entity_E>`` (last closed occurrence each), None when absent."""
+    if not isinstance(text, str):
+        return [None] * len(LETTERS)
+    body = strip_think(text)
+    return [extract_tag(body, f"entity_{ltr}") for ltr in LETTERS]
+
+
+class Eureqa(Benchmark):
+    """Options: ``seed`` (0, mixed-split shuffle), ``hub`` (False: use the hub even if local files exist)."""
+
+    name: ClassVar[str] = "eureqa"
+    component_names: ClassVar[tuple[str, ...]] = tuple(f"entity_{ltr}" for ltr in LETTERS)
+    splits: ClassVar[dict[str, int | None]] = {"train": 1109, "test": 682, **{s: None for s in HUB_SPLITS}}
+    answer_tag: ClassVar[str] = "response"
+    default_temperature: ClassVar[float] = 0.7
+    default_top_p: ClassVar[float] = 0.95
+
+    def __init__(self, **options: Any):
+        opts = {"seed": 0, "hub": False}
+        unknown = set(options) - set(opts)
+        if unknown:
+            raise ValueError(f"unknown EUREQA options {sorted(unknown)}; known: {sorted(opts)}")
+        opts.update(options)
+        super().__init__(**opts)
+
+    # ---- data -------------------------------------------------------------------------------------
+    def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
+        if split not in self.splits:
+            raise ValueError(f"unknown EUREQA split {split!r}; known: {sorted(self.splits)}")
+        if path is not None and Path(path).is_file():
+            # one exported file: its rows are the split as given (no mixing possible)
+            tagged = [(split, r) for r in read_rows(path)]
+        else:
+            tagged = self._split_rows(split, self._source(path))
+        problems = [self._problem(src, r) for src, r in tagged]
+        seen: dict[str, Row] = {}
+        for p, (_, r) in zip(problems, tagged):
+            if p.id in seen:
+                raise r.error(f"duplicate idx (id {p.id!r} also at {seen[p.id].path} line {seen[p.id].line})", "idx")
+            seen[p.id] = r
+        return problems[:limit] if limit is not None else problems
+
+    def _source(self, path: str | None) -> Any:
+        """A function hub split name -> rows, reading a local folder or the hub."""
+        how = ("EUREQA has no offline copy here. Export the hub splits (questions_hard_1..5, "
+               "questions_normal_5) as <split>.parquet/.jsonl into a folder and pass path=<folder> "
+               "(or put them in <shared data>/eureqa/), pass path=<one file> to load it as the split, "
+               "or use hub=True with network access.")
+        if path is not None and looks_like_hub_id(path):
+            return lambda s: hub_rows(path, s, how_to_fix=how)
+        if path is not None:
+            folder = Path(path)
+            if not folder.is_dir():
+                raise DataError(f"no such file or folder. {how}", path=str(folder))
+            return lambda s: read_rows(_find_split_file(folder, s, how))
+        if self.options["hub"]:
+            return lambda s: hub_rows(HUB_ID, s, how_to_fix=how)
+        local = shared_data_dir() / "eureqa"
+        if local.is_dir() and any(_candidates(local, s) for s in HUB_SPLITS):
+            return lambda s: read_rows(_find_split_file(local, s, how))
+        raise DataError(f"no local EUREQA data and hub=False. {how}", path=str(local))
+
+    def _split_rows(self, split: str, source: Any) -> list[tuple[str, Row]]:
+        if split in HUB_SPLITS:
+            return [(split, r) for r in source(split)]
+        hard = source("questions_hard_5")
+        order = np.random.default_rng(int(self.options["seed"])).permutation(len(hard))
+        half = len(hard) // 2
+        if split == "test":
+            return [("questions_hard_5", hard[i]) for i in order[half:]]
+        normal = [("questions_normal_5", r) for r in source("questions_normal_5")]
+        return normal + [("questions_hard_5", hard[i]) for i in order[:half]]
+
+    def _problem(self, source: str, row: Row) -> Problem:
+        d = row.data
+        question = need_str_list(row, d, "question", min_len=1)
+        masks = need_str_list(row, d, "entity_masks", min_len=MIN_ENTITIES)
+        entities = need_str_list(row, d, "entities", min_len=MIN_ENTITIES)
+        idx = need(row, d, "idx", int)
+        for i, e in enumerate(entities[:len(LETTERS)]):
+            if not entity_normalize(e):
+                raise row.error("entity is empty after normalisation", f"entities[{i}]")
+        data = {"narrative": "\n".join(question), "masks": masks[:len(LETTERS)],
+                "entities": entities[:len(LETTERS)]}
+        return Problem(id=f"{source}-{idx}", data=data, meta={"source_split": source, "idx": idx})
+
+    # ---- prompts ----------------------------------------------------------------------------------
+    def _intro(self, problem: Problem, style: str) -> str:
+        if style not in ("full", "compact"):
+            raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
+        masks = problem.data["masks"]
+        text = ""
+        if style == "full":
+            text += ("You will be given a short narrative about masked entities (Person A, Country B, ...) "
+                     "linked by relations. The last entity is revealed in the final sentence; back-chain "
+                     "from it to identify the others.\n\n")
+        text += f"Narrative:\n{problem.data['narrative']}\n\nResolve these masked entities:\n"
+        text += "\n".join(f"- entity_{ltr}: {mk}" for ltr, mk in zip(LETTERS, masks)) + "\n\n"
+        if style == "full":
+            text += ("Name each entity by its Wikipedia title (underscores or spaces both fine, e.g. "
+                     "Robert_Rodriguez). Put only the name inside each tag. The answer to the question "
+                     "is entity_A.\n")
+        return text
+
+    def prompt(self, problem: Problem, *, style: str = "full") -> Messages:
+        text = self._intro(problem, style)
+        text += "Answer in this format:\n" + format_answer(["..."] * len(LETTERS))
+        return user(text)
+
+    def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
+        text = self._intro(problem, style)
+        inner = "\n".join("  " + line for line in format_answer(["..."] * len(LETTERS)).split("\n"))
+        text += (f"Give {m} different resolutions of the chain, each in its own numbered tag "
+                 f"<response_1>...</response_1> through <response_{m}>...</response_{m}>, each holding all "
+                 f"five entity tags:\n<response_i>\n{inner}\n</response_i>\n"
+                 "Make them genuinely different candidate resolutions, and close every tag.")
+        return user(text)
+
+    # ---- parsing and scoring ----------------------------------------------------------------------
+    def parse_single(self, completion: str) -> str | None:
+        """The reply minus reasoning, or None when no entity tag closed."""
+        if not isinstance(completion, str):
+            return None
+        if all(e is None for e in parse_entities(completion)):
+            return None
+        return strip_think(completion).strip()
+
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None:
+            return [self.parse_single(completion)]
+        text = strip_think(completion) if isinstance(completion, str) else completion
+        return [self.parse_single(b) if b is not None else None
+                for b in parse_numbered_tags(text, self.answer_tag, m)]
+
+    def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
+        preds = parse_entities(answer)
+        out = []
+        for pred, gold in zip(preds, problem.data["entities"]):
+            p = entity_normalize(pred) if pred is not None else ""
+            out.append(float(bool(p) and p == entity_normalize(gold)))
+        return np.array(out, dtype=float)
+
+
+def _candidates(folder: Path, split: str) -> list[Path]:
+    found = []
+    for ext in _FORMATS:
+        found += sorted(folder.rglob(f"{split}{ext}"))
+        found += sorted(folder.rglob(f"{split}-*{ext}"))  # hub export layout: data/<split>-00000-of-00001.parquet
+    return found
+
+
+def _find_split_file(folder: Path, split: str, how: str) -> Path:
+    found = _candidates(folder, split)
+    if not found:
+        raise DataError(f"no file for split {split!r} (looked for {split}.parquet/.jsonl/.json). {how}",
+                        path=str(folder))
+    if len(found) > 1:
+        raise DataError(f"several files for split {split!r}: {[str(p) for p in found]}", path=str(folder))
+    return found[0]
+
+
+__all__ = ["Eureqa", "format_answer", "parse_entities"]

@@ -1,0 +1,382 @@
+"""ToolRL rlla function calling (Qian et al. 2025; d = 4): pick tools and fill their parameters.
+
+A row holds a system prompt (tool list + output format), the user dialogue, and the gold assistant turn
+``<think>..</think>`` + optional ``<tool_call>`` (one JSON object per line: ``{"name", "parameters"}``)
++ optional ``<response>``. r = [format, tool_name, arg_keys, arg_values], task scalar = mean:
+
+- format = 1 iff the answer has a think block and has tool calls exactly when the gold has. "Has a think
+  block" means a closing ``</think>`` (a chat template may open the block in the prompt). With gold
+  calls, the answer needs at least one parseable call; without, any non-empty ``<tool_call>`` body is
+  a format error.
+- tool_name = multiset F1 of called tool names (casefolded, whitespace collapsed).
+- arg_keys = mean over aligned call pairs of the set-F1 of parameter keys; arg_values = mean over the
+  pairs of the per-gold-key value match (missing key 0). A gold or predicted call left unaligned adds a
+  pair scoring 0 to both means, so the denominator is max(#gold, #pred).
+- Alignment is greedy over gold calls in order: take the unused predicted call with the same name and
+  the largest key overlap. Option ``align``: ``"loose"`` (default, as the VPO authors' scorer) lets a
+  call with another name be aligned when no same-name call is left (preferring key overlap), so a wrong
+  tool name alone costs only tool_name; ``"strict"`` aligns same-name calls only, so a wrong name also
+  zeroes that call's arg_keys and arg_values.
+- Value match: booleans and numbers exact (numeric strings accepted: "2" matches 2; booleans also as
+  "true"/"false"), strings SQuAD token F1, lists multiset match of element values, objects the mean
+  match over the gold keys, null matches null/"none"/"null".
+- Gold without calls (response-only turns): tool_name = arg_keys = arg_values = 1 iff the answer has no
+  calls either, else 0.
+
+Parsing is lenient: everything up to the last ``</think>`` is reasoning (R1-style think text often
+mentions ``<tool_call>``); every ``<tool_call>`` block after it counts; a block may hold one JSON object
+per line, objects separated by commas, or a JSON array; ``arguments`` is accepted for ``parameters``
+(also as a JSON string). Unparseable text inside a block is skipped.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, ClassVar
+
+import numpy as np
+
+from benchmarks.base import Benchmark, DataError, Messages, Problem, parse_numbered_tags
+from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, read_rows
+from benchmarks.textnorm import multiset_f1, set_f1, squad_normalize, token_f1
+from harness.paths import shared_data_dir
+
+GITHUB_RAW = "https://raw.githubusercontent.com/qiancheng0/ToolRL/main/dataset/rlla_4k/{split}.parquet"
+LOCAL_FILES = {"test": "toolrl/rlla_4k_test.jsonl", "sft": "toolrl/rlla_sft.jsonl"}
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S | re.I)
+_THINK_END = re.compile(r"</think>", re.I)
+_DECODER = json.JSONDecoder()
+
+Call = dict[str, Any]  # {"name": str, "parameters": dict}
+
+MULTI_BLOCK = (
+    "\n\n---\nADDITIONAL INSTRUCTION (replaces the single-answer output format above): give {m} different "
+    "attempts at this turn. Wrap each attempt in numbered tags <response_1>...</response_1> through "
+    "<response_{m}>...</response_{m}>. Inside each attempt follow the output format of the system prompt "
+    "(<think>, then <tool_call> and/or the inner <response>). Make the attempts genuinely different "
+    "(other tools, other argument values or other reasoning), and close every numbered tag."
+)
+
+
+# ---- parsing ------------------------------------------------------------------------------------
+
+def split_think(text: str) -> tuple[bool, str]:
+    """(has a closed think block, the text after the last ``</think>``)."""
+    ends = list(_THINK_END.finditer(text))
+    if not ends:
+        return False, text
+    return True, text[ends[-1].end():]
+
+
+def _json_objects(block: str) -> list[Any]:
+    """JSON values in a block: an array's items, or a stream of values; garbage is skipped."""
+    text = block.strip()
+    if text.startswith("["):
+        try:
+            arr = json.loads(text)
+            return arr if isinstance(arr, list) else []
+        except (json.JSONDecodeError, RecursionError):
+            pass
+    out, i, n = [], 0, len(text)
+    while i < n:
+        j = text.find("{", i)
+        if j < 0:
+            break
+        try:
+            obj, end = _DECODER.raw_decode(text, j)
+        except (json.JSONDecodeError, RecursionError):
+            i = j + 1
+            continue
+        out.append(obj)
+        i = end
+    return out
+
+
+def _as_call(obj: Any) -> Call | None:
+    if not isinstance(obj, dict):
+        return None
+    if "name" not in obj and isinstance(obj.get("function"), dict):  # OpenAI-style wrapper
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str):
+        return None
+    params = obj.get("parameters", obj.get("arguments", {}))
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except (json.JSONDecodeError, RecursionError):
+            params = {}
+    return {"name": name, "parameters": params if isinstance(params, dict) else {}}
+
+
+def parse_calls(text: str) -> tuple[list[Call], bool]:
+    """(calls after the reasoning, whether any ``<tool_call>`` block there has a non-empty body)."""
+    _, body = split_think(text)
+    calls: list[Call] = []
+    nonempty = False
+    for block in _TOOL_CALL.findall(body):
+        nonempty = nonempty or bool(block.strip())
+        calls.extend(c for c in map(_as_call, _json_objects(block)) if c is not None)
+    return calls, nonempty
+
+
+# ---- scoring ------------------------------------------------------------------------------------
+
+def _norm_name(name: str) -> str:
+    return " ".join(name.casefold().split())
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, str):
+        try:
+            v = float(x.strip())
+        except ValueError:
+            return None
+        return v if math.isfinite(v) else None
+    return None
+
+
+def _text(x: Any) -> str:
+    if isinstance(x, str):
+        return x
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    try:
+        return json.dumps(x, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def value_match(pred: Any, gold: Any) -> float:
+    """How well a predicted argument value matches the gold one, in [0, 1]."""
+    if gold is None:
+        return float(pred is None or (isinstance(pred, str) and pred.strip().lower() in ("none", "null", "")))
+    if isinstance(gold, bool):
+        if isinstance(pred, bool):
+            return float(pred == gold)
+        return float(isinstance(pred, str) and pred.strip().lower() == ("true" if gold else "false"))
+    if isinstance(gold, (int, float)):
+        p = _number(pred)
+        return float(p is not None and math.isclose(p, float(gold), rel_tol=1e-9, abs_tol=1e-12))
+    if isinstance(gold, list):
+        preds = pred if isinstance(pred, list) else [pred]
+        return multiset_f1([_canon(v) for v in preds], [_canon(v) for v in gold])
+    if isinstance(gold, dict):
+        if not isinstance(pred, dict):
+            return 0.0
+        if not gold:
+            return float(not pred)
+        return sum(value_match(pred[k], v) if k in pred else 0.0 for k, v in gold.items()) / len(gold)
+    if isinstance(gold, str):
+        g, p = _number(gold), _number(pred)
+        if g is not None and p is not None:  # "2" vs 2 or "2.0": a number written as text is still exact
+            return float(math.isclose(p, g, rel_tol=1e-9, abs_tol=1e-12))
+    return token_f1(_text(pred), str(gold))
+
+
+def _canon(v: Any) -> str:
+    """A hashable canonical form of a list element for multiset matching."""
+    n = _number(v)
+    if n is not None:
+        return f"#{n!r}"
+    if isinstance(v, str):
+        return squad_normalize(v)
+    return squad_normalize(_text(v))
+
+
+def align_calls(pred: list[Call], gold: list[Call], *, strict: bool = False) -> list[tuple[Call | None, Call | None]]:
+    """Greedy (gold, pred) pairs; unaligned calls on either side pair with None."""
+    used = [False] * len(pred)
+    pairs: list[tuple[Call | None, Call | None]] = []
+    for g in gold:
+        gname, gkeys = _norm_name(g["name"]), set(g["parameters"])
+        best, best_score = -1, (-1, -1)
+        for j, p in enumerate(pred):
+            same = _norm_name(p["name"]) == gname
+            if used[j] or (strict and not same):
+                continue
+            score = (int(same), len(gkeys & set(p["parameters"])))
+            if score > best_score:
+                best, best_score = j, score
+        if best >= 0:
+            used[best] = True
+            pairs.append((g, pred[best]))
+        else:
+            pairs.append((g, None))
+    pairs.extend((None, p) for j, p in enumerate(pred) if not used[j])
+    return pairs
+
+
+def score_calls(pred: list[Call], gold: list[Call], *, strict: bool = False) -> tuple[float, float, float]:
+    """(tool_name, arg_keys, arg_values) of predicted calls against gold calls."""
+    if not gold:
+        ok = float(not pred)
+        return ok, ok, ok
+    name_f1 = multiset_f1([_norm_name(c["name"]) for c in pred], [_norm_name(c["name"]) for c in gold])
+    keys, values = [], []
+    for g, p in align_calls(pred, gold, strict=strict):
+        if g is None or p is None:
+            keys.append(0.0)
+            values.append(0.0)
+            continue
+        gp, pp = g["parameters"], p["parameters"]
+        keys.append(set_f1(pp, gp))
+        values.append(1.0 if not gp else sum(value_match(pp[k], v) if k in pp else 0.0
+                                             for k, v in gp.items()) / len(gp))
+    return name_f1, sum(keys) / len(keys), sum(values) / len(values)
+
+
+# ---- the task -----------------------------------------------------------------------------------
+
+class ToolRL(Benchmark):
+    """Options: ``align`` ("loose" | "strict", see the module doc), ``hub`` (False)."""
+
+    name: ClassVar[str] = "toolrl"
+    component_names: ClassVar[tuple[str, ...]] = ("format", "tool_name", "arg_keys", "arg_values")
+    splits: ClassVar[dict[str, int | None]] = {"train": 3920, "test": 80, "sft": None}
+    answer_tag: ClassVar[str] = "response"
+    default_temperature: ClassVar[float] = 0.7
+    default_top_p: ClassVar[float] = 0.95
+
+    def __init__(self, **options: Any):
+        opts = {"align": "loose", "hub": False}
+        unknown = set(options) - set(opts)
+        if unknown:
+            raise ValueError(f"unknown ToolRL options {sorted(unknown)}; known: {sorted(opts)}")
+        opts.update(options)
+        if opts["align"] not in ("loose", "strict"):
+            raise ValueError(f"align must be 'loose' or 'strict', got {opts['align']!r}")
+        super().__init__(**opts)
+
+    # ---- data -------------------------------------------------------------------------------------
+    def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
+        if split not in self.splits:
+            raise ValueError(f"unknown ToolRL split {split!r}; known: {sorted(self.splits)}")
+        how = ("Pass path=<rlla_4k {train,test}.parquet or .jsonl> (processed rows) or an SFT file of "
+               "{instruction, input, output} items; offline defaults exist for splits test and sft.")
+        if path is not None and not looks_like_hub_id(path):
+            rows = read_rows(path)
+        elif path is None and not self.options["hub"] and split in LOCAL_FILES \
+                and (shared_data_dir() / LOCAL_FILES[split]).is_file():
+            rows = read_rows(shared_data_dir() / LOCAL_FILES[split])
+        elif split == "sft":
+            raise DataError(f"the SFT items have no hub copy. {how}", path=str(shared_data_dir() / LOCAL_FILES["sft"]))
+        elif path is not None:
+            rows = hub_rows(path, split, how_to_fix=how)
+        else:
+            rows = hub_rows("parquet", split, data_files={split: GITHUB_RAW.format(split=split)}, how_to_fix=how)
+        problems = [self._problem(split, r) for r in rows]
+        seen: dict[str, Row] = {}
+        for p, r in zip(problems, rows):
+            if p.id in seen:
+                raise r.error(f"duplicate index (id {p.id!r} also at line {seen[p.id].line})", "extra_info.index")
+            seen[p.id] = r
+        return problems[:limit] if limit is not None else problems
+
+    def _problem(self, split: str, row: Row) -> Problem:
+        d = row.data
+        if "prompt" in d:  # processed rlla_4k row
+            system, user_msg = self._prompt_fields(row)
+            gold = need(row, need(row, d, "reward_model", dict), "ground_truth", str,
+                        field_path="reward_model.ground_truth")
+            gold_field = "reward_model.ground_truth"
+            extra = d.get("extra_info")
+            index = (need(row, extra, "index", int, field_path="extra_info.index")
+                     if isinstance(extra, dict) else None)
+            if index is None:
+                raise row.error("missing field", "extra_info.index")
+        elif "instruction" in d:  # raw SFT item: map to the processed layout as ToolRL's rlla.py does
+            system = need(row, d, "instruction", str)
+            user_msg = need(row, d, "input", str)
+            gold = need(row, d, "output", str)
+            gold_field = "output"
+            index = row.line - 1
+        else:
+            raise row.error("neither a processed row (prompt, reward_model) nor an SFT item "
+                            "(instruction, input, output)", "prompt")
+        calls = _gold_calls(row, gold, gold_field)
+        data = {"system": system, "user": user_msg, "gold": gold, "gold_calls": calls}
+        return Problem(id=f"toolrl-{split}-{index}", data=data, meta={"index": index, "num_calls": len(calls)})
+
+    @staticmethod
+    def _prompt_fields(row: Row) -> tuple[str, str]:
+        msgs = need(row, row.data, "prompt", list)
+        system = user_msg = None
+        for i, msg in enumerate(msgs):
+            if not isinstance(msg, dict):
+                raise row.error("expected an object", f"prompt[{i}]")
+            role = need(row, msg, "role", str, field_path=f"prompt[{i}].role")
+            content = need(row, msg, "content", str, field_path=f"prompt[{i}].content")
+            if role == "system":
+                system = content
+            elif role == "user":
+                user_msg = content
+        if system is None or user_msg is None:
+            raise row.error("needs one system and one user message", "prompt")
+        return system, user_msg
+
+    # ---- prompts ----------------------------------------------------------------------------------
+    def prompt(self, problem: Problem, *, style: str = "full") -> Messages:
+        """The row's own system + user messages (the format lives in the system prompt)."""
+        _check_style(style)
+        return [{"role": "system", "content": problem.data["system"]},
+                {"role": "user", "content": problem.data["user"]}]
+
+    def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
+        """The same system prompt; the multi-answer instruction is appended to the user message."""
+        msgs = self.prompt(problem, style=style)
+        msgs[-1]["content"] += MULTI_BLOCK.format(m=m)
+        return msgs
+
+    # ---- parsing and scoring ----------------------------------------------------------------------
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None:
+            return [self.parse_single(completion)]
+        return [b if b is not None and b.strip() else None
+                for b in parse_numbered_tags(completion, self.answer_tag, m)]
+
+    def parse_single(self, completion: str) -> str | None:
+        return completion if isinstance(completion, str) and completion.strip() else None
+
+    def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
+        if not isinstance(answer, str) or not answer.strip():
+            return np.zeros(self.d)
+        gold = problem.data["gold_calls"]
+        has_think, _ = split_think(answer)
+        calls, nonempty_block = parse_calls(answer)
+        fmt = has_think and (bool(calls) if gold else not nonempty_block)
+        names, keys, values = score_calls(calls, gold, strict=self.options["align"] == "strict")
+        return np.array([float(fmt), names, keys, values], dtype=float)
+
+
+def _gold_calls(row: Row, gold: str, field_name: str) -> list[Call]:
+    """Gold calls, strictly: every non-empty line of a gold ``<tool_call>`` block is one call object."""
+    _, body = split_think(gold)
+    calls: list[Call] = []
+    for block in _TOOL_CALL.findall(body):
+        for line in block.strip().splitlines():
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise row.error(f"gold tool call is not JSON ({exc.msg}): {line[:80]!r}", field_name) from exc
+            call = _as_call(obj)
+            if call is None or not isinstance(obj.get("parameters", obj.get("arguments", {})), dict):
+                raise row.error(f"gold tool call needs a string name and a parameters object: {line[:80]!r}",
+                                field_name)
+            calls.append(call)
+    return calls
+
+
+def _check_style(style: str) -> None:
+    if style not in ("full", "compact"):
+        raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
+
+
+__all__ = ["ToolRL", "align_calls", "parse_calls", "score_calls", "split_think", "value_match"]
