@@ -1,0 +1,18 @@
+"""vpo-harness: evaluation and test-time search for diversity-trained models."""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["load_run", "run", "RunConfig"]
+
+
+def __getattr__(name: str) -> Any:  # lazy: `import harness` stays cheap for the CLI
+    if name == "load_run":
+        from harness.store import load_run
+
+        return load_run
+    if name in ("run", "RunConfig"):
+        from harness import runner
+
+        return getattr(runner, name)
+    raise AttributeError(name)
