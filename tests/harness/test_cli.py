@@ -1,0 +1,62 @@
+"""The `vpo` CLI: ls, show, plot, argument errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.runner import RunConfig, run
+from tests.harness.scripted import ScriptedBackend
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> list[Path]:
+    out = []
+    for m, n in ((3, 2), (1, 6)):
+        cfg = RunConfig(task="maze", model=f"scripted:m{m}", limit=3, n=n, m=m, ks=(1, 2, 6),
+                        out=str(tmp_path / f"run_m{m}"), progress=False)
+        out.append(run(cfg, backend=ScriptedBackend(m=m)))
+    return out
+
+
+def test_ls_lists_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ls", "--json"]) == 0
+    rows = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["maze"]["d"] == 4 and rows["maze"]["splits"] == {"train": 1000, "test": 100}
+    assert rows["maze"]["components"] == ["completion", "gold", "diamond", "avoid_lava"]
+    assert {"musique", "toolrl", "eureqa"} <= set(rows)
+
+
+def test_show_prints_table(two_runs: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", *map(str, two_runs)]) == 0
+    out = capsys.readouterr().out
+    assert "best@6" in out and "run_m3" in out and "run_m1" in out and "2x3" in out and "6x1" in out
+
+
+def test_plot_writes_png(two_runs: list[Path], tmp_path: Path) -> None:
+    png = tmp_path / "fig" / "best.png"
+    assert main(["plot", *map(str, two_runs), "--out", str(png), "--labels", "chains,singles"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_label_count_mismatch(two_runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plot", *map(str, two_runs), "--out", str(tmp_path / "x.png"), "--labels", "one"]) == 2
+    assert "--labels has 1 names for 2 runs" in capsys.readouterr().err
+
+
+def test_unknown_task_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--task", "nope", "--model", "hf:x", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown task 'nope'" in err and "maze" in err
+
+
+def test_show_non_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(tmp_path)]) == 2
+    assert "not a run folder" in capsys.readouterr().err
+
+
+def test_bad_k_list() -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--task", "maze", "--model", "hf:x", "--k", "1,two"])
