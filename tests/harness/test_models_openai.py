@@ -1,0 +1,191 @@
+"""OpenAI-compatible backend against the loopback fake server (tests/fakes/openai_server.py)."""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import pytest
+
+from harness.models.base import GenRequest, SamplingConfig
+from harness.models.openai_server import OpenAIServerBackend
+from harness.models.prompting import render_messages
+from harness.seeding import derive_seed
+from tests.fakes.openai_server import FakeOpenAIServer, FakeServerConfig
+
+pytestmark = pytest.mark.timeout(60)
+
+SAMPLING = SamplingConfig(temperature=0.7, top_p=0.95, max_tokens=8)
+
+
+def make_requests(n_problems: int, k: int, run_seed: int = 1) -> list[GenRequest]:
+    reqs = []
+    for p in range(n_problems):
+        pid = f"prob-{p}"
+        reqs.append(GenRequest(
+            problem_id=pid,
+            messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": f"question {p}"}],
+            chain_indices=tuple(range(k)),
+            seeds=tuple(derive_seed(run_seed, pid, c) for c in range(k)),
+        ))
+    return reqs
+
+
+def backend(srv: FakeOpenAIServer, **kw) -> OpenAIServerBackend:
+    kw.setdefault("backoff_base", 0.005)
+    kw.setdefault("backoff_max", 0.02)
+    kw.setdefault("timeout", 5.0)
+    return OpenAIServerBackend("fake-model", base_url=srv.base_url, **kw)
+
+
+def test_per_chain_seeds_reach_server_and_texts_differ():
+    reqs = make_requests(3, 4)
+    with FakeOpenAIServer() as srv, backend(srv, use_n=False) as b:
+        gens = list(b.generate(reqs, SAMPLING))
+        again = {(g.problem_id, g.chain_index): g.text for g in b.generate(reqs, SAMPLING)}
+    assert len(gens) == 12
+    assert all(g.error is None and g.attempts == 1 for g in gens)
+    sent_seeds = sorted(e.body["seed"] for e in srv.log[:12])
+    assert sent_seeds == sorted(s for r in reqs for s in r.seeds)
+    assert all("n" not in e.body for e in srv.log)
+    for r in reqs:
+        texts = [g.text for g in gens if g.problem_id == r.problem_id]
+        assert len(set(texts)) == 4, texts  # k chains are not k copies
+    # same seeds -> same texts
+    assert {(g.problem_id, g.chain_index): g.text for g in gens} == again
+    g0 = gens[0]
+    assert g0.prompt_tokens == 4 and g0.completion_tokens == len(g0.text.split())
+    assert g0.finish_reason in ("stop", "length") and g0.latency_s is not None
+    body = srv.log[0].body
+    assert body["temperature"] == 0.7 and body["top_p"] == 0.95 and body["max_tokens"] == 8
+
+
+def test_use_n_sends_one_request_per_prompt():
+    reqs = make_requests(2, 3)
+    with FakeOpenAIServer() as srv, backend(srv) as b:  # use_n="auto"
+        gens = list(b.generate(reqs, SAMPLING))
+    assert len(srv.log) == 2
+    assert all(e.body["n"] == 3 for e in srv.log)
+    assert {e.body["seed"] for e in srv.log} == {r.seeds[0] for r in reqs}
+    assert sorted((g.problem_id, g.chain_index) for g in gens) == [(f"prob-{p}", c) for p in range(2) for c in range(3)]
+    for r in reqs:
+        mine = [g for g in gens if g.problem_id == r.problem_id]
+        assert len({g.text for g in mine}) == 3
+        assert all(g.extra["group_n"] == 3 and g.completion_tokens is None for g in mine)
+        assert mine[0].extra["group_usage"]["completion_tokens"] == sum(len(g.text.split()) for g in mine)
+
+
+@pytest.mark.parametrize("cfg", [FakeServerConfig(support_n=False), FakeServerConfig(ignore_n=True)],
+                         ids=["rejects_n", "ignores_n"])
+def test_auto_n_falls_back_to_per_chain_requests(cfg):
+    reqs = make_requests(3, 3)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, concurrency=1) as b:
+        gens = list(b.generate(reqs, SAMPLING))
+        assert b._n_ok is False
+    assert len(gens) == 9 and all(g.error is None for g in gens)
+    per_chain = [e for e in srv.log if "n" not in e.body]
+    assert sorted(e.body["seed"] for e in per_chain) == sorted(s for r in reqs for s in r.seeds)
+    assert all(g.extra["seed"] == dict(zip(r.chain_indices, r.seeds))[g.chain_index]
+               for r in reqs for g in gens if g.problem_id == r.problem_id)
+
+
+def test_use_n_true_on_server_without_n_is_an_error_not_an_exception():
+    with FakeOpenAIServer(FakeServerConfig(support_n=False)) as srv, backend(srv, use_n=True) as b:
+        gens = list(b.generate(make_requests(1, 2), SAMPLING))
+    assert [g.chain_index for g in sorted(gens, key=lambda g: g.chain_index)] == [0, 1]
+    assert all(g.error and "400" in g.error and g.attempts == 1 and g.text == "" for g in gens)
+    assert len(srv.log) == 1  # 400 is not retried
+
+
+def test_completions_mode_renders_messages():
+    reqs = make_requests(1, 2)
+    with FakeOpenAIServer() as srv, backend(srv, mode="completions", use_n=False) as b:
+        gens = list(b.generate(reqs, SAMPLING))
+    assert all(e.path == "/v1/completions" for e in srv.log)
+    assert srv.log[0].body["prompt"] == render_messages(reqs[0].messages)
+    assert all(g.error is None and g.text for g in gens)
+
+
+def test_stop_strings_are_sent():
+    sampling = SamplingConfig(max_tokens=8, stop=("kilo", "\n\n"))
+    with FakeOpenAIServer() as srv, backend(srv, use_n=False) as b:
+        gens = list(b.generate(make_requests(4, 4), sampling))
+    assert srv.log[0].body["stop"] == ["kilo", "\n\n"]
+    assert not any("kilo" in g.text for g in gens)
+
+
+def test_faults_are_retried_and_all_chains_complete():
+    cfg = FakeServerConfig(fault_rate=0.2, hang_s=0.6, rng_seed=3)
+    reqs = make_requests(30, 4)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, max_retries=8, timeout=0.3, concurrency=16) as b:
+        gens = list(b.generate(reqs, SAMPLING))
+        stats = dict(b.stats)
+    assert sorted((g.problem_id, g.chain_index) for g in gens) == sorted(
+        (r.problem_id, c) for r in reqs for c in r.chain_indices)
+    outcomes = srv.outcomes()
+    assert set(outcomes) == {"ok", "500", "429", "timeout", "disconnect", "garbage"}, outcomes
+    # a request sent on a socket the server already dropped never shows up in its log
+    assert sum(g.attempts for g in gens) == stats["requests"] >= len(srv.log) >= len(gens)
+    assert stats["retries"] == sum(g.attempts - 1 for g in gens) > 0
+    assert [g for g in gens if g.error] == []  # 9 tries at 20% faults: never all failing here
+    assert any(g.attempts > 1 and g.text for g in gens)
+    for r in reqs:  # retried chains still got their own seed: texts differ per chain
+        assert len({g.text for g in gens if g.problem_id == r.problem_id}) == 4
+
+
+def test_exhausted_retries_become_error_generations():
+    cfg = FakeServerConfig(fault_rate=0.7, faults=("500", "429", "garbage", "disconnect"), rng_seed=5)
+    reqs = make_requests(10, 4)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, max_retries=1) as b:
+        gens = list(b.generate(reqs, SAMPLING))
+    assert len(gens) == 40
+    by_seed = defaultdict(list)
+    for e in srv.log:
+        by_seed[e.body["seed"]].append(e.outcome)
+    errors = [g for g in gens if g.error]
+    assert 0 < len(errors) < 40
+    for g in gens:
+        seen = by_seed[g.extra["seed"]]
+        assert 1 <= len(seen) <= g.attempts  # see test above: a dead keep-alive socket eats a request
+        if g.error:
+            assert g.text == "" and g.attempts == 2 and "ok" not in seen
+        else:
+            assert seen[-1] == "ok" and g.text
+
+
+def test_yields_incrementally():
+    cfg = FakeServerConfig(delay_s=0.15)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, concurrency=1) as b:
+        t0 = time.perf_counter()
+        times = [time.perf_counter() - t0 for _ in b.generate(make_requests(1, 4), SAMPLING)]
+    assert len(times) == 4
+    assert times[0] < times[-1] - 0.3  # the first chain came out long before the last
+
+
+def test_early_stop_cancels_and_backend_stays_usable():
+    cfg = FakeServerConfig(delay_s=0.05)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, concurrency=2) as b:
+        it = b.generate(make_requests(10, 4), SAMPLING)
+        next(it)
+        it.close()
+        time.sleep(0.3)
+        sent = len(srv.log)
+        assert sent < 40
+        gens = list(b.generate(make_requests(1, 2), SAMPLING))
+        assert len(gens) == 2 and all(g.error is None for g in gens)
+
+
+def test_describe_reproduces_without_secrets(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-123")
+    with FakeOpenAIServer() as srv, backend(srv, mode="completions", concurrency=4) as b:
+        d = b.describe()
+    assert d["backend"] == "openai" and d["model"] == "fake-model" and d["base_url"] == srv.base_url
+    assert d["args"]["mode"] == "completions" and d["args"]["concurrency"] == 4
+    assert "openai" in d["library"]
+    assert "sk-secret" not in repr(d)
+
+
+def test_bad_options_rejected():
+    with pytest.raises(ValueError, match="mode"):
+        OpenAIServerBackend("m", "http://127.0.0.1:1/v1", mode="embeddings")
+    with pytest.raises(ValueError, match="use_n"):
+        OpenAIServerBackend("m", "http://127.0.0.1:1/v1", use_n="sometimes")
