@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem, extract_tag, parse_numbered_tags, user
+from benchmarks.base import Benchmark, Messages, Problem, extract_tag, parse_numbered_tags, user
 from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import best_token_f1, strip_think
 from harness.paths import shared_data_dir
@@ -244,4 +244,4 @@ def _check_style(style: str) -> None:
         raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
 
 
-__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores", "strip_think", "DataError"]
+__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores"]

@@ -99,9 +99,20 @@ def test_missing_answer_is_all_zeros(task, problems):
     assert task.parse(f"<support>{sup}</support> no answer")[0] is None
     assert task.reward(p, None).tolist() == [0] * 5
     # answer drafted inside <think> only does not count; the one after it does
-    assert task.parse(f"<think><answer>x</answer></think>")[0] is None
+    assert task.parse("<think><answer>x</answer></think>")[0] is None
     done = f"<think><support>0</support><answer>x</answer></think>{gold_answer(p)}"
     assert task.reward(p, task.parse(done)[0]).tolist() == [1] * 5
+
+
+def test_squad_normalisation_and_f1():
+    from benchmarks.textnorm import best_token_f1, squad_normalize, token_f1
+
+    assert squad_normalize("The  Eiffel-Tower, (Paris)!") == "eiffeltower paris"
+    assert squad_normalize("an apple a day") == "apple day" and squad_normalize(None) == ""
+    assert token_f1("x y z", "y z w") == pytest.approx(2 / 3) and token_f1("a b c", "b c d") == pytest.approx(0.8)
+    assert token_f1("b b", "b") == pytest.approx(2 / 3)  # multiset overlap, not set overlap
+    assert token_f1("the", "Paris") == 0 and token_f1("", "") == 1
+    assert best_token_f1("NYC", ["New York City", "nyc"]) == 1 and best_token_f1("x", []) == 0
 
 
 def test_scalar_weights_answer_three_times_and_vectorises(task):
