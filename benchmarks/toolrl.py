@@ -290,12 +290,12 @@ class ToolRL(Benchmark):
                      if isinstance(extra, dict) else None)
             if index is None:
                 raise row.error("missing field", "extra_info.index")
-        elif "instruction" in d:  # raw SFT item: map to the processed layout as ToolRL's rlla.py does
-            system = need(row, d, "instruction", str)
-            user_msg = need(row, d, "input", str)
-            gold = need(row, d, "output", str)
-            gold_field = "output"
-            index = row.line - 1
+        elif "instruction" in d:  # raw SFT item, checked under its own field names, then mapped
+            for key in ("instruction", "input", "output"):
+                need(row, d, key, str)
+            mapped = sft_to_row(d, index=row.line - 1, split=split)
+            system, user_msg = mapped["prompt"][0]["content"], mapped["prompt"][1]["content"]
+            gold, gold_field, index = mapped["reward_model"]["ground_truth"], "output", row.line - 1
         else:
             raise row.error("neither a processed row (prompt, reward_model) nor an SFT item "
                             "(instruction, input, output)", "prompt")
@@ -354,6 +354,23 @@ class ToolRL(Benchmark):
         return np.array([float(fmt), names, keys, values], dtype=float)
 
 
+def sft_to_row(item: dict[str, Any], *, index: int, split: str = "sft") -> dict[str, Any]:
+    """A raw ``{instruction, input, output}`` item in the processed rlla_4k row format.
+
+    Same mapping as ToolRL's ``rlla.py``: system = instruction (tools + output format), user = input
+    (dialogue history), ground truth = output. Lets SFT items be exported or scored like RL rows.
+    """
+    return {
+        "data_source": "rlla",
+        "prompt": [{"content": item["instruction"], "role": "system"},
+                   {"content": item["input"], "role": "user"}],
+        "ability": "math",  # the label the official rows carry (a leftover of the veRL template)
+        "reward_model": {"ground_truth": item["output"], "style": "rule"},
+        "extra_info": {"index": index, "input": item["input"], "instruction": item["instruction"],
+                       "output": item["output"], "split": split},
+    }
+
+
 def _gold_calls(row: Row, gold: str, field_name: str) -> list[Call]:
     """Gold calls, strictly: every non-empty line of a gold ``<tool_call>`` block is one call object."""
     _, body = split_think(gold)
@@ -379,4 +396,4 @@ def _check_style(style: str) -> None:
         raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
 
 
-__all__ = ["ToolRL", "align_calls", "parse_calls", "score_calls", "split_think", "value_match"]
+__all__ = ["ToolRL", "align_calls", "parse_calls", "score_calls", "sft_to_row", "split_think", "value_match"]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import DataError, get_task
-from benchmarks.toolrl import GITHUB_RAW, ToolRL, parse_calls, score_calls, value_match
+from benchmarks.toolrl import GITHUB_RAW, ToolRL, parse_calls, score_calls, sft_to_row, value_match
 from harness.paths import shared_data_dir
 
 TEST_FILE = shared_data_dir() / "toolrl" / "rlla_4k_test.jsonl"
@@ -53,6 +53,18 @@ def test_loads_real_rows(task, test_rows, sft_rows):
     assert msgs == [{"role": "system", "content": sft0["instruction"]}, {"role": "user", "content": sft0["input"]}]
     assert (task.default_temperature, task.default_top_p) == (0.7, 0.95)
     assert task.component_names == ("format", "tool_name", "arg_keys", "arg_values")
+
+
+def test_sft_items_map_to_the_processed_row_format(tmp_path, task, test_rows):
+    item = json.loads(SFT_FILE.read_text().splitlines()[5])
+    row = sft_to_row(item, index=5)
+    official = _raw_rows(1)[0]
+    assert set(row) == set(official) and set(row["extra_info"]) == set(official["extra_info"])
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+    f = tmp_path / "mapped.jsonl"
+    f.write_text(json.dumps(row) + "\n")
+    (p,) = task.load("sft", path=str(f))
+    assert p.id == "toolrl-sft-5" and p.data == task.load("sft")[5].data
 
 
 def test_gold_output_scores_all_ones_on_every_row(task, test_rows, sft_rows):
