@@ -164,7 +164,8 @@ def zone_cells(grid: Sequence[str], corner: Pos) -> list[Pos]:
     return out
 
 
-def bfs(grid: Sequence[str], source: Pos, *, blocked: Iterable[Pos] = (), no_pass: Iterable[Pos] = ()) -> dict[Pos, int]:
+def bfs(grid: Sequence[str], source: Pos, *, blocked: Iterable[Pos] = (),
+        no_pass: Iterable[Pos] = ()) -> dict[Pos, int]:
     """Step distances from ``source`` through free cells. ``blocked`` cells are never entered;
     ``no_pass`` cells may be reached but not left (used for E, which ends the episode)."""
     n = len(grid)
