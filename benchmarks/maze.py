@@ -22,8 +22,9 @@ the letters U, D, L, R; any run of non-letters separates tokens (commas, spaces,
 token written in capitals only from the letters U/D/L/R (``UURRD``) is read letter by letter. Every
 other token is ignored (so "go UP then LEFT" is UP, LEFT). A single-answer completion is read from its
 last closed ``<answer>`` tag, falling back to the whole text (closed ``<think>`` blocks removed; an
-unclosed ``<think>`` drops the rest). Chains use ``<route_1>..</route_1>`` .. ``<route_m>``; when no
-numbered tag closed, the text is split at ``---`` lines (only the parts that look like routes count:
+unclosed ``<think>`` drops the rest; after an unclosed ``<answer>`` only its content is kept). Chains use
+``<route_1>..</route_1>`` .. ``<route_m>``; when no numbered tag was even opened, the text is split at
+``---`` lines (only the parts that look like routes count:
 at least one move and at least half of their words are moves), then repeated ``<answer>`` tags are
 used. Missing answers are ``None`` (zero reward); unclosed (truncated) tags give ``None``.
 """
@@ -35,41 +36,23 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.base import Benchmark, Messages, Problem, parse_numbered_tags, user
-from benchmarks.maze_env import (COMPONENTS, MOVES, REWARD_MODES, MazeInstance, generate_maze,
-                                 reward_from_counts, simulate)
+from benchmarks.maze_env import (COMPONENTS, MOVES, REWARD_MODES, MazeInstance, generate_maze, is_move_token,
+                                 parse_moves, reward_from_counts, simulate)
 
 SPLIT_SEEDS = {"train": (42, 1000), "test": (4242, 100)}
 STYLES = ("full", "compact")
 
-_WORDS = {"UP": "UP", "DOWN": "DOWN", "LEFT": "LEFT", "RIGHT": "RIGHT",
-          "U": "UP", "D": "DOWN", "L": "LEFT", "R": "RIGHT"}
-_LETTERS = {"U": "UP", "D": "DOWN", "L": "LEFT", "R": "RIGHT"}
 _TOKEN_RE = re.compile(r"[A-Za-z]+")
-_RUN_RE = re.compile(r"[UDLR]+")
 _SEP_LINE_RE = re.compile(r"^[ \t]*-{3,}[ \t]*$", re.M)
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 _THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
-
-
-def parse_moves(text: str | None) -> list[str]:
-    """Moves of an answer string; unknown tokens are ignored. Never raises."""
-    if not isinstance(text, str):
-        return []
-    out: list[str] = []
-    for tok in _TOKEN_RE.findall(text):
-        mv = _WORDS.get(tok.upper())
-        if mv is not None:
-            out.append(mv)
-        elif len(tok) > 1 and _RUN_RE.fullmatch(tok):
-            out.extend(_LETTERS[ch] for ch in tok)
-    return out
 
 
 def _move_fraction(text: str) -> tuple[int, float]:
     toks = _TOKEN_RE.findall(text)
     if not toks:
         return 0, 0.0
-    good = sum(1 for t in toks if t.upper() in _WORDS or (len(t) > 1 and _RUN_RE.fullmatch(t)))
+    good = sum(1 for t in toks if is_move_token(t))
     return good, good / len(toks)
 
 
@@ -85,7 +68,11 @@ def parse_single(completion: str) -> str | None:
     found = _ANSWER_RE.findall(completion)
     if found:
         return found[-1].strip()
-    rest = _strip_think(completion).strip()
+    text = _strip_think(completion)
+    i = text.lower().rfind("<answer>")
+    if i >= 0:                      # truncated inside the answer: keep what was written of it
+        text = text[i + len("<answer>"):]
+    rest = text.strip()
     return rest or None
 
 
@@ -95,8 +82,8 @@ def parse_multi(completion: str, m: int, stem: str = "route") -> list[str | None
     if not isinstance(completion, str):
         return [None] * m
     out = parse_numbered_tags(completion, stem, m)
-    if any(a is not None for a in out):
-        return out
+    if any(a is not None for a in out) or re.search(rf"<{re.escape(stem)}_\d+>", completion, re.I):
+        return out                  # the numbered format was used: unclosed (truncated) routes are None
     text = _strip_think(completion)
     if _SEP_LINE_RE.search(text):
         parts = [p.strip() for p in _SEP_LINE_RE.split(text)]

@@ -37,6 +37,7 @@ budget. ``linear``: gold/diamond = fraction of the zone's items collected, avoid
 """
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -58,6 +59,12 @@ REWARD_MODES = ("linear", "convex_bonus")
 MOVES = ("UP", "DOWN", "LEFT", "RIGHT")
 DELTAS = {"UP": (-1, 0), "DOWN": (1, 0), "LEFT": (0, -1), "RIGHT": (0, 1)}
 CORNERS = ((0, 0), (0, SIZE - 1), (SIZE - 1, 0), (SIZE - 1, SIZE - 1))
+#: move tokens (matched case-insensitively) -> move
+MOVE_WORDS = {"UP": "UP", "DOWN": "DOWN", "LEFT": "LEFT", "RIGHT": "RIGHT",
+              "U": "UP", "D": "DOWN", "L": "LEFT", "R": "RIGHT"}
+_LETTERS = {"U": "UP", "D": "DOWN", "L": "LEFT", "R": "RIGHT"}
+_TOKEN_RE = re.compile(r"[A-Za-z]+")
+_RUN_RE = re.compile(r"[UDLR]+")
 
 Pos = tuple[int, int]
 
@@ -299,6 +306,26 @@ def generate_maze(seed: int) -> MazeInstance:
 
 # ---- simulation and reward -------------------------------------------------------------------------
 
+def is_move_token(tok: str) -> bool:
+    return tok.upper() in MOVE_WORDS or (len(tok) > 1 and _RUN_RE.fullmatch(tok) is not None)
+
+
+def parse_moves(text: Any) -> list[str]:
+    """Moves of an answer string. Tokens are the runs of ASCII letters (anything else separates them):
+    UP/DOWN/LEFT/RIGHT and U/D/L/R in any case, and capital-only runs of U/D/L/R read letter by letter
+    (``UURD``). Every other token is ignored. Never raises (non-strings give [])."""
+    if not isinstance(text, str):
+        return []
+    out: list[str] = []
+    for tok in _TOKEN_RE.findall(text):
+        mv = MOVE_WORDS.get(tok.upper())
+        if mv is not None:
+            out.append(mv)
+        elif len(tok) > 1 and _RUN_RE.fullmatch(tok):
+            out.extend(_LETTERS[ch] for ch in tok)
+    return out
+
+
 def reward_from_counts(n_gold: int, n_diamond: int, n_lava_hit: int, bonus: bool, *, total_gold: int,
                        total_diamond: int, total_lava: int, completed: bool = True,
                        reward_mode: str = "linear") -> np.ndarray:
@@ -316,14 +343,17 @@ def reward_from_counts(n_gold: int, n_diamond: int, n_lava_hit: int, bonus: bool
     return np.clip(r, 0.0, 1.0)
 
 
-def simulate(maze: Any, moves: Sequence[str], reward_mode: str = "linear") -> tuple[np.ndarray, dict[str, Any]]:
-    """Run ``moves`` (each one of UP/DOWN/LEFT/RIGHT; anything else is ignored without using a step).
+def simulate(maze: Any, moves: Sequence[str] | str, reward_mode: str = "linear") -> tuple[np.ndarray, dict[str, Any]]:
+    """Run ``moves``: a list of moves (UP/DOWN/LEFT/RIGHT or U/D/L/R, any case; anything else is skipped
+    without using a step) or an answer string (read with :func:`parse_moves`).
 
     Returns the reward vector and an info dict: ``reached_exit``, ``steps`` (steps used, bumps included),
     ``bumps``, ``ignored`` (moves after E or beyond the budget), ``path`` (positions, start included),
     ``gold``/``diamond``/``lava_hit`` (cells, in order), ``bonus_visited``, ``final``.
     """
     maze = MazeInstance.from_problem(maze)
+    if isinstance(moves, str):
+        moves = parse_moves(moves)
     gold = set(maze.gold)
     diamond = set(maze.diamond)
     lava = set(maze.lava)
@@ -337,7 +367,7 @@ def simulate(maze: Any, moves: Sequence[str], reward_mode: str = "linear") -> tu
     done = False
     n = maze.size
     for mv in moves:
-        delta = DELTAS.get(mv)
+        delta = DELTAS.get(MOVE_WORDS.get(mv.upper(), "")) if isinstance(mv, str) else None
         if delta is None:
             continue
         if done or steps >= maze.budget:

@@ -291,6 +291,17 @@ def test_benchmark_protocol_and_options():
 
 # ---- parser --------------------------------------------------------------------------------------
 
+def test_simulate_accepts_letters_and_text():
+    m = MazeInstance.from_problem(HAND)
+    letters = [x[0] for x in GOLD_ROUTE]
+    np.testing.assert_allclose(simulate(m, letters)[0], [1, 1, 0, 1])
+    np.testing.assert_allclose(simulate(m, [x.lower() for x in GOLD_ROUTE])[0], [1, 1, 0, 1])
+    np.testing.assert_allclose(simulate(m, "".join(letters))[0], [1, 1, 0, 1])
+    np.testing.assert_allclose(simulate(m, ", ".join(GOLD_ROUTE))[0], [1, 1, 0, 1])
+    r, info = simulate(m, ["JUMP", None, 3] + GOLD_ROUTE)              # junk is skipped, no step used
+    assert info["steps"] == 18 and r[0] == 1
+
+
 def test_move_tokens():
     assert parse_moves("UP, down -> Left → r, U D L R") == ["UP", "DOWN", "LEFT", "RIGHT"] * 2
     assert parse_moves("go UP then left; foo 3 RIGHT, xRIGHT") == ["UP", "LEFT", "RIGHT"]  # xRIGHT: unknown
@@ -305,6 +316,7 @@ def test_parse_single():
     assert parse_single("<think>LEFT LEFT</think> RIGHT") == "RIGHT"
     assert parse_single("<think>still thinking UP UP") is None                      # truncated reasoning
     assert parse_single("   ") is None
+    assert parse_single("I go UP first. <answer>R, R, D") == "R, R, D"             # truncated answer
     assert Maze().parse("<answer>U</answer>") == ["U"]
 
 
@@ -314,6 +326,8 @@ def test_parse_multi_numbered_and_truncated():
     assert t.parse(text, 3) == ["U, R", "D,D", None]
     assert t.parse("<route_2>R</route_2>", 3) == [None, "R", None]
     assert t.parse("", 3) == [None, None, None]
+    # a chain cut inside its first route does not fall back to the other formats
+    assert t.parse("<answer>U</answer>\n---\nD\n---\n<route_1>L, L", 2) == [None, None]
 
 
 def test_parse_multi_fallbacks():
@@ -380,6 +394,17 @@ def test_prompts_full_and_compact():
     assert "Legend" not in compact and len(compact) < len(full) / 3
     with pytest.raises(ValueError):
         lin.prompt(HAND, style="verbose")
+
+
+def test_compact_prompt_format_is_pinned():
+    """training/model.py turns these exact strings into single tokens: change both together."""
+    t = Maze()
+    grid = MazeInstance.from_problem(HAND).render(show_bonus=False)
+    assert t.prompt(HAND, style="compact") == [{"role": "user", "content":
+            grid + "\nBudget: 27\nAnswer: <answer>moves as U/D/L/R, comma-separated</answer>"}]
+    assert t.multi_prompt(HAND, 2, style="compact") == [{"role": "user", "content":
+            grid + "\nBudget: 27\nAnswer: 2 different routes as U/D/L/R, comma-separated: "
+            "<route_1>...</route_1> <route_2>...</route_2>"}]
 
 
 @pytest.mark.parametrize("m", [1, 3, 5])
