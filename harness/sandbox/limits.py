@@ -1,0 +1,38 @@
+"""Resource limits of one sandboxed run.
+
+Kept as a plain frozen dataclass so a run's limits can be written verbatim into every result: a verdict
+is only meaningful together with the budget it was produced under.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-candidate budget. ``wall_s`` is enforced by the parent, the rest by rlimits in the child."""
+
+    #: wall-clock limit of the whole child (all tests); the parent kills the process group after it
+    wall_s: float = 10.0
+    #: RLIMIT_CPU (seconds of CPU over all threads); SIGXCPU ends the child when exceeded
+    cpu_s: int = 10
+    #: RLIMIT_AS; large enough for numpy imports and a 256 MiB thread stack, small enough that two
+    #: concurrent memory bombs cannot push the host into swap/OOM
+    address_space_bytes: int = 2048 * MiB
+    #: RLIMIT_FSIZE: largest file the program may write (in its private working directory)
+    file_size_bytes: int = 16 * MiB
+    #: RLIMIT_NOFILE
+    open_files: int = 128
+    #: RLIMIT_NPROC: processes + threads of the sandbox uid. Only binds for a non-root uid, which is
+    #: why the child drops privileges (see isolation.py)
+    processes: int = 64
+    #: bytes of the child's stdout / stderr kept (the tail); reading stops after 8x this much
+    output_cap_bytes: int = 64 * 1024
+    #: bytes the driver may send on the result channel before the run counts as flooding it
+    result_cap_bytes: int = 64 * MiB
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

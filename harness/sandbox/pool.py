@@ -1,0 +1,71 @@
+"""A fixed set of sandbox slots, one per core by default, used from a thread pool.
+
+Threads are enough: each slot spends its time waiting on a child process. Every slot owns a distinct
+unprivileged uid, so one candidate's fork bomb (RLIMIT_NPROC counts per uid) or ``kill(-1, ...)``
+cannot touch the candidate running next to it.
+"""
+from __future__ import annotations
+
+import os
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Iterable, Sequence
+
+from harness.sandbox.isolation import Isolation, detect_isolation
+from harness.sandbox.limits import Limits
+from harness.sandbox.sandbox import Sandbox, SandboxResult
+
+#: first uid handed to pool slots (slot i runs as DEFAULT_UID_BASE + i); unnamed, unprivileged uids
+DEFAULT_UID_BASE = 61000
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class SandboxPool:
+    """``submit``/``map`` sandbox runs on ``workers`` parallel slots."""
+
+    def __init__(self, workers: int | None = None, limits: Limits | None = None, *,
+                 uid_base: int = DEFAULT_UID_BASE, isolation: Isolation | None = None,
+                 tmp_root: str | None = None):
+        self.workers = workers or default_workers()
+        self.limits = limits or Limits()
+        iso = isolation or detect_isolation()
+        self._slots: "queue.Queue[Sandbox]" = queue.Queue()
+        for i in range(self.workers):
+            self._slots.put(Sandbox(self.limits, uid=uid_base + i, gid=uid_base + i, isolation=iso,
+                                    tmp_root=tmp_root))
+        self.uids = tuple(range(uid_base, uid_base + self.workers))
+        self._ex = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
+
+    def run(self, driver_source: str, payload: Any, limits: Limits | None = None,
+            files: dict[str, str] | None = None) -> SandboxResult:
+        """Blocking run on the next free slot (callers with their own threads use this)."""
+        sb = self._slots.get()
+        try:
+            return sb.run(driver_source, payload, limits=limits, files=files)
+        finally:
+            self._slots.put(sb)
+
+    def submit(self, driver_source: str, payload: Any, *, limits: Limits | None = None,
+               files: dict[str, str] | None = None) -> "Future[SandboxResult]":
+        return self._ex.submit(self.run, driver_source, payload, limits, files)
+
+    def map(self, jobs: Iterable[tuple[str, Any]] | Sequence[tuple[str, Any]], *,
+            limits: Limits | None = None) -> list[SandboxResult]:
+        """Run (driver_source, payload) jobs in parallel; results in input order."""
+        futs = [self.submit(src, payload, limits=limits) for src, payload in jobs]
+        return [f.result() for f in futs]
+
+    def close(self) -> None:
+        self._ex.shutdown(wait=True)
+
+    def __enter__(self) -> "SandboxPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
