@@ -88,22 +88,29 @@ def _site_paths() -> list[str]:
     return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]
 
 
-def _proc_uids() -> dict[int, int]:
-    out: dict[int, int] = {}
+def live_pids_of_uid(uid: int) -> list[int]:
+    """Pids owned by ``uid`` that are not zombies (a zombie is dead; only its parent's wait is due)."""
+    out = []
     for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                out[int(name)] = os.stat(f"/proc/{name}").st_uid
-            except OSError:
-                pass
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            out.append(int(name))
     return out
 
 
 def kill_uid(uid: int) -> int:
     """SIGKILL every process owned by ``uid``. Only safe for uids reserved to one sandbox slot."""
     n = 0
-    for _ in range(5):
-        victims = [p for p, u in _proc_uids().items() if u == uid]
+    for _ in range(10):
+        victims = live_pids_of_uid(uid)
         if not victims:
             break
         for p in victims:
