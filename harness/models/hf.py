@@ -11,7 +11,9 @@ floating-point noise from padding, which can only matter when a draw lands on a 
 
 Each chain is its own batch row (what ``num_return_sequences=k`` does internally, but it also lets
 rows of different prompts share a left-padded batch). Stop strings end a row early (transformers'
-``stop_strings``) and are trimmed from the text, as OpenAI-style servers do.
+``stop_strings``) and are trimmed from the text, as OpenAI-style servers do. The checkpoint's own
+``generation_config`` sampling defaults (repetition_penalty, top_k...) are ignored on purpose: only
+``SamplingConfig`` decides how we sample.
 """
 from __future__ import annotations
 
@@ -221,10 +223,20 @@ class HFBackend(Backend):
             gen_cfg.stop_strings = list(sampling.stop)
             kwargs["tokenizer"] = tok
         sampler = RowSampler(seeds, sampling.temperature, sampling.top_p, self.model.device)
-        with torch.no_grad():
-            out = self.model.generate(
-                **enc, generation_config=gen_cfg, logits_processor=LogitsProcessorList([sampler]), **kwargs
-            )
+        # generate() fills every option we leave unset from model.generation_config (a checkpoint's
+        # repetition_penalty, top_k, ...). Sampling must be exactly SamplingConfig, comparable across
+        # backends and checkpoints, so a neutral config stands in for the model's during the call.
+        saved = self.model.generation_config
+        self.model.generation_config = GenerationConfig(
+            bos_token_id=saved.bos_token_id, eos_token_id=gen_cfg.eos_token_id, pad_token_id=tok.pad_token_id
+        )
+        try:
+            with torch.no_grad():
+                out = self.model.generate(
+                    **enc, generation_config=gen_cfg, logits_processor=LogitsProcessorList([sampler]), **kwargs
+                )
+        finally:
+            self.model.generation_config = saved
         prompt_len = enc["input_ids"].shape[1]
         prompt_counts = enc["attention_mask"].sum(dim=1).tolist()
         results = []

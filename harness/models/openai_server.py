@@ -343,13 +343,16 @@ class OpenAIServerBackend(Backend):
             ordered = sorted(choices, key=lambda ch: ch.index if isinstance(ch.index, int) else 0)
             texts = []
             for ch in ordered:
+                reasoning = None
                 if self.mode == "chat":
                     text = ch.message.content if ch.message is not None else None
+                    # vLLM/SGLang reasoning parsers split thinking out of content; keep it for audits
+                    reasoning = getattr(ch.message, "reasoning_content", None) or getattr(ch.message, "reasoning", None)
                 else:
                     text = ch.text
                 if text is not None and not isinstance(text, str):
                     raise GarbageResponse(f"choice text is {type(text).__name__}")
-                texts.append((text or "", ch.finish_reason))
+                texts.append((text or "", ch.finish_reason, reasoning if isinstance(reasoning, str) else None))
         except (AttributeError, TypeError) as exc:
             raise GarbageResponse(f"malformed choices: {exc}") from exc
         if len(texts) < n:
@@ -361,8 +364,10 @@ class OpenAIServerBackend(Backend):
         completion_tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
         gens = []
         for i, (c, s) in enumerate(zip(unit.chain_indices, unit.seeds)):
-            text, finish = texts[i]
+            text, finish, reasoning = texts[i]
             extra: dict[str, Any] = {"seed": int(unit.seeds[0]) if n > 1 else int(s)}
+            if reasoning:
+                extra["reasoning"] = reasoning
             if n > 1:
                 # The server reports one completion-token total for all n choices; splitting it
                 # would invent numbers, so each chain carries the shared total instead.

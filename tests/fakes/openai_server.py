@@ -3,7 +3,7 @@
 Stdlib only (``http.server`` on a thread) so tests need no aiohttp/fastapi. Text is a pure function
 of (prompt, seed, choice index), so tests can check that seeds reach the server and that chains
 differ. Faults are drawn from a seeded RNG per request: HTTP 500, 429, a hang past the client's
-timeout, a dropped socket, or a 200 with unparseable JSON.
+timeout, a dropped socket, a 200 with unparseable JSON, or a 200 with valid JSON of the wrong shape.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
          "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango")
 
-FAULTS = ("500", "429", "timeout", "disconnect", "garbage")
+FAULTS = ("500", "429", "timeout", "disconnect", "garbage", "shape")
 
 
 def fake_text(prompt: str, seed: int | None, index: int, max_tokens: int) -> str:
@@ -165,6 +165,8 @@ class FakeOpenAIServer:
                         pass
                 elif fault == "garbage":
                     self._send(200, b'{"id": "x", "choices": [{"index": 0, "mess')
+                elif fault == "shape":
+                    self._send(200, b'{"object": "list", "data": [], "choices": null}')
                 else:
                     if server.config.delay_s:
                         time.sleep(server.config.delay_s)

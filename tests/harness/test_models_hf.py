@@ -187,3 +187,17 @@ def test_from_model_wraps_in_memory_policy():
     gens = list(b.generate(reqs(1, 2), SAMPLING))
     assert len(gens) == 2 and all(g.completion_tokens for g in gens)
     assert b.describe()["model"] == "policy"
+
+
+def test_checkpoint_generation_defaults_do_not_leak_in():
+    model, tok = build_tiny_llama(seed=0)
+    b = HFBackend.from_model(model, tok)
+    before = texts(b.generate(reqs(1, 3), SAMPLING))
+    saved = model.generation_config
+    model.generation_config.do_sample = True
+    model.generation_config.top_k = 1
+    model.generation_config.repetition_penalty = 5.0
+    model.generation_config.no_repeat_ngram_size = 1
+    after = texts(b.generate(reqs(1, 3), SAMPLING))
+    assert after == before
+    assert model.generation_config is saved and saved.repetition_penalty == 5.0  # restored untouched
