@@ -1,0 +1,207 @@
+"""Supervised targets for the warm start, and tokenisation of (prompt, completion) pairs.
+
+Targets are routes found by exact search, each optimal for some weighting of the four reward components
+(completion, gold, diamond, avoid_lava). Training on optimal routes for *random* weightings gives the
+warm start a spread of sensible trade-offs to begin RL from, instead of one favourite route: the RL
+stage then decides whether that spread survives (VPO) or collapses (GRPO), which is the comparison
+this project is about.
+
+Completion formats (short on purpose: one character per move, tags are single tokens):
+    single answer:  <answer>RRDDU...</answer>
+    chain of m:     <route_1>RRD...</route_1><route_2>...</route_2>...<route_m>...</route_m>
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from benchmarks.base import Benchmark, Problem
+
+LETTER = {"UP": "U", "DOWN": "D", "LEFT": "L", "RIGHT": "R"}
+
+#: fixed weightings always searched, so every maze contributes its extreme trade-offs
+ANCHOR_WEIGHTS = np.array([
+    [1, 1, 0, 1],      # gold, avoid lava
+    [1, 0, 1, 1],      # diamonds, avoid lava
+    [1, 1, 0, 0],      # gold at any lava cost
+    [1, 0, 1, 0],      # diamonds at any lava cost
+    [1, 1, 1, 1],      # the task scalar itself
+    [1, 0, 0, 1],      # shortest safe route
+    [1, 0, 0, 0],      # shortest route
+], dtype=float)
+
+
+def route_letters(moves: Sequence[str]) -> str:
+    return "".join(LETTER[m] for m in moves)
+
+
+def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: int = 6, seed: int = 42,
+                   cache: str | Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """problem id -> distinct optimal routes [{"route": "RRD..", "r": [..4..]}], anchors first.
+
+    Search is the slow part (seconds per maze), so results are cached as JSON keyed by maze id.
+    """
+    from benchmarks.maze import best_route
+
+    cached: dict[str, list[dict[str, Any]]] = {}
+    if cache is not None and Path(cache).exists():
+        cached = json.loads(Path(cache).read_text())
+    rng = np.random.default_rng(seed)
+    todo = [p for p in problems if p.id not in cached]
+    try:
+        from tqdm import tqdm
+        it = tqdm(todo, desc="search targets", disable=len(todo) < 20)
+    except ImportError:  # pragma: no cover
+        it = todo
+    for p in it:
+        ws = np.concatenate([ANCHOR_WEIGHTS, rng.dirichlet(np.ones(task.d), size=n_random)])
+        seen: dict[str, list[float]] = {}
+        for w in ws:
+            moves = best_route(task_instance(p), w.tolist(), getattr(task, "reward_mode", "linear"))
+            route = route_letters(moves)
+            if route and route not in seen:
+                r, _ = task.simulate(p, moves)
+                if r[0] >= 1.0:                   # only routes that reach the exit
+                    seen[route] = [float(v) for v in r]
+        cached[p.id] = [{"route": k, "r": v} for k, v in seen.items()]
+    if cache is not None and todo:
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        Path(cache).write_text(json.dumps(cached))
+    return {p.id: cached[p.id] for p in problems}
+
+
+def task_instance(problem: Problem) -> Any:
+    from benchmarks.maze_env import MazeInstance
+    return MazeInstance.from_problem(problem)
+
+
+def single_completion(route: str) -> str:
+    return f"<answer>{route}</answer>"
+
+
+def chain_completion(routes: Sequence[str]) -> str:
+    return "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, 1))
+
+
+def make_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[str, list[dict[str, Any]]],
+                  *, m: int = 3, style: str = "compact", copies: int = 2, multi_fraction: float = 0.5,
+                  seed: int = 42) -> list[tuple[list[dict[str, str]], str]]:
+    """(messages, completion) pairs: per maze ``copies`` examples, a ``multi_fraction`` of them chains.
+
+    A single-answer example picks one target route at random (so the warm start's single-answer
+    distribution covers the trade-offs); a chain picks m distinct routes in random order (cycling when a
+    maze has fewer than m distinct optimal routes).
+    """
+    rng = np.random.default_rng(seed)
+    out: list[tuple[list[dict[str, str]], str]] = []
+    for p in problems:
+        routes = [t["route"] for t in targets.get(p.id, [])]
+        if not routes:
+            continue
+        for _ in range(copies):
+            if rng.random() < multi_fraction:
+                order = list(rng.permutation(len(routes)))
+                pick = [routes[order[i % len(order)]] for i in range(m)]
+                out.append((task.multi_prompt(p, m, style=style), chain_completion(pick)))
+            else:
+                out.append((task.prompt(p, style=style), single_completion(routes[int(rng.integers(len(routes)))])))
+    return out
+
+
+@dataclass
+class Encoded:
+    input_ids: torch.Tensor      # (B, T) right-padded
+    attention_mask: torch.Tensor  # (B, T)
+    labels: torch.Tensor         # (B, T), -100 on prompt and padding
+
+
+def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[list[dict[str, str]], str]]) -> Encoded:
+    """Prompt rendered with the chat template; loss only on the completion and its end token."""
+    from harness.models.prompting import render_messages
+
+    seqs, labs = [], []
+    for msgs, completion in pairs:
+        p = tokenizer(render_messages(msgs, tokenizer), add_special_tokens=False)["input_ids"]
+        c = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        seqs.append(p + c)
+        labs.append([-100] * len(p) + c)
+    T = max(len(s) for s in seqs)
+    pad = tokenizer.pad_token_id
+    ids = torch.full((len(seqs), T), pad, dtype=torch.long)
+    att = torch.zeros((len(seqs), T), dtype=torch.long)
+    lab = torch.full((len(seqs), T), -100, dtype=torch.long)
+    for i, (s, l) in enumerate(zip(seqs, labs)):
+        ids[i, : len(s)] = torch.tensor(s)
+        att[i, : len(s)] = 1
+        lab[i, : len(l)] = torch.tensor(l)
+    return Encoded(ids, att, lab)
+
+
+# ---- symmetry augmentation -------------------------------------------------------------------------
+_DELTA = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+_LETTER_OF = {v: k for k, v in _DELTA.items()}
+
+
+def _lin(k: int, dr: int, dc: int) -> tuple[int, int]:
+    """Linear part of dihedral transform k (0..7): k % 4 quarter turns clockwise, then a mirror if k >= 4."""
+    for _ in range(k % 4):
+        dr, dc = dc, -dr
+    if k >= 4:
+        dc = -dc
+    return dr, dc
+
+
+def transform_pos(k: int, p: Sequence[int], n: int) -> tuple[int, int]:
+    r, c = p
+    for _ in range(k % 4):
+        r, c = c, n - 1 - r
+    if k >= 4:
+        c = n - 1 - c
+    return r, c
+
+
+def transform_route(k: int, route: str) -> str:
+    return "".join(_LETTER_OF[_lin(k, *_DELTA[ch])] for ch in route)
+
+
+def transform_problem(k: int, problem: Problem) -> Problem:
+    """The maze under dihedral symmetry k, as a new Problem (k = 0 is the identity).
+
+    The generator's rules are symmetric (start and exit on opposite corners of a random diagonal, zones
+    in the two other corners), so the 8 images of a training maze are in-distribution training mazes:
+    an 8x larger warm-start set from the same 1000 train seeds.
+    """
+    if k == 0:
+        return problem
+    d = dict(problem.data)
+    n = int(d["size"])
+    grid = [list(row) for row in d["grid"]]
+    new = [["#"] * n for _ in range(n)]
+    for r in range(n):
+        for c in range(n):
+            nr, nc = transform_pos(k, (r, c), n)
+            new[nr][nc] = grid[r][c]
+    d["grid"] = ["".join(row) for row in new]
+    for key in ("start", "exit", "gold_corner", "diamond_corner", "bonus"):
+        d[key] = list(transform_pos(k, d[key], n))
+    for key in ("gold", "diamond", "lava"):
+        d[key] = [list(transform_pos(k, p, n)) for p in d[key]]
+    return Problem(id=f"{problem.id}~t{k}", data=d, meta={**problem.meta, "transform": k})
+
+
+def augment(problems: Sequence[Problem], targets: dict[str, list[dict[str, Any]]],
+            transforms: Sequence[int] = range(8)) -> tuple[list[Problem], dict[str, list[dict[str, Any]]]]:
+    """All dihedral images of the problems with their targets' routes mapped along."""
+    out_p: list[Problem] = []
+    out_t: dict[str, list[dict[str, Any]]] = {}
+    for p in problems:
+        for k in transforms:
+            q = transform_problem(k, p)
+            out_p.append(q)
+            out_t[q.id] = [{"route": transform_route(k, t["route"]), "r": t["r"]} for t in targets.get(p.id, [])]
+    return out_p, out_t

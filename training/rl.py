@@ -1,0 +1,261 @@
+"""Stage 2: on-policy RL from the warm start, one code path for every advantage estimator.
+
+Each step, top to bottom:
+  1. pick B training mazes; build their prompts (m-answer chain prompts for VPO / Multi-RLVR,
+     single-answer prompts otherwise; goal-conditioned GRPO appends its weights to the prompt);
+  2. sample G rollouts per prompt from the current policy (temperature 1.0);
+  3. parse and score every answer with the task -> rewards (B, G, m, d); remove duplicate answers;
+  4. advantages (B, G) from the chosen estimator (training/advantages.py) -- the only method-specific line;
+  5. PPO-clip policy loss on every completion token with the rollout's advantage, plus a low-variance
+     (k3) KL penalty to the frozen warm start; a couple of minibatch updates.
+Curves (task scalar, diversity, KL, entropy, ...) go to rl_curves.jsonl / rl_curves.png in the run folder.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from benchmarks import get_task
+from harness.models.prompting import render_messages
+from training import advantages as A
+from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
+from training.data import augment
+from training.model import load_checkpoint, save_checkpoint
+
+
+@dataclass
+class RLConfig:
+    init: str = "runs/train/maze-sft/checkpoint"   # the warm start (also the KL reference)
+    out: str = "runs/train/maze-vpo"
+    task: str = "maze"
+    method: str = "vpo"
+    split: str = "train"
+    limit: int | None = None
+    augment: bool = True
+    prompt_style: str = "compact"
+    m: int = 3                        # answers per chain for multi-answer methods
+    steps: int = 80
+    prompts_per_step: int = 8         # B
+    group_size: int = 8               # G
+    temperature: float = 1.0
+    max_new_tokens_single: int = 40
+    max_new_tokens_multi: int = 110
+    lr: float = 1e-4
+    clip: float = 0.2
+    kl_coef: float = 1e-3
+    minibatches: int = 2
+    ppo_epochs: int = 1
+    K: int = 100                      # VPO weights per group
+    alpha: float = 1.0
+    sobol: bool = False
+    max_k: int | None = None          # max@k's k (None: max(2, G // 2))
+    seed: int = 42
+    threads: int = 2
+    save_every: int = 10
+    time_budget_s: float | None = None
+
+
+# ---- rollouts -----------------------------------------------------------------------------------------
+@torch.no_grad()
+def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
+           seed: int) -> tuple[torch.Tensor, torch.Tensor, int, list[str]]:
+    """Left-padded prompts -> (sequences, attention mask, prompt width, completion texts)."""
+    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    torch.manual_seed(seed)
+    out = model.generate(**enc, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
+                         max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
+                         eos_token_id=tok.eos_token_id)
+    P = enc["input_ids"].shape[1]
+    gen = out[:, P:]
+    # completion mask: tokens up to and including the first end token
+    is_eos = gen == tok.eos_token_id
+    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
+    comp_mask = (~after).long()
+    mask = torch.cat([enc["attention_mask"], comp_mask], dim=1)
+    texts = tok.batch_decode(gen.masked_fill(after, tok.pad_token_id), skip_special_tokens=True)
+    return out, mask, P, texts
+
+
+def token_logprobs(model: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int,
+                   with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probabilities of the completion tokens (B, T-P), positions counted from the first real token."""
+    pos = (mask.cumsum(dim=1) - 1).clamp(min=0)
+    logits = model(input_ids=seqs, attention_mask=mask, position_ids=pos).logits[:, P - 1:-1].float()
+    logp_all = F.log_softmax(logits, dim=-1)
+    lp = logp_all.gather(-1, seqs[:, P:].unsqueeze(-1)).squeeze(-1)
+    ent = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else None
+    return lp, ent
+
+
+def pairwise_l1(r: np.ndarray) -> float:
+    """Mean pairwise L1 distance between reward vectors (n, d): the diversity metric of vpo.md."""
+    n = len(r)
+    if n < 2:
+        return 0.0
+    d = np.abs(r[:, None, :] - r[None, :, :]).sum(-1)
+    return float(d.sum() / (n * (n - 1)))
+
+
+# ---- the trainer ----------------------------------------------------------------------------------------
+def train_rl(cfg: RLConfig) -> Path:
+    if cfg.method not in A.METHODS:
+        raise ValueError(f"unknown method {cfg.method!r}; known: {', '.join(A.METHODS)}")
+    set_threads(cfg.threads)
+    seed_everything(cfg.seed)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rl_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+    ckpt, state_path = out / "checkpoint", out / "checkpoint" / "state.pt"
+    log = CurveLog(out / "rl_curves.jsonl")
+
+    task = get_task(cfg.task)
+    problems = task.load(cfg.split, limit=cfg.limit)
+    if cfg.augment:
+        problems, _ = augment(problems, {})
+    multi = cfg.method in A.MULTI_ANSWER
+    m = cfg.m if multi else 1
+    max_new = cfg.max_new_tokens_multi if multi else cfg.max_new_tokens_single
+
+    ref, tok = load_checkpoint(cfg.init)
+    ref.eval().requires_grad_(False)
+    policy = load_checkpoint(ckpt)[0] if state_path.exists() else copy.deepcopy(ref).requires_grad_(True)
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))
+    start = 0
+    if state_path.exists():
+        start = int(load_state(state_path, opt)["step"])
+        log.truncate_after(start - 1)
+        print(f"resuming RL from step {start}")
+
+    t0 = time.time()
+    bar = tqdm(range(start, cfg.steps), desc=f"rl:{cfg.method}", initial=start, total=cfg.steps)
+    for step in bar:
+        rng = np.random.default_rng([cfg.seed, step])
+        # 1. prompts
+        idx = rng.choice(len(problems), size=cfg.prompts_per_step, replace=False)
+        batch = [problems[i] for i in idx]
+        row_w = None
+        if cfg.method in ("random_weight", "goal_cond"):
+            if cfg.method == "goal_cond":   # one w per group: it is part of the prompt the group shares
+                gw = rng.dirichlet(np.full(task.d, cfg.alpha), size=len(batch))
+                row_w = np.repeat(gw[:, None, :], cfg.group_size, axis=1)
+            else:                            # hidden, one per rollout
+                row_w = rng.dirichlet(np.full(task.d, cfg.alpha), size=(len(batch), cfg.group_size))
+        msgs = []
+        for b, p in enumerate(batch):
+            mm = task.multi_prompt(p, m, style=cfg.prompt_style) if multi else task.prompt(p, style=cfg.prompt_style)
+            if cfg.method == "goal_cond":
+                mm = A.goal_prompt(mm, row_w[b, 0], task.component_names)
+            msgs.append(mm)
+        prompts = [render_messages(mm, tok) for mm in msgs for _ in range(cfg.group_size)]
+
+        # 2. rollouts
+        tg = time.time()
+        policy.eval()
+        seqs, mask, P, texts = sample(policy, tok, prompts, max_new_tokens=max_new,
+                                      temperature=cfg.temperature, seed=cfg.seed * 100_003 + step)
+        gen_s = time.time() - tg
+
+        # 3. rewards (B, G, m, d) and dedup keys
+        B, G = len(batch), cfg.group_size
+        rewards = np.zeros((B, G, m, task.d))
+        keys: list[list[list[Any]]] = []
+        for b, p in enumerate(batch):
+            keys.append([])
+            for g in range(G):
+                answers = task.parse(texts[b * G + g], m if multi else None)
+                r = task.rewards(p, answers)
+                rewards[b, g] = r
+                keys[b].append([task.dedup_key(p, a, rr) if a is not None else None for a, rr in zip(answers, r)])
+        raw = rewards.copy()
+        if multi:
+            rewards = A.dedupe_chains(rewards, keys)
+
+        # 4. advantages: the only method-specific line
+        adv = A.compute_advantages(cfg.method, rewards, rng=np.random.default_rng([cfg.seed, step, 1]),
+                                   row_weights=row_w, K=cfg.K, alpha=cfg.alpha, sobol=cfg.sobol, k=cfg.max_k)
+        adv_t = torch.tensor(adv.reshape(-1), dtype=torch.float32)
+
+        # 5. PPO-clip + KL to the warm start
+        cmask = mask[:, P:].float()
+        with torch.no_grad():
+            old_lp, ent = token_logprobs(policy, seqs, mask, P, with_entropy=True)
+            ref_lp, _ = token_logprobs(ref, seqs, mask, P)
+        policy.train()
+        n = seqs.shape[0]
+        stats: dict[str, list[float]] = {"loss": [], "kl": [], "clipfrac": []}
+        active = adv_t.abs() > 0            # rows with zero advantage only add KL; keep them for it
+        for _ in range(cfg.ppo_epochs):
+            perm = torch.from_numpy(rng.permutation(n))
+            for mb in perm.chunk(cfg.minibatches):
+                lp, _ = token_logprobs(policy, seqs[mb], mask[mb], P)
+                cm = cmask[mb]
+                ratio = torch.exp(lp - old_lp[mb])
+                a = adv_t[mb].unsqueeze(1)
+                pg = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - cfg.clip, 1 + cfg.clip) * a)
+                d = ref_lp[mb] - lp
+                kl = torch.exp(d) - d - 1.0                     # k3: unbiased, always >= 0
+                per_tok = pg + cfg.kl_coef * kl
+                per_seq = (per_tok * cm).sum(1) / cm.sum(1).clamp(min=1)
+                loss = per_seq.mean()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+                opt.step()
+                stats["loss"].append(loss.item())
+                stats["kl"].append(((kl * cm).sum() / cm.sum().clamp(min=1)).item())
+                stats["clipfrac"].append((((ratio - 1).abs() > cfg.clip).float() * cm).sum().item()
+                                         / max(1.0, cm.sum().item()))
+
+        # curves: task scalar over all answers, success rate, reward-space diversity per prompt
+        s = task.scalar(raw)                                    # (B, G, m)
+        div = np.mean([pairwise_l1(raw[b].reshape(-1, task.d)) for b in range(B)])
+        row = {"step": step, "task_scalar": float(s.mean()), "best_in_group": float(s.reshape(B, -1).max(1).mean()),
+               "completion": float(raw[..., 0].mean()), "diversity": float(div),
+               "kl": float(np.mean(stats["kl"])), "entropy": float((ent * cmask).sum() / cmask.sum()),
+               "loss": float(np.mean(stats["loss"])), "clipfrac": float(np.mean(stats["clipfrac"])),
+               "frac_active_rows": float(active.float().mean()),
+               "completion_tokens": int(cmask.sum()), "gen_s": gen_s, "elapsed_s": time.time() - t0}
+        log.write(row)
+        bar.set_postfix(s=f"{row['task_scalar']:.3f}", div=f"{div:.2f}", kl=f"{row['kl']:.4f}")
+
+        done = step == cfg.steps - 1 or (cfg.time_budget_s is not None and time.time() - t0 > cfg.time_budget_s)
+        if (step + 1) % cfg.save_every == 0 or done:
+            save_checkpoint(policy, tok, ckpt, extra={"stage": "rl", "method": cfg.method, "step": step + 1,
+                                                      "config": asdict(cfg)})
+            save_state(state_path, step=step + 1, optimizer=opt)
+        if done:
+            break
+    plot_curves(out / "rl_curves.jsonl", out / "rl_curves.png",
+                ["task_scalar", "completion", "diversity", "kl", "entropy"], f"RL ({cfg.method})")
+    return ckpt
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    for f, v in asdict(RLConfig()).items():
+        flag = f"--{f.replace('_', '-')}"
+        if isinstance(v, bool):
+            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=v)
+        elif v is None:
+            p.add_argument(flag, type=float if f.endswith("_s") else int, default=None)
+        else:
+            p.add_argument(flag, type=type(v), default=v)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    add_arguments(p)
+    print(train_rl(RLConfig(**vars(p.parse_args(argv)))))
+
+
+if __name__ == "__main__":
+    main()
