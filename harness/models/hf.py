@@ -41,6 +41,14 @@ def resolve_model_path(model: str) -> str:
     return resolved
 
 
+def _dtype_kwarg() -> str:
+    """transformers renamed ``torch_dtype`` to ``dtype`` in 4.56; older ones would silently ignore it."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
 class RowSampler:
     """Logits processor: per-row seeded temperature/top-p sampling, returned as a one-hot score."""
 
@@ -119,7 +127,7 @@ class HFBackend(Backend):
         tokenizer = AutoTokenizer.from_pretrained(self.path, **extra)
         if attn_implementation is not None:
             extra["attn_implementation"] = attn_implementation
-        hf_model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch_dtype, **extra)
+        hf_model = AutoModelForCausalLM.from_pretrained(self.path, **{_dtype_kwarg(): torch_dtype}, **extra)
         self._setup(hf_model.to(self.device), tokenizer)
 
     @classmethod

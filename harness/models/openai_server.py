@@ -115,7 +115,9 @@ class OpenAIServerBackend(Backend):
         if tokenizer is not None:
             from transformers import AutoTokenizer  # lazy: only completions mode with a local template
 
-            self._tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+            from harness.models import zoo
+
+            self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve(tokenizer))
         # Learned once per backend: flips to False when the server refuses n > 1.
         self._n_ok: bool = use_n is not False
         self._loop: asyncio.AbstractEventLoop | None = None

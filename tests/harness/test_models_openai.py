@@ -190,3 +190,15 @@ def test_bad_options_rejected():
         OpenAIServerBackend("m", "http://127.0.0.1:1/v1", mode="embeddings")
     with pytest.raises(ValueError, match="use_n"):
         OpenAIServerBackend("m", "http://127.0.0.1:1/v1", use_n="sometimes")
+
+
+def test_completions_mode_uses_a_local_chat_template(tmp_path):
+    from tests.fakes.tiny_llama import save_tiny_llama
+
+    folder = save_tiny_llama(tmp_path / "tok")
+    reqs = make_requests(1, 1)
+    with FakeOpenAIServer() as srv, backend(srv, mode="completions", tokenizer=str(folder)) as b:
+        gens = list(b.generate(reqs, SAMPLING))
+    prompt = srv.log[0].body["prompt"]
+    assert prompt.startswith("<|im_start|>system\nbe brief<|im_end|>") and prompt.endswith("<|im_start|>assistant\n")
+    assert gens[0].error is None
