@@ -15,7 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
+try:  # the builders also run in interpreters without pytest (e.g. the vLLM venv)
+    import pytest
+except ImportError:  # pragma: no cover
+    pytest = None  # type: ignore[assignment]
 
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. A maze has walls, paths and one exit. "
@@ -98,7 +101,9 @@ def save_tiny_llama(folder: str | Path, seed: int = 0) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A saved tiny Llama folder, built once per session."""
-    return save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+if pytest is not None:
+
+    @pytest.fixture(scope="session")
+    def tiny_llama_dir(tmp_path_factory: Any) -> Path:
+        """A saved tiny Llama folder, built once per session."""
+        return save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
