@@ -97,6 +97,26 @@ def token_logprobs(model: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int,
     return lp, ent
 
 
+def ppo_loss(policy: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int, old_lp: torch.Tensor,
+             ref_lp: torch.Tensor, adv: torch.Tensor, *, clip: float = 0.2,
+             kl_coef: float = 1e-3) -> tuple[torch.Tensor, float, float]:
+    """PPO-clip surrogate with the rollout's advantage on every completion token, plus k3 KL to the
+    reference; per-sequence token mean, then batch mean (each rollout weighs the same whatever its
+    length). Returns (loss, mean token KL, clip fraction)."""
+    cm = mask[:, P:].float()
+    lp, _ = token_logprobs(policy, seqs, mask, P)
+    ratio = torch.exp(lp - old_lp)
+    a = adv.unsqueeze(1)
+    pg = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - clip, 1 + clip) * a)
+    d = ref_lp - lp
+    kl = torch.exp(d) - d - 1.0                     # k3 estimator: unbiased, always >= 0
+    per_seq = ((pg + kl_coef * kl) * cm).sum(1) / cm.sum(1).clamp(min=1)
+    n_tok = cm.sum().clamp(min=1)
+    kl_mean = float(((kl * cm).sum() / n_tok).detach())
+    clipfrac = float(((((ratio - 1).abs() > clip).float() * cm).sum() / n_tok).detach())
+    return per_seq.mean(), kl_mean, clipfrac
+
+
 def pairwise_l1(r: np.ndarray) -> float:
     """Mean pairwise L1 distance between reward vectors (n, d): the diversity metric of vpo.md."""
     n = len(r)
@@ -194,35 +214,28 @@ def train_rl(cfg: RLConfig) -> Path:
         n = seqs.shape[0]
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clipfrac": []}
         active = adv_t.abs() > 0            # rows with zero advantage only add KL; keep them for it
-        for _ in range(cfg.ppo_epochs):
+        # a step where every advantage is 0 has no policy-gradient signal; skipping it saves CPU time
+        for _ in range(cfg.ppo_epochs if bool(active.any()) else 0):
             perm = torch.from_numpy(rng.permutation(n))
             for mb in perm.chunk(cfg.minibatches):
-                lp, _ = token_logprobs(policy, seqs[mb], mask[mb], P)
-                cm = cmask[mb]
-                ratio = torch.exp(lp - old_lp[mb])
-                a = adv_t[mb].unsqueeze(1)
-                pg = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - cfg.clip, 1 + cfg.clip) * a)
-                d = ref_lp[mb] - lp
-                kl = torch.exp(d) - d - 1.0                     # k3: unbiased, always >= 0
-                per_tok = pg + cfg.kl_coef * kl
-                per_seq = (per_tok * cm).sum(1) / cm.sum(1).clamp(min=1)
-                loss = per_seq.mean()
+                loss, kl_mean, clipfrac = ppo_loss(policy, seqs[mb], mask[mb], P, old_lp[mb], ref_lp[mb],
+                                                   adv_t[mb], clip=cfg.clip, kl_coef=cfg.kl_coef)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
                 opt.step()
                 stats["loss"].append(loss.item())
-                stats["kl"].append(((kl * cm).sum() / cm.sum().clamp(min=1)).item())
-                stats["clipfrac"].append((((ratio - 1).abs() > cfg.clip).float() * cm).sum().item()
-                                         / max(1.0, cm.sum().item()))
+                stats["kl"].append(kl_mean)
+                stats["clipfrac"].append(clipfrac)
 
         # curves: task scalar over all answers, success rate, reward-space diversity per prompt
         s = task.scalar(raw)                                    # (B, G, m)
         div = np.mean([pairwise_l1(raw[b].reshape(-1, task.d)) for b in range(B)])
         row = {"step": step, "task_scalar": float(s.mean()), "best_in_group": float(s.reshape(B, -1).max(1).mean()),
                "completion": float(raw[..., 0].mean()), "diversity": float(div),
-               "kl": float(np.mean(stats["kl"])), "entropy": float((ent * cmask).sum() / cmask.sum()),
-               "loss": float(np.mean(stats["loss"])), "clipfrac": float(np.mean(stats["clipfrac"])),
+               "kl": float(np.mean(stats["kl"])) if stats["kl"] else 0.0, "entropy": float((ent * cmask).sum() / cmask.sum()),
+               "loss": float(np.mean(stats["loss"])) if stats["loss"] else 0.0,
+               "clipfrac": float(np.mean(stats["clipfrac"])) if stats["clipfrac"] else 0.0,
                "frac_active_rows": float(active.float().mean()),
                "completion_tokens": int(cmask.sum()), "gen_s": gen_s, "elapsed_s": time.time() - t0}
         log.write(row)
