@@ -209,10 +209,11 @@ class OpenAIServerBackend(Backend):
         try:
             await self._get_client()
             sem = asyncio.Semaphore(self.concurrency)
-            tasks = []
-            for req in requests:
+            for req in requests:  # validate everything before the first request goes out
                 if len(req.chain_indices) != len(req.seeds):
                     raise ValueError(f"{req.problem_id}: {len(req.chain_indices)} chain indices but {len(req.seeds)} seeds")
+            tasks = []
+            for req in requests:
                 if not req.chain_indices:
                     continue
                 if self._n_ok and len(req.chain_indices) > 1:
@@ -237,10 +238,12 @@ class OpenAIServerBackend(Backend):
                 return
             except _TooFewChoices:
                 self._n_ok = False
-        for c, s in zip(unit.chain_indices, unit.seeds):
-            single = _Unit(unit.req, (c,), (s,))
-            for gen in await self._attempts(single, sampling, sem):
+
+        async def single(c: int, s: int) -> None:
+            for gen in await self._attempts(_Unit(unit.req, (c,), (s,)), sampling, sem):
                 out.put(gen)
+
+        await asyncio.gather(*(single(c, s) for c, s in zip(unit.chain_indices, unit.seeds)))
 
     def _backoff(self, attempt: int, exc: BaseException) -> float:
         """Full jitter: uniform in [0, min(cap, base * 2^attempt)]; a server's Retry-After wins."""

@@ -202,3 +202,12 @@ def test_completions_mode_uses_a_local_chat_template(tmp_path):
     prompt = srv.log[0].body["prompt"]
     assert prompt.startswith("<|im_start|>system\nbe brief<|im_end|>") and prompt.endswith("<|im_start|>assistant\n")
     assert gens[0].error is None
+
+
+def test_mismatched_seeds_raise_before_any_request():
+    bad = [make_requests(1, 2)[0], GenRequest("x", [{"role": "user", "content": "q"}], (0, 1), (5,))]
+    with FakeOpenAIServer() as srv, backend(srv) as b:
+        with pytest.raises(ValueError, match="seeds"):
+            list(b.generate(bad, SAMPLING))
+        time.sleep(0.1)
+        assert srv.log == []
