@@ -15,6 +15,9 @@ prompt's prefill. One seed then covers the whole group (``seeds[0]``), so a chai
 which chains were requested together; with ``use_n=False`` each chain is its own request with its
 own seed and is reproducible on its own (what resume of a partial group needs). ``"auto"`` uses
 ``n`` and falls back to per-chain requests once a server rejects ``n`` or returns too few choices.
+
+Only SamplingConfig's fields are sent; a vLLM server may still add the checkpoint's own sampling
+defaults (its ``--generation-config``), which the local hf/vllm backends deliberately do not.
 """
 from __future__ import annotations
 
