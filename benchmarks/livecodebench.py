@@ -152,7 +152,7 @@ def problem_from_row(row: Row, *, trust_private_tests: bool = False, test_source
     elif test_source == "private" or test_source == "auto":
         tests, source = private, "private"
     elif test_source == "all":
-        tests, source = public + private, "public+private"
+        tests, source = public + private, ("public+private" if private else "public")
     else:
         raise ValueError(f"unknown test_source {test_source!r}; known: auto, public, private, all")
     types = {t["testtype"] for t in tests}

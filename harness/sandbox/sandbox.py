@@ -88,6 +88,25 @@ def _site_paths() -> list[str]:
     return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]
 
 
+def _python_paths() -> list[str]:
+    return ([sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))]
+            + _site_paths())
+
+
+def _reachable_by_others(paths: list[str]) -> bool:
+    """True when every ancestor directory of every path is world-searchable (o+x)."""
+    for path in paths:
+        cur = "/"
+        for comp in os.path.realpath(path).strip("/").split("/"):
+            try:
+                if not os.stat(cur).st_mode & 0o001:
+                    return False
+            except OSError:
+                return False
+            cur = os.path.join(cur, comp)
+    return True
+
+
 def live_pids_of_uid(uid: int) -> list[int]:
     """Pids owned by ``uid`` that are not zombies (a zombie is dead; only its parent's wait is due)."""
     out = []
@@ -104,6 +123,44 @@ def live_pids_of_uid(uid: int) -> list[int]:
         if state not in (b"Z", b"X"):
             out.append(int(name))
     return out
+
+
+def live_pids_with_tag(tag: str) -> list[int]:
+    """Live pids whose initial environment holds ``VPO_SANDBOX_TAG=<tag>`` (readable: same uid/root)."""
+    needle = f"VPO_SANDBOX_TAG={tag}".encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            out.append(int(name))
+    return out
+
+
+def kill_tagged(tag: str) -> int:
+    """Best-effort sweep for the no-PID-namespace fallback: a program can only escape it by
+    re-exec'ing itself with a different environment."""
+    n = 0
+    for _ in range(10):
+        victims = live_pids_with_tag(tag)
+        if not victims:
+            break
+        for p in victims:
+            try:
+                os.kill(p, signal.SIGKILL)
+                n += 1
+            except OSError:
+                pass
+        time.sleep(0.02)
+    return n
 
 
 def kill_uid(uid: int) -> int:
@@ -136,6 +193,13 @@ class Sandbox:
         self.limits = limits or Limits()
         self.iso = isolation or detect_isolation()
         drop = self.iso.can_drop_privileges and uid is not None
+        self.notes = list(self.iso.notes)
+        if drop and not self.iso.mountns and not _reachable_by_others(_python_paths()):
+            # without a mount namespace we cannot expose a 0700-protected interpreter (pyenv under
+            # /root) to the unprivileged uid; running the program as that uid would fail every import
+            drop = False
+            self.notes.append("interpreter not reachable by other users and no mount namespace: "
+                              "privileges not dropped")
         self.uid = uid if drop else None
         self.gid = (gid if gid is not None else uid) if drop else None
         self.tmp_root = tmp_root
@@ -147,7 +211,7 @@ class Sandbox:
                 "fs_readonly": self.iso.mountns, "userns": self.iso.userns,
                 "uid": self.uid if self.uid is not None else os.geteuid(),
                 "privileges_dropped": self.uid is not None, "rlimits": lim.as_dict(),
-                "notes": list(self.iso.notes)}
+                "notes": list(self.notes)}
 
     def run(self, driver_source: str, payload: Any, *, limits: Limits | None = None,
             files: dict[str, str] | None = None) -> SandboxResult:
@@ -175,13 +239,13 @@ class Sandbox:
             job = {"driver_source": driver_source, "payload": payload, "limits": lim.as_dict(),
                    "uid": self.uid, "gid": self.gid, "workdir": str(work), "nonce": nonce,
                    "result_fd": wfd, "lock_fs": self.iso.mountns, "sys_path": _site_paths(),
-                   "expose": [sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))]
-                   + _site_paths() + [str(work)]}
+                   "expose": _python_paths() + [str(work)]}
             job_path = root / "job.json"
             fd = os.open(job_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as fh:
                 json.dump(job, fh)
-            env = dict(SAFE_ENV, HOME=str(work), TMPDIR=str(work))
+            tag = secrets.token_hex(8)
+            env = dict(SAFE_ENV, HOME=str(work), TMPDIR=str(work), VPO_SANDBOX_TAG=tag)
             argv = list(self.iso.unshare_argv) + [sys.executable, "-I", "-S", str(_BOOTSTRAP), str(job_path)]
             t0 = time.monotonic()
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -189,7 +253,9 @@ class Sandbox:
                                     env=env, cwd=str(root))
             os.close(wfd)
             wfd = -1  # never close a number twice: other threads reuse fd numbers at once
-            return self._supervise(proc, t0, rfd, nonce, lim)
+            res = self._supervise(proc, t0, rfd, nonce, lim, tag)
+            res.extra["tag"] = tag
+            return res
         finally:
             for fd_ in (rfd, wfd):
                 if fd_ >= 0:
@@ -201,7 +267,7 @@ class Sandbox:
 
     # ------------------------------------------------------------------------------------------
     def _supervise(self, proc: subprocess.Popen, t0: float, rfd: int, nonce: str,
-                   lim: Limits) -> SandboxResult:
+                   lim: Limits, tag: str) -> SandboxResult:
         pgid = proc.pid
         out, err = _Tail(lim.output_cap_bytes), _Tail(lim.output_cap_bytes)
         result_buf = bytearray()
@@ -259,7 +325,9 @@ class Sandbox:
             except subprocess.TimeoutExpired:  # pragma: no cover - a D-state child
                 proc.kill()
                 proc.wait()
-            leftovers = kill_uid(self.uid) if (self.uid is not None and not self.iso.pidns) else 0
+            leftovers = 0
+            if not self.iso.pidns:  # the namespace's teardown did not kill stragglers for us
+                leftovers = kill_tagged(tag) + (kill_uid(self.uid) if self.uid is not None else 0)
             proc.stdout.close()
             proc.stderr.close()
         wall = time.monotonic() - t0

@@ -260,3 +260,21 @@ def test_components_for_and_reward_length(task):
         assert r.shape == (len(names),) and not r.any()
     assert task.rewards(probs[0], []).shape == (0, probs[0].data["n_tests"])
     assert task.default_temperature == 0.8 and task.default_top_p == 0.95
+
+
+def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
+    """path='hub' downloads test*.jsonl with huggingface_hub (faked here: no network in tests)."""
+    import huggingface_hub
+
+    f = _write(tmp_path, [_row()])
+    calls = []
+
+    def fake_download(repo_id, filename, repo_type=None, revision=None):
+        calls.append((repo_id, filename, repo_type))
+        return str(f)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    probs = LiveCodeBench(hub_files=("test5.jsonl", "test6.jsonl")).load("test", path="hub")
+    assert [p.id for p in probs] == ["abc000_a"]  # the same problem in both files is kept once
+    assert calls == [("livecodebench/code_generation_lite", "test5.jsonl", "dataset"),
+                     ("livecodebench/code_generation_lite", "test6.jsonl", "dataset")]
