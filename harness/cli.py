@@ -49,6 +49,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1)
+    p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true")
@@ -64,7 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                     seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,
-                    concurrency=args.concurrency, score_workers=args.score_workers,
+                    concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
                     retry_errors=args.retry_errors, progress=not args.no_progress)
     if "concurrency" not in cfg.model_args and cfg.model.startswith("openai:"):
         cfg.model_args = {**cfg.model_args, "concurrency": args.concurrency}
