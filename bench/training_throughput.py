@@ -1,0 +1,91 @@
+"""Training throughput of the tiny Maze policy on this machine: tokens/s and seconds per step, per stage.
+
+    python bench/training_throughput.py [--sft-steps 5] [--rl-steps 2] [--threads 2] [--json out.json]
+
+Stage 1 (SFT) counts every token of the batch (prompt + completion, padding excluded). Stage 2 (RL)
+reports generation (completion tokens/s) and the update (forward of policy and reference plus PPO
+backward passes, tokens/s over full sequences) separately, because on a CPU they scale differently.
+Uses a fresh default-size model on the first train mazes; numbers depend on the load of the machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def bench_sft(steps: int, batch_size: int, threads: int) -> dict[str, float]:
+    from benchmarks import get_task
+    from training.data import encode_pairs, make_examples, search_targets
+    from training.model import build_model, build_tokenizer
+
+    torch.set_num_threads(threads)
+    task = get_task("maze")
+    ps = task.load("train", limit=32)
+    ex = make_examples(task, ps, search_targets(task, ps, n_random=2), copies=4, seed=0)
+    tok = build_tokenizer()
+    model = build_model(tok)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    times, toks = [], []
+    for s in range(steps + 1):                           # step 0 is warm-up, not counted
+        batch = ex[(s * batch_size) % len(ex):][:batch_size]
+        enc = encode_pairs(tok, batch)
+        t0 = time.perf_counter()
+        loss = model(input_ids=enc.input_ids, attention_mask=enc.attention_mask, labels=enc.labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if s:
+            times.append(time.perf_counter() - t0)
+            toks.append(int(enc.attention_mask.sum()))
+    return {"sft_s_per_step": float(np.mean(times)), "sft_tokens_per_s": float(sum(toks) / sum(times)),
+            "sft_batch_size": batch_size, "params": sum(p.numel() for p in model.parameters())}
+
+
+def bench_rl(steps: int, method: str, threads: int) -> dict[str, float]:
+    from training.model import build_model, build_tokenizer, save_checkpoint
+    from training.rl import RLConfig, train_rl
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = build_tokenizer()
+        init = save_checkpoint(build_model(tok), tok, Path(tmp) / "init")
+        cfg = RLConfig(init=str(init), out=str(Path(tmp) / "rl"), method=method, steps=steps, augment=False,
+                       limit=64, threads=threads, save_every=10_000)
+        t0 = time.perf_counter()
+        train_rl(cfg)
+        wall = time.perf_counter() - t0
+        rows = [json.loads(x) for x in (Path(tmp) / "rl" / "rl_curves.jsonl").read_text().splitlines()]
+    gen_s = sum(r["gen_s"] for r in rows)
+    comp = sum(r["completion_tokens"] for r in rows)
+    return {f"rl_{method}_s_per_step": wall / len(rows), f"rl_{method}_gen_completion_tokens_per_s": comp / gen_s,
+            f"rl_{method}_gen_fraction": gen_s / wall, f"rl_{method}_rollouts_per_step": cfg.prompts_per_step * cfg.group_size}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sft-steps", type=int, default=5)
+    ap.add_argument("--sft-batch-size", type=int, default=24)
+    ap.add_argument("--rl-steps", type=int, default=2)
+    ap.add_argument("--methods", nargs="*", default=["grpo", "vpo"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    res: dict[str, object] = {"machine": platform.processor() or platform.machine(), "threads": a.threads,
+                              "torch": torch.__version__}
+    res.update(bench_sft(a.sft_steps, a.sft_batch_size, a.threads))
+    for m in a.methods:
+        res.update(bench_rl(a.rl_steps, m, a.threads))
+    for k, v in res.items():
+        print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

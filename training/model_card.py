@@ -1,0 +1,138 @@
+"""Package a trained run as a bundled checkpoint: HF files, curves and a model card README.md.
+
+    python -m training.model_card --run runs/train/maze-vpo --sft runs/train/maze-sft \
+        --dest checkpoints/maze-tiny-vpo --command "vpo train ..." --demo runs/demo
+
+The optimizer state (state.pt) stays behind: a bundled checkpoint is for inference and must stay small.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+from pathlib import Path
+
+HF_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+            "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json", "vpo_training.json")
+
+
+def _rows(p: Path) -> list[dict]:
+    return [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None, notes: str = "") -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in HF_FILES:
+        if (run / "checkpoint" / f).exists():
+            shutil.copy2(run / "checkpoint" / f, dest / f)
+    for f in ("rl_curves.png", "rl_curves.jsonl", "rl_config.json"):
+        if (run / f).exists():
+            shutil.copy2(run / f, dest / f)
+    for f in ("sft_curves.png", "sft_curves.jsonl"):
+        if (sft / f).exists():
+            shutil.copy2(sft / f, dest / f)
+    cfg = json.loads((run / "rl_config.json").read_text())
+    rl, sf = _rows(run / "rl_curves.jsonl"), _rows(sft / "sft_curves.jsonl")
+    sft_cfg = json.loads((sft / "checkpoint" / "vpo_training.json").read_text())["config"] if (sft / "checkpoint" / "vpo_training.json").exists() else {}
+    sft_wall = sf[-1]["elapsed_s"] if sf else float("nan")
+    rl_wall = rl[-1]["elapsed_s"] if rl else float("nan")
+    first, last = (rl[0], rl[-1]) if rl else ({}, {})
+
+    def tail_mean(key: str, n: int = 5) -> float:
+        v = [r[key] for r in rl[-n:] if key in r]
+        return sum(v) / len(v) if v else float("nan")
+
+    def head_mean(key: str, n: int = 5) -> float:
+        v = [r[key] for r in rl[:n] if key in r]
+        return sum(v) / len(v) if v else float("nan")
+
+    eval_md = ""
+    if demo is not None and (demo / "demo_table.md").exists():
+        eval_md = (demo / "demo_table.md").read_text()
+    size = (dest / "model.safetensors").stat().st_size / 1e6
+    method = cfg["method"]
+    card = f"""---
+library_name: transformers
+pipeline_tag: text-generation
+license: apache-2.0
+tags: [vpo, maze, tiny, cpu]
+---
+# maze-tiny-{method}
+
+A {sft_cfg.get('layers', '?')}-layer LlamaForCausalLM (hidden {sft_cfg.get('hidden', '?')}, {size:.1f} MB safetensors,
+character-level tokenizer with a chat template) trained on CPU for the synthetic Maze task of the VPO
+paper (arXiv 2605.22817): a supervised warm start on search-optimal routes, then RL with the
+**{method}** advantage estimator (`training/advantages.py`). It exists so `vpo demo` and the tests have a
+real policy to evaluate offline; it is not a reproduction of the paper's Qwen3-4B numbers.
+
+Prompt format: `Maze.prompt(style="compact")` (answer `<answer>RRDD..</answer>`) or
+`Maze.multi_prompt(m, style="compact")` (answers `<route_1>..</route_1>..`), rendered with the
+tokenizer's chat template. This checkpoint was RL-trained on the **{'multi-answer (m = ' + str(cfg['m']) + ')' if method in ('vpo', 'multi_rlvr') else 'single-answer'}** format.
+
+## How it was trained
+```
+{command}
+```
+- Seed {cfg['seed']}; train split (1000 mazes, base seed 42) plus their 8 dihedral images
+  (rotations/mirrors; the generator's rules are symmetric, so the images are in-distribution).
+- Stage 1 (shared by every bundled method): SFT on search-optimal routes for anchor and random
+  Dirichlet weightings of the four reward components, single answers and m = 3 chains mixed 50/50;
+  {sft_cfg.get('steps', '?')} steps x batch {sft_cfg.get('batch_size', '?')}, AdamW lr {sft_cfg.get('lr', '?')} cosine; wall {sft_wall / 60:.1f} min.
+- Stage 2: {len(rl)} RL steps x {cfg['prompts_per_step']} prompts x G = {cfg['group_size']} rollouts at temperature
+  {cfg['temperature']}, PPO-clip {cfg['clip']}, k3 KL {cfg['kl_coef']} to the warm start, AdamW lr {cfg['lr']}
+  {'(K = ' + str(cfg['K']) + ' Dirichlet(' + str(cfg['alpha']) + ') weights per group, duplicates removed)' if method == 'vpo' else ''}; wall {rl_wall / 60:.1f} min.
+- Machine: {_cpu()}, {os.cpu_count()} logical CPUs shared with other jobs, torch {cfg.get('threads', 2)} threads.
+
+## Training curves
+![RL curves](rl_curves.png) ![SFT curves](sft_curves.png)
+
+| RL, mean of first / last 5 steps | first | last |
+|---|---|---|
+| task scalar (all answers) | {head_mean('task_scalar'):.3f} | {tail_mean('task_scalar'):.3f} |
+| exit reached | {head_mean('completion'):.3f} | {tail_mean('completion'):.3f} |
+| diversity (pairwise L1 within a group) | {head_mean('diversity'):.3f} | {tail_mean('diversity'):.3f} |
+| KL to warm start | {head_mean('kl'):.4f} | {tail_mean('kl'):.4f} |
+| entropy (nats/token) | {head_mean('entropy'):.3f} | {tail_mean('entropy'):.3f} |
+
+Raw curves: `rl_curves.jsonl`, `sft_curves.jsonl`.
+
+## Evaluation (`vpo demo`: 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
+VPO/Multi-RLVR: 10 chains x 3 answers; single-answer models: 30 samples. best@k on the task scalar
+(mean of completion, gold, diamond, avoid_lava), mean ± standard error over mazes.
+
+{eval_md or '(not evaluated yet)'}
+
+Paper (Qwen3-4B): GRPO 0.432, VPO 0.593 best@30; diversity 0.003 vs 1.01.
+{notes}
+"""
+    (dest / "README.md").write_text(card)
+    return dest
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--sft", required=True)
+    ap.add_argument("--dest", required=True)
+    ap.add_argument("--command", required=True)
+    ap.add_argument("--demo", default=None)
+    ap.add_argument("--notes", default="")
+    a = ap.parse_args()
+    print(write_card(Path(a.run), Path(a.sft), Path(a.dest), a.command, Path(a.demo) if a.demo else None,
+                     Path(a.notes).read_text() if a.notes and Path(a.notes).exists() else a.notes))
+
+
+if __name__ == "__main__":
+    main()
