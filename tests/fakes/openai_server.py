@@ -51,6 +51,11 @@ class RequestLog:
     outcome: str                   # "ok" or a fault name or "400"
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # listen backlog: the default 5 refuses bursts of concurrent clients
+    daemon_threads = True
+
+
 class FakeOpenAIServer:
     """``with FakeOpenAIServer(cfg) as srv: srv.base_url`` -> ``http://127.0.0.1:PORT/v1``."""
 
@@ -59,7 +64,7 @@ class FakeOpenAIServer:
         self.log: list[RequestLog] = []
         self._lock = threading.Lock()
         self._rng = random.Random(self.config.rng_seed)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
