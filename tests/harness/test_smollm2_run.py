@@ -1,0 +1,28 @@
+"""A short real run: SmolLM2-135M-Instruct (from the zoo) answers a few mazes through `vpo run`."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.store import load_run
+
+
+@pytest.mark.integration
+def test_smollm2_maze_run_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "smol"
+    cmd = [sys.executable, "-m", "harness.cli", "run", "--task", "maze", "--model", "hf:smollm2-135m",
+           "--limit", "2", "-n", "2", "-m", "3", "--k", "1,2,6", "--max-tokens", "64", "--no-progress",
+           "--model-args", "batch_size=4", "--out", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = load_run(out)
+    assert len(run.chains) == 4 and run.chains["error"].isna().all()
+    assert (run.chains["completion_tokens"] > 0).all() and run.chains["text"].str.len().min() > 0
+    assert run.config["model"] == "hf:smollm2-135m" and run.config["m"] == 3
+    m = run.results["metrics"]
+    assert m["n_candidates"] == 12 and 0.0 <= m["best@6"]["mean"] <= 1.0
+    assert m["best@1"]["mean"] <= m["best@2"]["mean"] + 1e-12 <= m["best@6"]["mean"] + 2e-12
+    assert "best@6" in res.stdout  # the table printed at the end
