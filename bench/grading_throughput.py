@@ -138,8 +138,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"naive (fresh interpreter per test, no sandbox): {naive_s:.1f}s  -> {naive_rate:.2f} solutions/s")
         print(f"speed-up sandbox/naive: {ours_rate / naive_rate:.2f}x   per-test verdicts identical on "
               f"{same}/{len(rows)} solutions")
+        diff = [{"question_id": r["question_id"], "row": i, "ours": g.verdicts, "naive": n,
+                 "details": g.details}
+                for i, (r, g, n) in enumerate(zip(rows, grades, naive)) if g.verdicts != n]
+        for d in diff[:20]:
+            print(f"  differs: row {d['row']} {d['question_id']}: sandbox {d['ours']} vs naive {d['naive']}")
         result.update(naive_s=naive_s, naive_per_s=naive_rate, ratio=ours_rate / naive_rate,
-                      naive_identical=same)
+                      naive_identical=same, naive_differences=diff)
 
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for r, g in zip(rows, grades):
@@ -154,6 +159,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"LCB-correct solutions failing here: {missed} of {len(true_rows)}")
     result["agreement"] = {k: dict(v) for k, v in table.items()}
     result["lcb_true_failing"] = missed
+    result["verdicts"] = [{"question_id": r["question_id"], "lcb": r["source_verdict"],
+                           "ours": g.verdicts} for r, g in zip(rows, grades)]
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return result

@@ -145,12 +145,10 @@ def live_pids_with_tag(tag: str) -> list[int]:
     return out
 
 
-def kill_tagged(tag: str) -> int:
-    """Best-effort sweep for the no-PID-namespace fallback: a program can only escape it by
-    re-exec'ing itself with a different environment."""
+def _kill_until_gone(find: Callable[[], list[int]]) -> int:
     n = 0
     for _ in range(10):
-        victims = live_pids_with_tag(tag)
+        victims = find()
         if not victims:
             break
         for p in victims:
@@ -161,23 +159,17 @@ def kill_tagged(tag: str) -> int:
                 pass
         time.sleep(0.02)
     return n
+
+
+def kill_tagged(tag: str) -> int:
+    """Best-effort sweep for the no-PID-namespace fallback: a program can only escape it by
+    re-exec'ing itself with a different environment."""
+    return _kill_until_gone(lambda: live_pids_with_tag(tag))
 
 
 def kill_uid(uid: int) -> int:
     """SIGKILL every process owned by ``uid``. Only safe for uids reserved to one sandbox slot."""
-    n = 0
-    for _ in range(10):
-        victims = live_pids_of_uid(uid)
-        if not victims:
-            break
-        for p in victims:
-            try:
-                os.kill(p, signal.SIGKILL)
-                n += 1
-            except OSError:
-                pass
-        time.sleep(0.02)
-    return n
+    return _kill_until_gone(lambda: live_pids_of_uid(uid))
 
 
 class Sandbox:
