@@ -154,7 +154,7 @@ def add_demo_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--checkpoints", default=str(BUNDLED))
     p.add_argument("--out", default="runs/demo")
     p.add_argument("--limit", type=int, default=None, help="number of test mazes (default all 100)")
-    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--batch-size", type=int, default=200)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", nargs="*", default=None, help="subset of methods, e.g. --only vpo grpo")

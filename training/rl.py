@@ -58,6 +58,9 @@ class RLConfig:
     K: int = 100                      # VPO weights per group
     alpha: float = 1.0
     sobol: bool = False
+    #: "zero": a rollout cut by the token limit (no end token) scores the zero vector. Without it the
+    #: policy drifts into never stopping (a truncated answer still parses), which only costs tokens.
+    truncated_reward: str = "zero"
     max_k: int | None = None          # max@k's k (None: max(2, G // 2))
     seed: int = 42
     threads: int = 2
@@ -69,7 +72,10 @@ class RLConfig:
 @torch.no_grad()
 def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
            seed: int) -> tuple[torch.Tensor, torch.Tensor, int, list[str]]:
-    """Left-padded prompts -> (sequences, attention mask, prompt width, completion texts)."""
+    """Left-padded prompts -> (sequences, attention mask, prompt width, completion texts).
+
+    A row that ends with the end token has it inside the mask; ``mask[:, -1]`` is 1 only for rows that
+    were still going at the token limit (see :func:`truncated`)."""
     enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
     torch.manual_seed(seed)
     out = model.generate(**enc, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
@@ -84,6 +90,11 @@ def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, tem
     mask = torch.cat([enc["attention_mask"], comp_mask], dim=1)
     texts = tok.batch_decode(gen.masked_fill(after, tok.pad_token_id), skip_special_tokens=True)
     return out, mask, P, texts
+
+
+def truncated(seqs: torch.Tensor, P: int, eos_id: int) -> np.ndarray:
+    """(N,) True where the completion never produced the end token (cut by the token limit)."""
+    return ~(seqs[:, P:] == eos_id).any(dim=1).numpy()
 
 
 def token_logprobs(model: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int,
@@ -196,6 +207,9 @@ def train_rl(cfg: RLConfig) -> Path:
                 r = task.rewards(p, answers)
                 rewards[b, g] = r
                 keys[b].append([task.dedup_key(p, a, rr) if a is not None else None for a, rr in zip(answers, r)])
+        cut = truncated(seqs, P, tok.eos_token_id).reshape(B, G)
+        if cfg.truncated_reward == "zero":
+            rewards[cut] = 0.0
         raw = rewards.copy()
         if multi:
             rewards = A.dedupe_chains(rewards, keys)
@@ -237,7 +251,7 @@ def train_rl(cfg: RLConfig) -> Path:
                "loss": float(np.mean(stats["loss"])) if stats["loss"] else 0.0,
                "clipfrac": float(np.mean(stats["clipfrac"])) if stats["clipfrac"] else 0.0,
                "frac_active_rows": float(active.float().mean()),
-               "completion_tokens": int(cmask.sum()), "gen_s": gen_s, "elapsed_s": time.time() - t0}
+               "completion_tokens": int(cmask.sum()), "truncated": float(cut.mean()), "gen_s": gen_s, "elapsed_s": time.time() - t0}
         log.write(row)
         bar.set_postfix(s=f"{row['task_scalar']:.3f}", div=f"{div:.2f}", kl=f"{row['kl']:.4f}")
 
