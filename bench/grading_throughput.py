@@ -35,7 +35,7 @@ import json, sys
 ns = {"__name__": "naive"}
 exec(compile(sys.argv[1], "<driver>", "exec"), ns)
 payload = json.loads(sys.stdin.read())
-ns["main"](payload, lambda rec: print("\\x00REC" + json.dumps(rec), flush=True))
+ns["main"](payload, lambda rec: print("\\x00REC" + json.dumps(rec), file=sys.__stdout__, flush=True))
 """
 
 
@@ -121,11 +121,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                                          timeout_s=args.timeout), rows))
         ours_s = time.monotonic() - t0
     iso = grades[0].isolation if grades else {}
+    n_tle = sum(v == TLE for g in grades for v in g.verdicts)
     ours_rate = len(rows) / ours_s
     print(f"sandbox (batched, isolated): {ours_s:.1f}s  -> {ours_rate:.2f} solutions/s  "
           f"[isolation: netns={iso.get('netns')} pidns={iso.get('pidns')} mountns={iso.get('mountns')} "
           f"uid={iso.get('uid')}]")
-    result: dict[str, Any] = {"rows": len(rows), "tests": n_tests, "workers": args.workers,
+    print(f"  {n_tle} test cases hit the {args.timeout:g}s limit: about {n_tle * args.timeout / args.workers:.0f}s "
+          f"of the wall time of either method is spent waiting for them")
+    result: dict[str, Any] = {"rows": len(rows), "tests": n_tests, "workers": args.workers, "tle_tests": n_tle,
                               "ours_s": ours_s, "ours_per_s": ours_rate, "isolation": iso}
 
     if not args.skip_naive:
