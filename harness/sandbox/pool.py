@@ -15,8 +15,15 @@ from harness.sandbox.isolation import Isolation, detect_isolation
 from harness.sandbox.limits import Limits
 from harness.sandbox.sandbox import Sandbox, SandboxResult
 
-#: first uid handed to pool slots (slot i runs as DEFAULT_UID_BASE + i); unnamed, unprivileged uids
-DEFAULT_UID_BASE = 61000
+#: pool slots get unnamed, unprivileged uids from this range, 64 per harness process, chosen by pid
+#: so that two harness processes on one machine (tests next to a run) do not share uids: a shared uid
+#: would couple their RLIMIT_NPROC counts, and the no-PID-namespace fallback sweeps by uid
+UID_RANGE_START = 200_000
+UID_BLOCK = 64
+
+
+def default_uid_base() -> int:
+    return UID_RANGE_START + (os.getpid() % 10_000) * UID_BLOCK
 
 
 def default_workers() -> int:
@@ -30,11 +37,15 @@ class SandboxPool:
     """``submit``/``map`` sandbox runs on ``workers`` parallel slots."""
 
     def __init__(self, workers: int | None = None, limits: Limits | None = None, *,
-                 uid_base: int = DEFAULT_UID_BASE, isolation: Isolation | None = None,
+                 uid_base: int | None = None, isolation: Isolation | None = None,
                  tmp_root: str | None = None):
         self.workers = workers or default_workers()
         self.limits = limits or Limits()
         iso = isolation or detect_isolation()
+        if uid_base is None:
+            uid_base = default_uid_base()
+        if self.workers > UID_BLOCK:
+            raise ValueError(f"at most {UID_BLOCK} workers per pool")
         self._slots: "queue.Queue[Sandbox]" = queue.Queue()
         for i in range(self.workers):
             self._slots.put(Sandbox(self.limits, uid=uid_base + i, gid=uid_base + i, isolation=iso,
