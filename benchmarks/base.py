@@ -102,6 +102,11 @@ class Benchmark(ABC):
             return np.zeros((0, self.d))
         return np.stack([np.asarray(self.reward(problem, a), dtype=float) for a in answers])
 
+    def score(self, problem: Problem, answers: Sequence[str | None]) -> tuple[np.ndarray, list[dict[str, Any]] | None]:
+        """Reward matrix plus optional per-answer details kept in the run's samples (verdict codes,
+        sandbox isolation, timings). Tasks without details need not override this."""
+        return self.rewards(problem, answers), None
+
     def scalar(self, r: np.ndarray) -> np.ndarray | float:
         """Task scalar s(r) over the last axis; the mean of the components unless a task says otherwise."""
         return np.asarray(r, dtype=float).mean(axis=-1)

@@ -445,6 +445,18 @@ class LiveCodeBench(Benchmark):
         grades = self.grade_many(problem, list(answers))
         return np.stack([self._vector(g, n) for g in grades])
 
+    def score(self, problem: Problem, answers: Sequence[str | None]) -> tuple[np.ndarray, list[dict[str, Any]] | None]:
+        """Rewards plus, per answer, the verdict code of every test and the isolation in force."""
+        n = int(problem.data["n_tests"])
+        if not answers:
+            return np.zeros((0, n)), []
+        grades = self.grade_many(problem, list(answers))
+        details = [{"verdicts": None, "reason": "no code block"} if g is None else
+                   {"verdicts": list(g.verdicts), "times": list(g.times), "wall_s": round(g.wall_s, 4),
+                    "runs": g.runs, "isolation": g.isolation, **({"notes": list(g.notes)} if g.notes else {})}
+                   for g in grades]
+        return np.stack([self._vector(g, n) for g in grades]), details
+
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["reward_length"] = "per problem: n_tests (<= 16); see components_for"

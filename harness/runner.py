@@ -130,7 +130,10 @@ def score_generation(task: Benchmark, problem: Problem, gen: Generation, m: int,
         row.update(answers=[], rewards=[], scalars=[], passed=[], n_unique=0)
     else:
         answers = task.parse(gen.text, None if m == 1 else m)
-        r = np.asarray(task.rewards(problem, answers), dtype=float).reshape(len(answers), -1)
+        r, details = task.score(problem, answers)
+        r = np.asarray(r, dtype=float).reshape(len(answers), -1)
+        if details is not None:
+            row["details"] = details
         keys = {repr(task.dedup_key(problem, a, ri)) for a, ri in zip(answers, r) if a is not None}
         row.update(
             answers=answers, rewards=r.round(6).tolist(),
