@@ -120,8 +120,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cfgs = demo_configs(Path(args.checkpoints), out, args.limit, args.batch_size, args.seed)
     if not cfgs:
         raise SystemExit(f"vpo demo: no bundled checkpoints under {args.checkpoints}")
-    if args.only:
-        cfgs = [(n, c) for n, c in cfgs if n.lower() in {o.lower() for o in args.only}]
+    if args.only and "all" not in args.only:
+        keep = {o.lower().replace("max_at_k", "max@k") for o in args.only}
+        cfgs = [(n, c) for n, c in cfgs if n.lower() in keep]
     runs, rows = [], []
     t0 = time.time()
     for name, cfg in cfgs:
@@ -157,7 +158,8 @@ def add_demo_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=200)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--only", nargs="*", default=None, help="subset of methods, e.g. --only vpo grpo")
+    p.add_argument("--only", nargs="*", default=["vpo", "grpo"],
+                   help="methods to evaluate (default: vpo grpo; 'all' adds the optional multi_rlvr, max_at_k)")
     p.set_defaults(func=cmd_demo)
     return p
 
