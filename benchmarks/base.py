@@ -56,6 +56,9 @@ class Benchmark(ABC):
     #: sampling defaults from the paper's evaluation protocol
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 1.0
+    #: drop closed <think>..</think> blocks before reading numbered answers (tags drafted while
+    #: reasoning are not answers); ToolRL keeps them because its format reward looks at <think>
+    strip_reasoning: ClassVar[bool] = True
 
     def __init__(self, **options: Any):
         self.options = dict(options)
@@ -82,7 +85,11 @@ class Benchmark(ABC):
         """
         if m is None:
             return [self.parse_single(completion)]
-        return parse_numbered_tags(completion, self.answer_tag, m)
+        if not isinstance(completion, str):
+            return [None] * m
+        text = _THINK_RE.sub(" ", completion) if self.strip_reasoning else completion
+        return [self.parse_single(b) if b is not None else None
+                for b in parse_numbered_tags(text, self.answer_tag, m)]
 
     def parse_single(self, completion: str) -> str | None:
         return completion if completion.strip() else None
@@ -127,6 +134,7 @@ class Benchmark(ABC):
                 "options": self.options}
 
 
+_THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
 _TAG_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
 
 

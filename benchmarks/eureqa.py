@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem, extract_tag, parse_numbered_tags, user
+from benchmarks.base import Benchmark, DataError, Messages, Problem, extract_tag, user
 from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import entity_normalize, strip_think
 from harness.paths import shared_data_dir
@@ -169,13 +169,6 @@ class Eureqa(Benchmark):
         if all(e is None for e in parse_entities(completion)):
             return None
         return strip_think(completion).strip()
-
-    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
-        if m is None:
-            return [self.parse_single(completion)]
-        text = strip_think(completion) if isinstance(completion, str) else completion
-        return [self.parse_single(b) if b is not None else None
-                for b in parse_numbered_tags(text, self.answer_tag, m)]
 
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
         preds = parse_entities(answer)

@@ -143,7 +143,6 @@ def best_route_detail(maze: Any, weights: Sequence[float], reward_mode: str = "l
     cg = sum(((masks >> i) & 1) for i in range(ng)) if ng else np.zeros(1 << n, dtype=np.int64)
     cd = sum(((masks >> i) & 1) for i in range(ng, ng + nd)) if nd else np.zeros(1 << n, dtype=np.int64)
     bvis = ((masks >> (n - 1)) & 1) if reward_mode == "convex_bonus" else np.zeros(1 << n, dtype=np.int64)
-    full_mask = (1 << n) - 1
 
     cells = sorted(maze.free_cells)
     index = {p: i for i, p in enumerate(cells)}

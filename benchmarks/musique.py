@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Problem, extract_tag, parse_numbered_tags, user
+from benchmarks.base import Benchmark, Messages, Problem, extract_tag, user
 from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import best_token_f1, strip_think
 from harness.paths import shared_data_dir
@@ -206,13 +206,6 @@ class MuSiQue(Benchmark):
             return None
         body = strip_think(completion).strip()
         return body if extract_tag(body, "answer") is not None else None
-
-    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
-        if m is None:
-            return [self.parse_single(completion)]
-        text = strip_think(completion) if isinstance(completion, str) else completion
-        return [self.parse_single(b) if b is not None else None
-                for b in parse_numbered_tags(text, self.answer_tag, m)]
 
     # ---- scoring ----------------------------------------------------------------------------------
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem, parse_numbered_tags
+from benchmarks.base import Benchmark, DataError, Messages, Problem
 from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, read_rows
 from benchmarks.textnorm import multiset_f1, set_f1, squad_normalize, token_f1
 from harness.paths import shared_data_dir
@@ -240,6 +240,7 @@ class ToolRL(Benchmark):
     component_names: ClassVar[tuple[str, ...]] = ("format", "tool_name", "arg_keys", "arg_values")
     splits: ClassVar[dict[str, int | None]] = {"train": 3920, "test": 80, "sft": None}
     answer_tag: ClassVar[str] = "response"
+    strip_reasoning: ClassVar[bool] = False  # the format reward needs the <think> block
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 0.95
 
@@ -334,12 +335,6 @@ class ToolRL(Benchmark):
         return msgs
 
     # ---- parsing and scoring ----------------------------------------------------------------------
-    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
-        if m is None:
-            return [self.parse_single(completion)]
-        return [b if b is not None and b.strip() else None
-                for b in parse_numbered_tags(completion, self.answer_tag, m)]
-
     def parse_single(self, completion: str) -> str | None:
         return completion if isinstance(completion, str) and completion.strip() else None
 

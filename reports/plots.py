@@ -11,6 +11,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
+def _save(fig: plt.Figure, out: str | Path) -> Path:
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
 def _curve(results: dict[str, Any], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mt = results.get("metrics", {})
     ks = sorted(int(key.split("@")[1]) for key in mt if key.startswith(f"{metric}@"))
@@ -47,12 +56,7 @@ def plot_best_at_k(runs: Sequence[Any], out: str | Path, metric: str = "best", l
     ax.set_title(title or f"{metric}@k on {', '.join(tasks)}")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def plot_diversity(runs: Sequence[Any], out: str | Path, labels: Sequence[str] | None = None) -> Path:
@@ -68,9 +72,4 @@ def plot_diversity(runs: Sequence[Any], out: str | Path, labels: Sequence[str] |
     ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
     ax.set_ylabel("diversity (mean pairwise L1 of reward vectors)")
     ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
