@@ -35,11 +35,11 @@ class SFTConfig:
     copies: int = 1                   # examples per (augmented) maze per epoch
     steps: int = 600
     batch_size: int = 32
-    lr: float = 1e-3
+    lr: float = 2e-3
     warmup: int = 30
     weight_decay: float = 0.01
     hidden: int = 128
-    layers: int = 4
+    layers: int = 6
     heads: int = 4
     intermediate: int = 384
     seed: int = 42
