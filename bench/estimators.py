@@ -47,7 +47,7 @@ def main() -> None:
     ks = [k for k in KS if k <= args.n]
 
     t0 = time.perf_counter()
-    vec_b = {k: metrics.best_at_k(scores, k) for k in ks}
+    vec_b = metrics.best_at_k_curve(scores, ks)
     vec_p = {k: metrics.pass_at_k(correct, k) for k in ks}
     t_vec = time.perf_counter() - t0
 

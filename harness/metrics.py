@@ -67,6 +67,20 @@ def best_at_k(scores: np.ndarray | Sequence[Sequence[float]], k: int) -> np.ndar
     return out
 
 
+def best_at_k_curve(scores: np.ndarray | Sequence[Sequence[float]], ks: Sequence[int]) -> dict[int, np.ndarray]:
+    """best@k for several k with one sort per pool size: a whole curve costs one sort + len(ks) mat-vecs."""
+    pools = _as_pools(scores)
+    out = {k: np.full(len(pools), np.nan) for k in ks}
+    for n, (ix, mat) in _grouped(pools).items():
+        if n == 0:
+            continue
+        srt = np.sort(mat, axis=1)
+        for k in ks:
+            if k <= n:
+                out[k][ix] = srt @ best_at_k_weights(n, k)
+    return out
+
+
 def pass_at_k(correct: np.ndarray | Sequence[Sequence[bool]], k: int) -> np.ndarray:
     """Chen et al. pass@k = 1 - C(n-c, k)/C(n, k) per problem, in the stable product form.
 
@@ -164,8 +178,9 @@ def summarize(
     pools[p]: (n_p, d) reward vectors; scalars[p]: (n_p,) task scalars; passes[p]: (n_p,) booleans.
     """
     out: dict[str, object] = {}
+    best = best_at_k_curve(scalars, ks)
     for k in ks:
-        out[f"best@{k}"] = mean_se(best_at_k(scalars, k)).as_dict()
+        out[f"best@{k}"] = mean_se(best[k]).as_dict()
         out[f"pass@{k}"] = mean_se(pass_at_k(passes, k)).as_dict()
     out["mean_scalar"] = mean_se(np.mean(s) if len(s) else np.nan for s in scalars).as_dict()
     out["diversity"] = mean_se(mean_pairwise_l1(r) if len(r) > 1 else np.nan for r in pools).as_dict()

@@ -99,3 +99,12 @@ def test_summarize_mean_and_stderr() -> None:
     assert s["pass@2"]["mean"] == pytest.approx(0.5)
     assert s["diversity"]["mean"] == pytest.approx(1.0)
     assert s["components"] == {"a": 0.75, "b": 0.75}
+
+
+def test_curve_equals_pointwise() -> None:
+    rng = np.random.default_rng(5)
+    pools = [rng.random(30), rng.random(12), rng.random(30)]
+    curve = metrics.best_at_k_curve(pools, [1, 4, 16, 30])
+    for k, v in curve.items():
+        assert np.allclose(v, metrics.best_at_k(pools, k), equal_nan=True)
+    assert np.isnan(curve[16][1]) and not np.isnan(curve[16][0])
