@@ -22,6 +22,18 @@ def _rows(p: Path) -> list[dict]:
     return [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
 
 
+def _wall(rows: list[dict]) -> float:
+    """Wall time over resumed segments: elapsed_s restarts at 0 when a run resumes."""
+    if not rows:
+        return float("nan")
+    total, prev = 0.0, 0.0
+    for r in rows:
+        if r["elapsed_s"] < prev:
+            total += prev
+        prev = r["elapsed_s"]
+    return total + prev
+
+
 def _cpu() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -46,8 +58,7 @@ def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None
     cfg = json.loads((run / "rl_config.json").read_text())
     rl, sf = _rows(run / "rl_curves.jsonl"), _rows(sft / "sft_curves.jsonl")
     sft_cfg = json.loads((sft / "checkpoint" / "vpo_training.json").read_text())["config"] if (sft / "checkpoint" / "vpo_training.json").exists() else {}
-    sft_wall = sf[-1]["elapsed_s"] if sf else float("nan")
-    rl_wall = rl[-1]["elapsed_s"] if rl else float("nan")
+    sft_wall, rl_wall = _wall(sf), _wall(rl)
     first, last = (rl[0], rl[-1]) if rl else ({}, {})
 
     def tail_mean(key: str, n: int = 5) -> float:
