@@ -37,7 +37,7 @@ def test_fixture_is_labelled_synthetic():
 
 
 def test_single_file_loads_as_the_split(task, problems):
-    assert [p.id for p in problems] == ["test-0", "test-1", "test-2"]
+    assert [p.id for p in problems] == [f"test-{i}" for i in range(5)]
     p = problems[0]
     assert p.data["entities"] == ["Robert_Rodriguez", "El_Mariachi", "Columbia_Pictures",
                                   "Culver_City,_California", "California"]
@@ -56,7 +56,7 @@ def test_gold_answer_scores_all_ones(task, problems):
 
 
 def test_normalisation(task, problems):
-    p0, p1, p2 = problems
+    p0, p1, p2 = problems[:3]
     # underscores, case, punctuation, articles, extra spaces
     assert task.reward(p0, "<entity_D> culver   city california </entity_D>").tolist() == [0, 0, 0, 1, 0]
     assert task.reward(p1, "<entity_A>author example</entity_A><entity_B>Tale of Two Examples!</entity_B>"

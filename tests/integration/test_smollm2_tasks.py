@@ -45,7 +45,7 @@ def _sandbox_processes() -> list[str]:
 def test_smollm2_five_items_m3(task: str, tmp_path: Path) -> None:
     split, extra, max_tokens = CASES[task]
     out = tmp_path / task
-    limit = "3" if task == "eureqa" else "5"  # the synthetic EUREQA fixture has 3 rows
+    limit = "5"
     cmd = [sys.executable, "-m", "harness.cli", "run", "--task", task, "--split", split, "--model", "hf:smollm2-135m",
            "--limit", limit, "-n", "1", "-m", "3", "--k", "1,3", "--max-tokens", str(max_tokens), "--no-progress",
            "--model-args", "batch_size=5", "--out", str(out), *extra]
