@@ -107,14 +107,15 @@ def _reachable_by_others(paths: list[str]) -> bool:
     return True
 
 
-def live_pids_of_uid(uid: int) -> list[int]:
-    """Pids owned by ``uid`` that are not zombies (a zombie is dead; only its parent's wait is due)."""
+def _live_pids(match: Callable[[str], bool]) -> list[int]:
+    """Pids for which ``match(pid)`` holds and that are not zombies (a zombie is dead; only its
+    parent's wait is due). ``match`` may raise OSError for processes that vanish meanwhile."""
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
+            if not match(name):
                 continue
             with open(f"/proc/{name}/stat", "rb") as fh:
                 state = fh.read().rsplit(b")", 1)[1].split()[0]
@@ -125,24 +126,20 @@ def live_pids_of_uid(uid: int) -> list[int]:
     return out
 
 
+def live_pids_of_uid(uid: int) -> list[int]:
+    """Live pids owned by ``uid``."""
+    return _live_pids(lambda pid: os.stat(f"/proc/{pid}").st_uid == uid)
+
+
 def live_pids_with_tag(tag: str) -> list[int]:
     """Live pids whose initial environment holds ``VPO_SANDBOX_TAG=<tag>`` (readable: same uid/root)."""
     needle = f"VPO_SANDBOX_TAG={tag}".encode()
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                if needle not in fh.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                state = fh.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in (b"Z", b"X"):
-            out.append(int(name))
-    return out
+
+    def tagged(pid: str) -> bool:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return needle in fh.read().split(b"\0")
+
+    return _live_pids(tagged)
 
 
 def _kill_until_gone(find: Callable[[], list[int]]) -> int:
