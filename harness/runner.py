@@ -98,12 +98,43 @@ def _git_hash() -> str | None:
     return None
 
 
+_FINGERPRINT_GLOBS = ("*.safetensors", "*.bin", "*.gguf", "config.json", "tokenizer.json", "tokenizer_config.json")
+
+
+def model_fingerprint(spec: str) -> str | None:
+    """A digest of a local model folder's weights and configs, so a run folder can tell that the same
+    spec (say ``hf:checkpoints/maze-tiny-vpo``) now points at different weights and refuse to resume.
+    None for hub ids and servers, whose identity is the name alone."""
+    import hashlib
+
+    name = spec.split(":", 1)[-1]
+    folder = Path(name).expanduser()
+    if not folder.is_dir():
+        folder = REPO_ROOT / "checkpoints" / name  # bundled zoo checkpoints
+        if not folder.is_dir():
+            return None
+    h = hashlib.sha256()
+    files = sorted({f for g in _FINGERPRINT_GLOBS for f in folder.glob(g) if f.is_file()})
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.name}\0{size}\0".encode())
+        with open(f, "rb") as fh:
+            if size <= 64 << 20:
+                h.update(fh.read())
+            else:  # big weights: both ends are enough to tell two checkpoints apart
+                h.update(fh.read(1 << 20))
+                fh.seek(size - (1 << 20))
+                h.update(fh.read())
+    return h.hexdigest()[:16] if files else None
+
+
 def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfig, n_problems: int) -> dict[str, Any]:
     rec = asdict(cfg)
     rec["ks"] = list(cfg.ks)
     rec.update(
         temperature=sampling.temperature, top_p=sampling.top_p,
         task_info=task.describe(), components=list(task.component_names), n_problems=n_problems,
+        model_fingerprint=model_fingerprint(cfg.model),
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         versions=_versions(), git=_git_hash(), command=sys.argv,
     )

@@ -110,3 +110,16 @@ def test_pool_counts_chain_answers(tmp_path: Path) -> None:
     per = cand.groupby("problem_id")["scalar"].max()
     assert np.allclose(sorted(per), sorted(res_max := per.values))  # max over the pool
     assert res["metrics"]["best@6"]["mean"] == pytest.approx(float(np.mean(res_max)), abs=1e-6)
+
+
+def test_changed_weights_are_refused(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "model.safetensors").write_bytes(b"weights-v1")
+    c = cfg(tmp_path, model=f"hf:{ckpt}")
+    run(c, backend=ScriptedBackend())
+    run(c, backend=ScriptedBackend())  # same weights: a no-op resume
+    (ckpt / "model.safetensors").write_bytes(b"weights-v2")
+    with pytest.raises(RunStoreError, match="model_fingerprint"):
+        run(c, backend=ScriptedBackend())
