@@ -1,0 +1,45 @@
+"""Evaluate checkpoints on 50 validation mazes (generator seeds 777000..777049; train = 42..1041,
+test = 4242..4341) with the demo protocol (pool 30, T 0.7, top-p 1.0, compact prompts).
+Used to pick the RL step of the bundled maze-tiny-vpo/grpo without looking at the test split.
+usage: python -m training.val_eval OUTDIR NAME=CKPT:vpo|grpo ...  (vpo = 10 chains x 3 answers, grpo = 30 samples)"""
+import json
+import os
+import sys
+import time
+
+from benchmarks.maze import generate_maze
+from benchmarks.base import Problem
+from harness.runner import RunConfig, run
+from harness.store import load_run
+from training.cli import DEMO_KS
+
+VAL_SEEDS = range(777000, 777050)
+
+
+def main() -> None:
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("VAL_THREADS", "1")))
+    probs = []
+    for i, s in enumerate(VAL_SEEDS):
+        probs.append(Problem(id=f"maze-val-{i:04d}", data=generate_maze(s).to_data(),
+                             meta={"split": "val", "index": i, "seed": s}))
+    out = sys.argv[1]
+    res = {}
+    for spec in sys.argv[2:]:
+        name, rest = spec.split("=", 1)
+        ck, meth = rest.rsplit(":", 1)
+        multi = meth == "vpo"
+        t = time.time()
+        # split is only a label here: run() scores the validation problems passed in
+        cfg = RunConfig(task="maze", split="test", prompt_style="compact", m=3 if multi else 1, n=10 if multi else 30,
+                        ks=DEMO_KS, temperature=0.7, top_p=1.0, max_tokens=110 if multi else 40, seed=0,
+                        model=f"hf:{ck}", model_args={"batch_size": 200}, out=f"{out}/{name}", progress=False)
+        mt = load_run(run(cfg, problems=probs)).results["metrics"]
+        res[name] = {k: mt[k]["mean"] for k in ("best@1", "best@30", "diversity")}
+        print(name, json.dumps(res[name]), f"{time.time()-t:.0f}s", flush=True)
+    json.dump(res, open(f"{out}/val_{int(time.time())}.json", "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
