@@ -103,6 +103,13 @@ def parse_multi(completion: str, m: int, stem: str = "route") -> list[str | None
     return [None] * m
 
 
+def maze_problems(label: str, base_seed: int, n: int) -> list[Problem]:
+    """Mazes base_seed .. base_seed+n-1 as Problems ``maze-<label>-<iiii>``; also used for held-out
+    validation sets drawn from seeds that are neither train nor test."""
+    return [Problem(id=f"maze-{label}-{i:04d}", data=generate_maze(base_seed + i).to_data(),
+                    meta={"split": label, "index": i, "seed": base_seed + i}) for i in range(n)]
+
+
 class Maze(Benchmark):
     name = "maze"
     component_names = COMPONENTS
@@ -129,12 +136,7 @@ class Maze(Benchmark):
         base, n = SPLIT_SEEDS[split]
         if limit is not None:
             n = max(0, min(n, int(limit)))
-        out = []
-        for i in range(n):
-            inst = generate_maze(base + i)
-            out.append(Problem(id=f"maze-{split}-{i:04d}", data=inst.to_data(),
-                               meta={"split": split, "index": i, "seed": base + i}))
-        return out
+        return maze_problems(split, base, n)
 
     # ---- prompts ----------------------------------------------------------------------------------
     def _world_text(self, inst: MazeInstance, style: str) -> str:

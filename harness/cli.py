@@ -66,8 +66,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                     seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
                     retry_errors=args.retry_errors, progress=not args.no_progress)
-    if "concurrency" not in cfg.model_args and cfg.model.startswith("openai:"):
-        cfg.model_args = {**cfg.model_args, "concurrency": args.concurrency}
     folder = run(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")

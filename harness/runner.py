@@ -249,7 +249,10 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
         if own_backend:
             from harness.models import load_backend
 
-            backend = load_backend(cfg.model, base_url=cfg.base_url, model_args=cfg.model_args)
+            args = dict(cfg.model_args)
+            if cfg.model.startswith("openai:"):  # --concurrency is a default; explicit model_args win
+                args.setdefault("concurrency", cfg.concurrency)
+            backend = load_backend(cfg.model, base_url=cfg.base_url, model_args=args)
         seeds = {(r.problem_id, c): s for r in requests for c, s in zip(r.chain_indices, r.seeds)}
         bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not cfg.progress)
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not cfg.progress)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -78,22 +77,27 @@ def add_train_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 # ---- demo -----------------------------------------------------------------------------------------------
-def demo_configs(checkpoints: Path, out: Path, limit: int | None, batch_size: int, seed: int = 0) -> list[tuple[str, Any]]:
-    """The paper's Maze protocol: pool of 30 (VPO 10 chains x 3 answers, single-answer models 30 samples),
-    temperature 0.7, top-p 1.0, compact prompts, test split."""
+def demo_config(ckpt: Path | str, multi: bool, out: Path | str, limit: int | None, batch_size: int,
+                seed: int = 0) -> Any:
+    """The paper's Maze protocol for one checkpoint: pool of 30 (multi-answer: 10 chains x 3 answers,
+    single-answer: 30 samples), temperature 0.7, top-p 1.0, compact prompts, test split."""
     from harness.runner import RunConfig
 
+    return RunConfig(
+        task="maze", split="test", prompt_style="compact", m=3 if multi else 1, n=10 if multi else 30,
+        ks=DEMO_KS, temperature=0.7, top_p=1.0, max_tokens=110 if multi else 40, seed=seed,
+        model=f"hf:{ckpt}", model_args={"batch_size": batch_size}, out=str(out), limit=limit, progress=True)
+
+
+def demo_configs(checkpoints: Path, out: Path, limit: int | None, batch_size: int, seed: int = 0) -> list[tuple[str, Any]]:
+    """The demo protocol for every bundled checkpoint found under ``checkpoints``."""
     cfgs = []
     for name in ("vpo", "grpo", "multi_rlvr", "max_at_k"):
         ck = checkpoints / f"maze-tiny-{name}"
         if not (ck / "config.json").exists():
             continue
-        multi = name in MULTI_ANSWER
-        cfgs.append((name.upper() if name != "max_at_k" else "Max@k", RunConfig(
-            task="maze", split="test", prompt_style="compact", m=3 if multi else 1, n=10 if multi else 30,
-            ks=DEMO_KS, temperature=0.7, top_p=1.0, max_tokens=110 if multi else 40, seed=seed,
-            model=f"hf:{ck}", model_args={"batch_size": batch_size}, out=str(out / f"maze-tiny-{name}"),
-            limit=limit, progress=True)))
+        cfgs.append((name.upper() if name != "max_at_k" else "Max@k",
+                     demo_config(ck, name in MULTI_ANSWER, out / f"maze-tiny-{name}", limit, batch_size, seed)))
     return cfgs
 
 

@@ -7,34 +7,28 @@ import os
 import sys
 import time
 
-from benchmarks.maze import generate_maze
-from benchmarks.base import Problem
-from harness.runner import RunConfig, run
+from benchmarks.maze import maze_problems
+from harness.runner import run
 from harness.store import load_run
-from training.cli import DEMO_KS
+from training.cli import demo_config
 
-VAL_SEEDS = range(777000, 777050)
+VAL_BASE_SEED, VAL_SIZE = 777000, 50
 
 
 def main() -> None:
     import torch
 
     torch.set_num_threads(int(os.environ.get("VAL_THREADS", "1")))
-    probs = []
-    for i, s in enumerate(VAL_SEEDS):
-        probs.append(Problem(id=f"maze-val-{i:04d}", data=generate_maze(s).to_data(),
-                             meta={"split": "val", "index": i, "seed": s}))
+    probs = maze_problems("val", VAL_BASE_SEED, VAL_SIZE)
     out = sys.argv[1]
     res = {}
     for spec in sys.argv[2:]:
         name, rest = spec.split("=", 1)
         ck, meth = rest.rsplit(":", 1)
-        multi = meth == "vpo"
         t = time.time()
-        # split is only a label here: run() scores the validation problems passed in
-        cfg = RunConfig(task="maze", split="test", prompt_style="compact", m=3 if multi else 1, n=10 if multi else 30,
-                        ks=DEMO_KS, temperature=0.7, top_p=1.0, max_tokens=110 if multi else 40, seed=0,
-                        model=f"hf:{ck}", model_args={"batch_size": 200}, out=f"{out}/{name}", progress=False)
+        # the demo protocol; its split is only a label here: run() scores the validation problems passed in
+        cfg = demo_config(ck, meth == "vpo", f"{out}/{name}", None, 200)
+        cfg.progress = False
         mt = load_run(run(cfg, problems=probs)).results["metrics"]
         res[name] = {k: mt[k]["mean"] for k in ("best@1", "best@30", "diversity")}
         print(name, json.dumps(res[name]), f"{time.time()-t:.0f}s", flush=True)
