@@ -35,7 +35,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Problem, parse_numbered_tags, user
+from benchmarks.base import Benchmark, Messages, Option, Problem, parse_numbered_tags, user
+from benchmarks.tags import find_tags, strip_blocks
 from benchmarks.maze_env import (COMPONENTS, MOVES, REWARD_MODES, MazeInstance, generate_maze, is_move_token,
                                  parse_moves, reward_from_counts, simulate)
 
@@ -44,8 +45,6 @@ STYLES = ("full", "compact")
 
 _TOKEN_RE = re.compile(r"[A-Za-z]+")
 _SEP_LINE_RE = re.compile(r"^[ \t]*-{3,}[ \t]*$", re.M)
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
-_THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
 
 
 def _move_fraction(text: str) -> tuple[int, float]:
@@ -57,7 +56,7 @@ def _move_fraction(text: str) -> tuple[int, float]:
 
 
 def _strip_think(text: str) -> str:
-    text = _THINK_RE.sub(" ", text)
+    text = strip_blocks(text, "think")
     i = text.lower().find("<think>")
     return text[:i] if i >= 0 else text
 
@@ -65,7 +64,7 @@ def _strip_think(text: str) -> str:
 def parse_single(completion: str) -> str | None:
     if not isinstance(completion, str):
         return None
-    found = _ANSWER_RE.findall(completion)
+    found = find_tags(completion, "answer")
     if found:
         return found[-1].strip()
     text = _strip_think(completion)
@@ -90,14 +89,14 @@ def parse_multi(completion: str, m: int, stem: str = "route") -> list[str | None
         routes = []
         for p in parts:
             # an <answer> inside a part is that part's route
-            inner = _ANSWER_RE.findall(p)
+            inner = find_tags(p, "answer")
             cand = inner[-1].strip() if inner else p
             good, frac = _move_fraction(cand)
             if good >= 1 and frac >= 0.5:
                 routes.append(cand)
         if routes:
             return (routes + [None] * m)[:m]
-    answers = [a.strip() for a in _ANSWER_RE.findall(completion)]
+    answers = [a.strip() for a in find_tags(completion, "answer")]
     if answers:
         return (answers + [None] * m)[:m]
     return [None] * m
@@ -118,11 +117,13 @@ class Maze(Benchmark):
     default_temperature = 0.7
     default_top_p = 1.0
 
-    def __init__(self, reward_mode: str = "linear", **options: Any):
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"unknown reward_mode {reward_mode!r}; known: {', '.join(REWARD_MODES)}")
-        super().__init__(reward_mode=reward_mode, **options)
-        self.reward_mode = reward_mode
+    options_spec = {
+        "reward_mode": Option("linear", "reward shaping of the route", tuple(REWARD_MODES)),
+    }
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self.reward_mode = self.options["reward_mode"]
 
     # ---- data -------------------------------------------------------------------------------------
     @staticmethod

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Problem, extract_tag, user
+from benchmarks.base import Benchmark, Messages, Option, Problem, extract_tag, user
 from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import best_token_f1, strip_think
 from harness.paths import shared_data_dir
@@ -81,13 +81,16 @@ class MuSiQue(Benchmark):
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 1.0
 
+    options_spec: ClassVar[dict[str, Option]] = {
+        "hop_stratified": Option(False, "the paper's 100 x {2,3,4}-hop split"),
+        "per_hop": Option(100, "questions per hop count when hop_stratified"),
+        "seed": Option(0, "seed of the stratified selection"),
+        "answerable_only": Option(True, "drop unanswerable questions"),
+        "hub": Option(False, "load from the hub even when local data exists"),
+    }
+
     def __init__(self, **options: Any):
-        opts = {"hop_stratified": False, "per_hop": 100, "seed": 0, "answerable_only": True, "hub": False}
-        unknown = set(options) - set(opts)
-        if unknown:
-            raise ValueError(f"unknown MuSiQue options {sorted(unknown)}; known: {sorted(opts)}")
-        opts.update(options)
-        super().__init__(**opts)
+        super().__init__(**options)
         #: what the last load selected (e.g. "took 24 of 100 3-hop questions: only 24 in the data")
         self.selection_note: str | None = None
 
