@@ -190,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
         from training.cli import add_parsers as add_training_parsers
 
         add_training_parsers(sub)
+    from search.cli import add_parsers as add_search_parsers  # `vpo evolve`, `vpo serve`
+
+    add_search_parsers(sub)
     return parser
 
 
