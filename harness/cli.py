@@ -184,7 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_ls_parser(sub)
     add_show_parser(sub)
     add_plot_parser(sub)
+    import importlib
     import importlib.util
+
+    for name in ("compare", "report"):  # one module per command (harness/commands/)
+        mod = importlib.import_module(f"harness.commands.{name}")
+        mod.register(sub).set_defaults(func=mod.run)
 
     if importlib.util.find_spec("training.cli") is not None:  # `vpo train` and `vpo demo`
         from training.cli import add_parsers as add_training_parsers

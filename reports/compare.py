@@ -22,7 +22,7 @@ TIE_TOL = 1e-9
 
 
 def identity(run: RunPools) -> dict[str, Any]:
-    cfg = run.config
+    cfg = run.facts
     opts = cfg.get("task_options") or {}
     info = (cfg.get("task_info") or {}).get("options") or {}
     return {"task": cfg.get("task"), "split": cfg.get("split"), "prompt_style": cfg.get("prompt_style"),
@@ -169,7 +169,7 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
     check_comparable(runs)
     ks = list(ks) if ks else default_ks(runs)
     strategies = strategies_for(runs, strategies)
-    obj_seed = int(runs[0].config.get("seed", 0) or 0)
+    obj_seed = runs[0].metric_seed
     per_run = [per_problem_metrics(r, ks, strategies, seed, obj_seed) for r in runs]
     base, base_m = runs[0], per_run[0]
     ia = {p: i for i, p in enumerate(base.problem_ids)}

@@ -18,6 +18,34 @@ from harness.selection import Pool, answer_key, applicable, selected_at_k, split
 DEFAULT_STRATEGIES = ("majority", "random", "public-tests")
 
 
+def run_facts(config: dict[str, Any]) -> dict[str, Any]:
+    """The facts reports need from a config.json, flat, from either layout: the nested one
+    (``identity: {task, model, sampling, ...}``) or the older flat one."""
+    ident = config.get("identity")
+    if isinstance(ident, dict):
+        task, model, samp = ident.get("task") or {}, ident.get("model") or {}, ident.get("sampling") or {}
+        res = ident.get("resolved_sampling") or {}
+        return {
+            "task": task.get("name"), "split": task.get("split"), "task_options": task.get("options") or {},
+            "prompt_style": task.get("prompt_style"), "data_path": task.get("data_path"), "limit": task.get("limit"),
+            "model": model.get("spec"), "model_args": model.get("args") or {}, "base_url": model.get("base_url"),
+            "m": samp.get("m"), "n": samp.get("n"), "ks": samp.get("ks") or [], "seed": samp.get("seed"),
+            "temperature": res.get("temperature", samp.get("temperature")),
+            "top_p": res.get("top_p", samp.get("top_p")), "max_tokens": samp.get("max_tokens"),
+            "components": ident.get("components") or [], "task_info": ident.get("task_info") or {},
+            "model_fingerprint": ident.get("model_fingerprint"), "metric_seed": ident.get("metric_seed"),
+            "problem_ids": (ident.get("problems") or {}).get("ids"),
+            "problems_sha256": (ident.get("problems") or {}).get("sha256"),
+            "created": config.get("created"), "git": config.get("git"), "versions": config.get("versions"),
+            "command": config.get("command"), "rescored_from": config.get("rescored_from"),
+            "kind": config.get("kind", "run"),
+        }
+    flat = dict(config)
+    flat.setdefault("task_options", {})
+    flat.setdefault("kind", "run")
+    return flat
+
+
 @dataclass
 class RunPools:
     """One run: config, stored results and, per problem (in file order), its pool of candidates."""
@@ -34,8 +62,17 @@ class RunPools:
     _pools: list[Pool] | None = field(default=None, repr=False)
 
     @property
+    def facts(self) -> dict[str, Any]:
+        return run_facts(self.config)
+
+    @property
     def task(self) -> str:
-        return str(self.config.get("task", "?"))
+        return str(self.facts.get("task") or "?")
+
+    @property
+    def metric_seed(self) -> int:
+        f = self.facts
+        return int(f.get("metric_seed") if f.get("metric_seed") is not None else f.get("seed") or 0)
 
     @property
     def label(self) -> str:
@@ -43,7 +80,7 @@ class RunPools:
 
     @property
     def ks(self) -> list[int]:
-        return [int(k) for k in self.config.get("ks") or []]
+        return [int(k) for k in self.facts.get("ks") or []]
 
     @property
     def min_pool(self) -> int:
@@ -52,7 +89,7 @@ class RunPools:
     def pools(self) -> list[Pool]:
         """Selection pools: answer keys for voting, the visible/hidden test split when configured."""
         if self._pools is None:
-            mode = (self.config.get("task_options") or {}).get("visible_tests")
+            mode = (self.facts.get("task_options") or {}).get("visible_tests")
             out = []
             for r, s, ans in zip(self.rewards, self.scalars, self.answers):
                 vis, hid = split_visible(r, visible_mask(r.shape[1] if r.ndim == 2 else 0, mode))
@@ -83,11 +120,13 @@ def load_pools(folder: str | Path) -> RunPools:
             continue
         by_pid[row["problem_id"]].append(row)
     ids, rewards, scalars, passed, answers = [], [], [], [], []
-    for pid, rows in by_pid.items():
+    order = run_facts(config).get("problem_ids") or []
+    known = set(order)
+    for pid, rows in sorted(by_pid.items(), key=lambda kv: order.index(kv[0]) if kv[0] in known else len(order)):
         rows.sort(key=lambda r: int(r["chain_index"]))
         rew = [np.asarray(r["rewards"], dtype=float) for r in rows if r.get("rewards")]
         ids.append(pid)
-        rewards.append(np.concatenate(rew) if rew else np.zeros((0, len(config.get("components") or []))))
+        rewards.append(np.concatenate(rew) if rew else np.zeros((0, len(run_facts(config).get("components") or []))))
         scalars.append(np.asarray([s for r in rows for s in r.get("scalars", [])], dtype=float))
         passed.append(np.asarray([p for r in rows for p in r.get("passed", [])], dtype=bool))
         answers.append([a for r in rows for a in r.get("answers", [])])

@@ -53,8 +53,7 @@ def is_evolve_run(folder: Path) -> bool:
 def _view(pools: RunPools, label: str, strategies: Sequence[str], seed: int) -> RunView:
     ks = [k for k in (pools.ks or default_ks([pools])) if 1 <= k <= pools.min_pool] or default_ks([pools])
     strats = strategies_for([pools], strategies)
-    per = per_problem_metrics(pools, ks, ["oracle", *strats] if strats else ["oracle"], seed,
-                              int(pools.config.get("seed", 0) or 0))
+    per = per_problem_metrics(pools, ks, ["oracle", *strats], seed, pools.metric_seed)
     return RunView(pools, label, ks, strats, per)
 
 
@@ -63,7 +62,7 @@ def choose_problems(views: Sequence[RunView], n: int) -> tuple[list[str], str]:
     pair, the largest gap between the second and the first run."""
     def find(word: str) -> RunView | None:
         for v in views:
-            if word in f"{v.label} {v.pools.config.get('model', '')}".lower():
+            if word in f"{v.label} {v.pools.facts.get('model') or ''}".lower():
                 return v
         return None
 
@@ -169,7 +168,7 @@ def component_names(view: RunView) -> list[str] | None:
     if len(dims) != 1:
         return None  # per-problem reward length (code): no shared component axis
     d = dims.pop()
-    names = view.pools.config.get("components") or []
+    names = view.pools.facts.get("components") or []
     return list(names) if len(names) == d else [f"c{i + 1}" for i in range(d)]
 
 
@@ -384,7 +383,7 @@ def summary_table(views: Sequence[RunView]) -> str:
            ["pass@max k", "diversity", "Pareto fraction", "VPO objective", "errors"]
     rows = []
     for v in views:
-        cfg = v.pools.config
+        cfg = v.pools.facts
         kmax = v.ks[-1]
         cell = lambda name: f"{_num(v.estimate(name)['mean'])}±{_num(v.estimate(name)['stderr'])}"  # noqa: E731
         rows.append([_esc(v.label), _esc(cfg.get("model", "?")), _esc(cfg.get("task", "?")),
@@ -457,7 +456,7 @@ _PROV_KEYS = ("model", "model_fingerprint", "task", "split", "task_options", "pr
 
 
 def provenance(view: RunView, index: int) -> str:
-    cfg = view.pools.config
+    cfg = view.pools.facts
     rows = [[_esc(k), f"<code>{_esc(json.dumps(cfg.get(k), ensure_ascii=False))}</code>"]
             for k in _PROV_KEYS if k in cfg]
     rows.append(["folder", f"<code>{_esc(view.pools.path)}</code>"])
