@@ -92,5 +92,11 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
                         title=f"Maze test ({len(runs[0][1].chains.problem_id.unique())} mazes), pool of 30")
     p2 = plot_diversity([r for _, r in runs], out / "diversity.png", labels=labels)
     print(f"plots: {p1} {p2}")
+    from reports.report import build_report
+
+    # GRPO first: the report's paired comparison is every run minus the first one
+    order = sorted(range(len(runs)), key=lambda i: runs[i][0] != "GRPO")
+    rep = build_report([runs[i][1].path for i in order], out / "report.html", labels=[labels[i] for i in order])
+    print(f"report: {rep}")
     print(f"demo wall time: {time.time() - t0:.0f}s")
     return out
