@@ -45,7 +45,6 @@ def add_evolve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, help="seconds per LLM request")
     p.add_argument("--no-baseline", action="store_true", help="skip plain sampling at the same candidate budget")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=cmd_evolve)
     return p
 
 
@@ -99,7 +98,6 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
 def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve a local model over an OpenAI-compatible HTTP API")
     add_serve_arguments(p)
-    p.set_defaults(func=cmd_serve)
     return p
 
 
@@ -121,6 +119,3 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def add_parsers(sub: Any) -> None:
-    add_evolve_parser(sub)
-    add_serve_parser(sub)

@@ -79,21 +79,29 @@ class EvolveConfig:
         return Path("runs") / f"evo-{self.task}-{model}-{self.prompt_mode}-m{self.m}-{h}"
 
 
+#: EvolveConfig fields that say how a run executes, not what it is (free to change on resume)
+EXECUTION_FIELDS = ("out", "progress", "concurrency", "serve_threads", "timeout_s")
+
+
 def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg: dict[str, Any],
             sampling: dict[str, float]) -> dict[str, Any]:
-    from harness.runner import _git_hash, _versions, model_fingerprint
+    """config.json in the store's format: ``identity`` (checked on resume) + how it ran."""
+    from harness.config import CONFIG_FORMAT
+    from harness.metrics import METRIC_SEED
+    from harness.runner import _git_hash, _versions, model_fingerprint, problems_fingerprint
 
-    rec = asdict(cfg)
-    for k in ("out", "progress", "concurrency", "serve_threads"):
-        rec.pop(k, None)
+    settings = asdict(cfg)
+    execution = {k: settings.pop(k) for k in EXECUTION_FIELDS}
     if not cfg.model.startswith("openai:"):
-        rec.pop("base_url", None)  # a spawned server's port changes every time
-    rec.update(kind="evolve", problem_ids=[p.id for p in problems], n_problems=len(problems),
-               task_info=task.describe(), components=list(task.component_names), openevolve_user_config=user_cfg,
-               model_fingerprint=model_fingerprint(cfg.model), n=cfg.iterations + 1, ks=[1],
-               created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-               versions={**_versions(), "openevolve": _oe_version()}, git=_git_hash(), command=sys.argv, **sampling)
-    return rec
+        execution["base_url"] = settings.pop("base_url")  # a spawned server's port changes every time
+    identity = dict(settings, kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
+                    components=list(task.component_names), openevolve_user_config=user_cfg,
+                    problems={"n": len(problems), "sha256": problems_fingerprint(problems),
+                              "ids": [p.id for p in problems]},
+                    model_fingerprint=model_fingerprint(cfg.model), metric_seed=METRIC_SEED)
+    return {"format": CONFIG_FORMAT, "kind": "evolve", "identity": identity, "execution": execution,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "versions": {**_versions(), "openevolve": _oe_version()}, "git": _git_hash(), "command": sys.argv}
 
 
 def _oe_version() -> str:
@@ -254,15 +262,23 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
 def _baseline(cfg: EvolveConfig, folder: Path, base_url: str, model_name: str, temperature: float, top_p: float,
               problems: Sequence[Problem]) -> Path:
     """Plain sampling of the same model with the task prompt, the same number of candidates per
-    problem as the evolve run evaluates: (iterations + 1) chains of m answers."""
-    from harness.runner import RunConfig, run
+    problem as the evolve run evaluates: (iterations + 1) chains of m answers. The served model is
+    reached through the openai backend, but the baseline's identity names the model itself (the
+    server's port is not part of what the run is)."""
+    from harness.config import RunConfig
+    from harness.models import load_backend
+    from harness.runner import run
 
-    rc = RunConfig(task=cfg.task, model=f"openai:{model_name}", split=cfg.split, task_options=cfg.task_options,
-                   data_path=cfg.data_path, prompt_style=cfg.prompt_style, m=cfg.m, n=cfg.iterations + 1,
-                   ks=(1,), temperature=temperature, top_p=top_p, max_tokens=cfg.max_tokens, seed=cfg.seed + 1,
-                   base_url=base_url, out=str(folder / "baseline"), concurrency=cfg.concurrency,
-                   progress=cfg.progress)
-    return run(rc, problems=list(problems))
+    rc = RunConfig.of(task=cfg.task, model=cfg.model, split=cfg.split, task_options=cfg.task_options,
+                      data_path=cfg.data_path, prompt_style=cfg.prompt_style, m=cfg.m, n=cfg.iterations + 1,
+                      ks=(1,), temperature=temperature, top_p=top_p, max_tokens=cfg.max_tokens, seed=cfg.seed + 1,
+                      out=str(folder / "baseline"), progress=cfg.progress)
+    backend = load_backend(f"openai:{model_name}", base_url=base_url,
+                           model_args={"concurrency": max(1, cfg.concurrency), "timeout": cfg.timeout_s})
+    try:
+        return run(rc, backend=backend, problems=list(problems))
+    finally:
+        backend.close()
 
 
 def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
@@ -286,7 +302,7 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
     ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= budget]
     if budget not in ks:
         ks.append(budget)
-    summary = hm.summarize(pools, scal, passes, ks, task.component_names, objective_seed=cfg.seed)
+    summary = hm.summarize(pools, scal, passes, ks, task.component_names, objective_seed=hm.METRIC_SEED)
     thr = thresholds(task, list(problems))
     baseline = None
     bfolder = folder / "baseline"
