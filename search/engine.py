@@ -169,8 +169,11 @@ class ProblemEvolution:
         s = self.s
         seed = derive_seed(s.seed, self.problem.id, it, "llm")
         comp = await s.llm.complete(messages, seed)
-        answers = self._parse(comp.text, mode, parent)
-        evals = await asyncio.to_thread(self.evaluator.evaluate_many, answers)
+        if mode == "task":
+            evals = await asyncio.to_thread(self.evaluator.evaluate_text, comp.text, s.m)
+        else:
+            evals = await asyncio.to_thread(self.evaluator.evaluate_many, self._parse(comp.text, mode, parent))
+        answers = [ev.answer for ev in evals]
         rows = []
         for j, (ans, ev) in enumerate(zip(answers, evals)):
             solved = bool(ans is not None and s.solved(self.problem, ev))
@@ -280,11 +283,10 @@ class ProblemEvolution:
                                                      {"role": "user", "content": user}]
 
     def _parse(self, text: str, mode: str, parent: Any) -> list[str | None]:
-        """Children of one completion: M answers with the task's own parser in task mode; the parent
-        with the SEARCH/REPLACE blocks applied, or the rewritten program, in evolve mode."""
+        """Children of an evolve-mode completion: the parent with the SEARCH/REPLACE blocks applied,
+        the rewritten program, or (``-m M``) M rewritten programs. Task-mode completions are parsed by
+        the task itself (``TaskEvaluator.evaluate_text``)."""
         s = self.s
-        if mode == "task":
-            return s.task.parse(text, None if s.m == 1 else s.m)
         from openevolve.utils.code_utils import apply_diff_blocks, extract_diffs, parse_full_rewrite
 
         if s.m > 1:

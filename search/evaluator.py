@@ -85,13 +85,25 @@ class TaskEvaluator:
         scal = np.atleast_1d(np.asarray(self.task.scalar(r), dtype=float))
         ok = np.atleast_1d(np.asarray(self.task.passed(r), dtype=bool))
         per = (time.perf_counter() - t0) / len(answers)
-        out = []
-        for j, ans in enumerate(answers):
-            det = details[j] if details else None
-            out.append(Evaluation(answer=ans, reward=r[j], scalar=float(scal[j]), passed=bool(ok[j]),
-                                  metrics=self._metrics(ans, r[j], float(scal[j]), bool(ok[j])),
-                                  artifacts=self._artifacts(ans, r[j], det), details=det, score_s=per))
-        return out
+        return [self._evaluation(a, r[j], float(scal[j]), bool(ok[j]), details[j] if details else None, per)
+                for j, a in enumerate(answers)]
+
+    def evaluate_text(self, text: str, m: int) -> list[Evaluation]:
+        """Parse a completion written for the task prompt (``m`` numbered answers, or one) and grade
+        every answer, through the one chain-scoring function the runner uses."""
+        from benchmarks.scoring import score_chain
+
+        t0 = time.perf_counter()
+        sc = score_chain(self.task, self.problem, text, m)
+        per = (time.perf_counter() - t0) / max(1, len(sc.answers))
+        return [self._evaluation(a, sc.rewards[j], float(sc.scalars[j]), bool(sc.passed[j]),
+                                 sc.details[j] if sc.details else None, per) for j, a in enumerate(sc.answers)]
+
+    def _evaluation(self, ans: str | None, r: np.ndarray, scalar: float, passed: bool,
+                    det: dict[str, Any] | None, score_s: float) -> Evaluation:
+        return Evaluation(answer=ans, reward=r, scalar=scalar, passed=passed,
+                          metrics=self._metrics(ans, r, scalar, passed), artifacts=self._artifacts(ans, r, det),
+                          details=det, score_s=score_s)
 
     def evaluate(self, answer: str | None) -> Evaluation:
         return self.evaluate_many([answer])[0]
