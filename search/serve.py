@@ -71,7 +71,8 @@ def parse_body(body: dict[str, Any], kind: str) -> Job:
         if not isinstance(prompt, str):
             raise BadRequest("field 'prompt': expected a string")
         payload = prompt
-    n = body.get("n", 1) or 1
+    n = body.get("n")
+    n = 1 if n is None else n
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 128:
         raise BadRequest(f"field 'n': expected an integer in 1..128, got {n!r}")
     temp = body.get("temperature", 1.0)
