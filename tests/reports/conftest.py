@@ -29,16 +29,19 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
     rows = []
     for p in problems:
         maze = MazeInstance.from_problem(p)
-        # real routes: optimal for gold only, diamonds only, the mean, and a truncated one that fails
+        # real routes: optimal for gold only, diamonds only, the mean, the exit alone (it may collect a
+        # fraction of the items: convex_bonus then changes its reward), and a truncated one that fails
         routes = [", ".join(best_route(maze, w)) for w in ((0.1, 0.8, 0.0, 0.1), (0.1, 0.0, 0.8, 0.1),
-                                                             (0.25, 0.25, 0.25, 0.25))]
+                                                             (0.25, 0.25, 0.25, 0.25), (1.0, 0.0, 0.0, 0.0))]
         routes.append(", ".join(routes[2].split(", ")[:3]))
-        # spread: any of the four; collapsed: the mean route, now and then the failing one
-        probs = np.full(4, 0.25) if spread > 0.5 else np.array([0.0, 0.0, 0.8, 0.2])
+        # spread: any of the five; collapsed: the mean route, now and then the failing one
+        probs = np.full(5, 0.2) if spread > 0.5 else np.array([0.0, 0.0, 0.8, 0.0, 0.2])
         for c in range(n):
-            answers = [routes[i] for i in rng.choice(4, size=m, p=probs)]
+            picked = [routes[i] for i in rng.choice(5, size=m, p=probs)]
+            text = picked[0] if m == 1 else "".join(f"<route_{j + 1}>{a}</route_{j + 1}>\n" for j, a in enumerate(picked))
+            answers = task.parse(text, None if m == 1 else m)  # what the runner would store
             r = np.stack([task.reward(p, a) for a in answers])
-            rows.append({"problem_id": p.id, "chain_index": c, "text": " | ".join(answers), "answers": answers,
+            rows.append({"problem_id": p.id, "chain_index": c, "seed": c, "text": text, "answers": answers,
                          "rewards": r.tolist(), "scalars": np.atleast_1d(task.scalar(r)).tolist(),
                          "passed": np.atleast_1d(task.passed(r)).tolist(), "error": None})
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
