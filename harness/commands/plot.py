@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.store import load_run
+    from harness.results import load_run
     from reports.plots import plot_best_at_k
 
     labels = args.labels.split(",") if args.labels else None
