@@ -93,8 +93,18 @@ def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg:
     settings = asdict(cfg)
     execution = {k: settings.pop(k) for k in EXECUTION_FIELDS}
     if not cfg.model.startswith("openai:"):
-        execution["base_url"] = settings.pop("base_url")  # a spawned server's port changes every time
-    identity = dict(settings, kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
+        execution["base_url"] = None  # a spawned server's port changes every time
+    # the sections of a `vpo run` identity (readers of run folders share them), plus the search's own
+    identity = dict(
+        task={"name": cfg.task, "split": cfg.split, "options": cfg.task_options, "data_path": cfg.data_path,
+              "limit": cfg.limit, "prompt_style": cfg.prompt_style},
+        model={"spec": cfg.model, "base_url": cfg.base_url if cfg.model.startswith("openai:") else None,
+               "args": cfg.model_args},
+        sampling={"m": cfg.m, "n": cfg.iterations + 1, "ks": [1], "temperature": cfg.temperature,
+                  "top_p": cfg.top_p, "max_tokens": cfg.max_tokens, "seed": cfg.seed},
+        evolve={"problems": cfg.problems, "iterations": cfg.iterations, "prompt_mode": cfg.prompt_mode,
+                "config_path": cfg.config_path, "baseline": cfg.baseline},
+        kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
                     components=list(task.component_names), openevolve_user_config=user_cfg,
                     problems={"n": len(problems), "sha256": problems_fingerprint(problems),
                               "ids": [p.id for p in problems]},
