@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.paths import shared_data_dir  # noqa: E402
 from harness.sandbox import SandboxPool  # noqa: E402
-from harness.sandbox.drivers.lcb_judge import (  # noqa: E402
+from benchmarks.livecodebench_judge import (  # noqa: E402
     CE, PASS, RTE, TLE, TIMEOUT_S, WRONG, lcb_driver_source, grade_program, stdout_matches,
     value_matches)
 

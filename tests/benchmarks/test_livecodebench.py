@@ -17,7 +17,7 @@ from benchmarks.base import DataError, Problem
 from benchmarks.livecodebench import (
     LiveCodeBench, decode_private_tests, extract_code, normalized_ast, select_tests, split_chain)
 from harness.paths import shared_data_dir
-from harness.sandbox.drivers.lcb_judge import stdout_matches, value_matches
+from benchmarks.livecodebench_judge import stdout_matches, value_matches
 
 pytestmark = pytest.mark.timeout(180)
 DATA = shared_data_dir() / "livecodebench" / "code_generation_lite.v5v6.public.jsonl"

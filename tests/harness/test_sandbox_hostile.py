@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox import Limits, Sandbox, detect_isolation
-from harness.sandbox.drivers.lcb_judge import CE, RTE, TLE, WRONG, grade_program, run_limits
+from benchmarks.livecodebench_judge import CE, RTE, TLE, WRONG, grade_program, run_limits
 from harness.sandbox.sandbox import kill_uid, live_pids_of_uid
 
 TIMEOUT_S = 1.0
