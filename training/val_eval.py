@@ -10,7 +10,7 @@ import time
 from benchmarks.maze import maze_problems
 from harness.runner import run
 from harness.store import load_run
-from training.cli import demo_config
+from harness.demo import demo_config
 
 VAL_BASE_SEED, VAL_SIZE = 777000, 50
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from training.cli import BUNDLED
+from harness.paths import BUNDLED_CHECKPOINTS as BUNDLED
 
 pytestmark = pytest.mark.integration
 
