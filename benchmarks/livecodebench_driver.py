@@ -8,7 +8,7 @@ the expected outputs never enter the process that runs untrusted code and a prog
 pass. Inputs arrive in the payload over the sandbox's pipe; the program reads them as its stdin.
 
 Payload: {"code": str, "mode": "stdin"|"functional", "func_name": str|None, "inputs": [str],
-"timeout_s": float, "out_cap": int, "first_failure": bool}. Records: {"kind": "compile", "status":
+"timeout_s": float, "wall_factor": float, "out_cap": int, "first_failure": bool}. Records: {"kind": "compile", "status":
 "ok"|"error"|"timeout"} then one {"kind": "test", "i", "status": "ok"|"error"|"timeout"|
 "output_limit", "out", "err", "t"} per test run. With ``first_failure`` the driver stops after the
 first test that did not run cleanly, and after each clean one waits for the parent's judgement on
@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import types
 
@@ -51,6 +52,19 @@ class _Timeout(BaseException):
 
 class _OutputLimit(BaseException):
     pass
+
+
+def _arm(timeout, wall_factor):
+    """Per-test limit: ``timeout`` seconds of CPU time (all threads; SIGPROF) and, for programs that
+    block or sleep, ``timeout * wall_factor`` seconds of wall time (SIGALRM). LCB's limit is wall
+    time only, which turns machine load into time-limit verdicts; CPU time measures the program."""
+    signal.setitimer(signal.ITIMER_PROF, timeout)
+    signal.setitimer(signal.ITIMER_REAL, timeout * wall_factor)
+
+
+def _disarm():
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _on_alarm(signum, frame):
@@ -135,6 +149,16 @@ def _err(exc):
         return type(exc).__name__
 
 
+def _join_new_threads(before):
+    """A real process prints what its non-daemon threads print before it exits (the interpreter
+    joins them); LCB returns at once and loses that output when the thread is slower than LCB's
+    cleanup. Joining them here, under the test's timer, gives the program's real output."""
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t not in before and t is not me and not t.daemon:
+            t.join()
+
+
 def _parent_says_continue():
     try:
         return os.read(4, 1) == b"c"
@@ -144,15 +168,17 @@ def _parent_says_continue():
 
 def main(payload, emit):
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
     sys.set_int_max_str_digits(INT_MAX_STR_DIGITS)
     code, mode = payload["code"], payload["mode"]
     inputs, timeout = payload["inputs"], float(payload["timeout_s"])
+    wall_factor = float(payload.get("wall_factor", 1.0))
     out_cap = int(payload.get("out_cap", 1 << 20))
     first_failure = bool(payload.get("first_failure"))
     real_stdout, real_stdin = sys.stdout, sys.stdin
 
     # ---- compile: the program becomes a callable (LCB's compile_code) ----------------------------
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    _arm(timeout, wall_factor)
     try:
         sys.stdout = _Capture(out_cap)
         if mode == "stdin":
@@ -166,13 +192,13 @@ def main(payload, emit):
         else:
             target = mod.Solution() if "class Solution" in src else mod
             method = getattr(target, payload["func_name"])
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
     except _Timeout:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
         emit({"kind": "compile", "status": "timeout", "err": "timeout while loading the program"})
         return
     except BaseException as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
         emit({"kind": "compile", "status": "error", "err": _err(exc)})
         return
     finally:
@@ -203,17 +229,19 @@ def main(payload, emit):
                                              encoding="utf-8", errors="surrogatepass")
             sys.stdout = cap
             t0 = time.perf_counter()
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+            _arm(timeout, wall_factor)
             try:
                 if mode == "functional":
                     value = method(*args)
                 else:
+                    before = set(threading.enumerate())
                     try:
                         method()
                     except SystemExit:  # exit() ends the program normally, as in LCB
                         pass
+                    _join_new_threads(before)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                _disarm()
             rec["t"] = round(time.perf_counter() - t0, 6)
             sys.stdout = real_stdout
             if mode == "functional":
@@ -230,7 +258,7 @@ def main(payload, emit):
         except BaseException as exc:
             rec.update(status="error", err=_err(exc))
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _disarm()
             sys.stdout, sys.stdin = real_stdout, real_stdin
             for name, old in saved.items():
                 try:

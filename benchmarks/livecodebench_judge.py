@@ -28,6 +28,9 @@ VERDICTS = (PASS, WRONG, TLE, RTE, CE)
 #: LiveCodeBench's graded_list / error_code convention
 LCB_CODE = {PASS: True, WRONG: -2, TLE: -3, RTE: -4, CE: -4}
 TIMEOUT_S = 6.0  # LiveCodeBench's default per-test timeout
+#: a test may take WALL_FACTOR x its CPU-time limit in wall time (sleeping, blocked, or a loaded
+#: machine): the CPU limit decides, so verdicts do not depend on what else the machine is doing
+WALL_FACTOR = 3.0
 
 _DRIVER: str | None = None
 #: Python's default limit on int<->str conversion; longer integers in expected outputs are parsed as
@@ -182,9 +185,10 @@ class Grade:
 
 
 def run_limits(n_tests: int, timeout_s: float, base: Limits | None = None) -> Limits:
-    """LCB's whole-sample budget, (timeout + 1) * n + 5 s wall; CPU gets the per-test timeouts."""
+    """LCB's whole-sample budget, (timeout + 1) * n + 5 s wall, with the per-test wall allowance
+    (WALL_FACTOR x timeout); RLIMIT_CPU gets the per-test CPU limits."""
     base = base or Limits()
-    return Limits(wall_s=(timeout_s + 1) * n_tests + 5, cpu_s=int(math.ceil(timeout_s * n_tests)) + 5,
+    return Limits(wall_s=(timeout_s * WALL_FACTOR + 1) * n_tests + 5, cpu_s=int(math.ceil(timeout_s * n_tests)) + 5,
                   address_space_bytes=base.address_space_bytes, file_size_bytes=base.file_size_bytes,
                   open_files=base.open_files, processes=base.processes,
                   output_cap_bytes=base.output_cap_bytes, result_cap_bytes=base.result_cap_bytes)
@@ -248,7 +252,7 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
     while start < n:
         todo = list(range(start, n))
         payload = {"code": code, "mode": mode, "func_name": func_name, "timeout_s": timeout_s,
-                   "inputs": [tests[i]["input"] for i in todo], "out_cap": out_cap,
+                   "wall_factor": WALL_FACTOR, "inputs": [tests[i]["input"] for i in todo], "out_cap": out_cap,
                    "first_failure": first_failure}
         on_record = None
         if first_failure:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands._args import int_list, kv
+from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true")
+    add_unsafe_sandbox(p)
     return p
 
 
@@ -39,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands.show import format_table
     from harness.runner import DEFAULT_KS, RunConfig, run as run_eval
     from harness.store import load_run
+
+    apply_unsafe_sandbox(args)
 
     ks = args.ks or tuple(k for k in DEFAULT_KS if k <= args.n * args.m) or (1,)
     cfg = RunConfig(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
