@@ -38,13 +38,14 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from harness.commands.show import format_table
-    from harness.runner import DEFAULT_KS, RunConfig, run as run_eval
-    from harness.store import load_run
+    from harness.metrics import default_ks
+    from harness.results import load_run
+    from harness.runner import RunConfig, run as run_eval
 
     apply_unsafe_sandbox(args)
 
-    ks = args.ks or tuple(k for k in DEFAULT_KS if k <= args.n * args.m) or (1,)
-    cfg = RunConfig(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
+    ks = args.ks or default_ks(args.n * args.m)
+    cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
                     data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                     seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,

@@ -15,7 +15,7 @@ from tests.harness.scripted import ScriptedBackend
 def two_runs(tmp_path: Path) -> list[Path]:
     out = []
     for m, n in ((3, 2), (1, 6)):
-        cfg = RunConfig(task="maze", model=f"scripted:m{m}", limit=3, n=n, m=m, ks=(1, 2, 6),
+        cfg = RunConfig.of(task="maze", model=f"scripted:m{m}", limit=3, n=n, m=m, ks=(1, 2, 6),
                         out=str(tmp_path / f"run_m{m}"), progress=False)
         out.append(run(cfg, backend=ScriptedBackend(m=m)))
     return out
