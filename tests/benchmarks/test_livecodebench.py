@@ -290,6 +290,6 @@ def test_runner_scores_a_chain(task):
             "```python\na,b=map(int,input().split())\nprint(a+b)  # same program\n```\n---\n"
             "```python\nprint(3)\n```\n---\n```python\nprint(")
     row = score_generation(task, p, Generation(problem_id="p", chain_index=0, text=text), 4, 0)
-    assert row["rewards"] == [[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
-    assert row["scalars"] == [1.0, 1.0, 0.5, 0.0] and row["passed"] == [True, True, False, False]
-    assert row["n_unique"] == 2
+    assert row.rewards == [[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
+    assert row.scalars == [1.0, 1.0, 0.5, 0.0] and row.passed == [True, True, False, False]
+    assert row.n_unique == 2
