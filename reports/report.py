@@ -287,6 +287,7 @@ def fig_evolve(results: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
                 ax.plot(x, m, color=f"C{i}", label=f"{lab} (evolve)")
                 ax.fill_between(x, m - s, m + s, color=f"C{i}", alpha=0.2, lw=0)
             ax.set_xlabel(xl)
+            ax.xaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True))
             ax.set_ylabel("fraction of problems solved")
             ax.grid(alpha=0.3)
         base = ((res.get("baseline") or {}).get("solved_vs_candidates")) or {}

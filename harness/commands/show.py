@@ -11,6 +11,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="table of a run's metrics")
     p.add_argument("runs", nargs="+")
     p.add_argument("--json", action="store_true", help="print results.json")
+    p.add_argument("--select", default="majority,random",
+                   help="selection strategies for a selected@k table under the main one ('' for none)")
     return p
 
 
@@ -52,4 +54,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([r.results for r in loaded], indent=2))
     else:
         print(format_table(loaded))
+        strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
+        if strategies:  # selection without an oracle, next to best@k (reports/selected.py)
+            from reports.selected import format_selected
+
+            print("\n" + format_selected([r.path for r in loaded], strategies))
     return 0
