@@ -10,7 +10,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="sample a pool per problem, score it, write a run folder (resumable)")
     p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
     p.add_argument("--model", required=True,
-                   help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME (zoo: smollm2-135m, ...)")
+                   help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME | mock:moves (zoo: smollm2-135m, ...)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (openai backend)")
     p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,k2=v2")
     p.add_argument("--split", default="test")
