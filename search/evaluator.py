@@ -160,12 +160,12 @@ def program_output(task: Benchmark, problem: Problem, code: str, test_input: str
     """What ``code`` prints (stdin tasks) or returns (functional) on one public input, run in the
     sandbox; None when it cannot be told (the driver API moved, the run died)."""
     try:
-        from harness.sandbox.drivers.lcb_judge import lcb_driver_source, run_limits
+        from benchmarks.livecodebench_judge import WALL_FACTOR, lcb_driver_source, run_limits
 
         d = problem.data
         timeout = float(task.options.get("timeout_s", 6.0))
         payload = {"code": code, "mode": d["mode"], "func_name": d.get("func_name"), "timeout_s": timeout,
-                   "inputs": [test_input], "out_cap": 1 << 16}
+                   "wall_factor": WALL_FACTOR, "inputs": [test_input], "out_cap": 1 << 16, "first_failure": False}
         res = task.pool.run(lcb_driver_source(), payload, limits=run_limits(1, timeout))
         rec = next((x for x in res.records if x.get("kind") == "test"), None)
         if rec is None:

@@ -59,7 +59,7 @@ class ManagedServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "search.serve_main", "--model", self.spec, "--host", self.host,
+        cmd = [sys.executable, "-m", "harness.serve", "--model", self.spec, "--host", self.host,
                "--port", str(self.port), "--max-batch", str(self.max_batch)]
         if self.threads:
             cmd += ["--threads", str(self.threads)]

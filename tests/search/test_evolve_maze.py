@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from search.evolve import EvolveConfig, run_evolve
+from harness.evolve import EvolveConfig, run_evolve
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 REPO = Path(__file__).resolve().parents[2]
