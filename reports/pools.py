@@ -37,7 +37,7 @@ def run_facts(config: dict[str, Any]) -> dict[str, Any]:
             "problem_ids": (ident.get("problems") or {}).get("ids"),
             "problems_sha256": (ident.get("problems") or {}).get("sha256"),
             "created": config.get("created"), "git": config.get("git"), "versions": config.get("versions"),
-            "command": config.get("command"), "rescored_from": config.get("rescored_from"),
+            "command": config.get("command"), "rescored_from": ident.get("rescored_from"),
             "kind": config.get("kind", "run"),
         }
     flat = dict(config)
