@@ -90,12 +90,25 @@ class RunPools:
         """Selection pools: answer keys for voting, the visible/hidden test split when configured."""
         if self._pools is None:
             mode = (self.facts.get("task_options") or {}).get("visible_tests")
+            public = self._public_flags() if mode == "public" else {}
             out = []
-            for r, s, ans in zip(self.rewards, self.scalars, self.answers):
-                vis, hid = split_visible(r, visible_mask(r.shape[1] if r.ndim == 2 else 0, mode))
+            for pid, r, s, ans in zip(self.problem_ids, self.rewards, self.scalars, self.answers):
+                mask = visible_mask(r.shape[1] if r.ndim == 2 else 0, mode, public.get(pid))
+                vis, hid = split_visible(r, mask)
                 out.append(Pool(scores=s, keys=[answer_key(self.task, a) for a in ans], visible=vis, hidden=hid))
             self._pools = out
         return self._pools
+
+
+    def _public_flags(self) -> dict[str, list[bool]]:
+        """Per problem, which tests are public: read from the task's problems (the rows hold only
+        verdicts). Loads the problems the way the run did."""
+        from benchmarks import get_task
+
+        f = self.facts
+        with get_task(f["task"], **(f.get("task_options") or {})) as task:
+            problems = task.load(f["split"], path=f.get("data_path"), limit=f.get("limit"))
+        return {p.id: p.data["public"] for p in problems if "public" in p.data}
 
 
 def load_pools(folder: str | Path) -> RunPools:
