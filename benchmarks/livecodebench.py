@@ -7,8 +7,9 @@ between problems, so the vector of a problem has exactly that problem's length (
 ``component_names`` is a generic ("test_1".."test_16") tuple for code that needs a static label
 set; :meth:`LiveCodeBench.components_for` gives the names that match one problem's vector.
 
-Grading follows LiveCodeBench's ``testing_util`` semantics (see harness/sandbox/drivers/lcb_*.py) and
-runs every candidate in the sandbox (harness/sandbox), a pool of workers in parallel.
+Grading follows LiveCodeBench's ``testing_util`` semantics (benchmarks/livecodebench_driver.py runs
+inside the sandbox, benchmarks/livecodebench_judge.py judges in the parent) and runs every candidate
+in the sealed sandbox (harness/sandbox), a pool of workers in parallel.
 """
 from __future__ import annotations
 
@@ -292,7 +293,9 @@ class LiveCodeBench(Benchmark):
     """Options: ``path`` (file/dir or "hub"), ``trust_private_tests`` (False), ``test_source``
     ("auto": private tests when trusted and present, else public), ``workers`` (sandbox pool size;
     default one per core), ``timeout_s`` (6), ``max_tests`` (16), ``max_test_bytes`` (8192),
-    ``hub_files`` / ``revision`` for hub downloads."""
+    ``first_failure`` (False: run every test for the per-test reward vector; True: stop at the first
+    failing test as LiveCodeBench does, for pass@k-only runs), ``hub_files`` / ``revision`` for hub
+    downloads."""
 
     name = "livecodebench"
     #: generic labels; a problem's reward vector has ``n_tests`` <= 16 entries, named by components_for
@@ -425,11 +428,12 @@ class LiveCodeBench(Benchmark):
         """Full grade of one program (verdict per test, isolation, timings); None code -> None."""
         if code is None:
             return None
-        from harness.sandbox.drivers.lcb_judge import grade_program
+        from benchmarks.livecodebench_judge import grade_program
 
         d = problem.data
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
-                             timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)))
+                             timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)),
+                             first_failure=bool(self.options.get("first_failure", False)))
 
     def grade_many(self, problem: Problem, codes: Sequence[str | None]) -> list[Any]:
         """Grades of several programs of one problem, in parallel on the sandbox pool. Identical
@@ -473,10 +477,9 @@ class LiveCodeBench(Benchmark):
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["reward_length"] = "per problem: n_tests (<= 16); see components_for"
-        try:
-            from harness.sandbox import Sandbox
+        from harness.sandbox import Sandbox
 
-            d["isolation"] = Sandbox().isolation_record()
-        except Exception as exc:  # pragma: no cover - describe must not fail
-            d["isolation"] = {"error": repr(exc)}
+        # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when
+        # the sealed view cannot be set up and --unsafe-sandbox was not given; starts no zygote
+        d["isolation"] = Sandbox().isolation_record()
         return d
