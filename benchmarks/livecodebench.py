@@ -153,7 +153,9 @@ def problem_from_row(row: Row, *, trust_private_tests: bool = False, test_source
     elif test_source == "private" or test_source == "auto":
         tests, source = private, "private"
     elif test_source == "all":
-        tests, source = public + private, ("public+private" if private else "public")
+        # each test remembers its origin, so `public-tests` selection can rank on the public ones
+        tests = [{**t, "public": True} for t in public] + [{**t, "public": False} for t in private]
+        source = "public+private" if private else "public"
     else:
         raise ValueError(f"unknown test_source {test_source!r}; known: auto, public, private, all")
     types = {t["testtype"] for t in tests}
@@ -172,6 +174,8 @@ def problem_from_row(row: Row, *, trust_private_tests: bool = False, test_source
         "contest_date": date.isoformat(), "mode": mode, "func_name": func_name if mode == "functional" else None,
         "tests": [{"input": t["input"], "output": t["output"]} for t in kept], "n_tests": len(kept),
     }
+    if test_source == "all":
+        data["public"] = [bool(t.get("public", True)) for t in kept]
     info = {"platform": platform, "difficulty": data["difficulty"], "contest_date": data["contest_date"],
             "n_tests": len(kept), "test_source": source, "source": f"{row.path}:{row.line}"}
     return Problem(id=qid, data=data, meta=info)
@@ -302,6 +306,15 @@ class LiveCodeBench(Benchmark):
 
     def __init__(self, **options: Any):
         super().__init__(**options)
+        # ``visible_tests``: which tests a deployment may run when it selects without an oracle
+        # (harness/selection.py, strategy public-tests): "public" (needs test_source=all: the public
+        # tests, hidden = private), or "half" (offline, without private tests: every other test)
+        vis = options.get("visible_tests")
+        if vis not in (None, "half", "public"):
+            raise ValueError(f"visible_tests must be 'half' or 'public', got {vis!r}")
+        if vis == "public" and options.get("test_source") != "all":
+            raise ValueError("visible_tests=public needs test_source=all (and trust_private_tests=true) so that "
+                             "both public and private tests are graded")
         self._pool = None
         self._lock = threading.Lock()
 
