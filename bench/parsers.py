@@ -42,6 +42,14 @@ def parsers() -> dict[str, Callable[[str], object]]:
 
     out["toolrl.parse_calls"] = parse_calls  # the JSON reader behind the ToolRL reward
     out["maze_env.parse_moves"] = parse_moves  # the move reader behind the Maze reward
+    try:  # the authors' scorers (parse=paper), where this checkout has them
+        from benchmarks.musique import paper_reward
+        from benchmarks.toolrl import paper_structure
+
+        out["musique.paper_reward"] = lambda t: paper_reward(t, [0, 1], ["gold answer"])
+        out["toolrl.paper_structure"] = paper_structure
+    except ImportError:
+        pass
     return out
 
 

@@ -163,6 +163,17 @@ class Benchmark(ABC):
         return {"task": self.name, "d": self.d, "components": list(self.component_names),
                 "options": self.options}
 
+    # ---- lifecycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release what scoring started (LiveCodeBench's sandbox pool); idempotent. Tasks without
+        resources need not override this."""
+
+    def __enter__(self) -> "Benchmark":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def parse_numbered_tags(text: str, stem: str, m: int, *, which: Which = "last") -> list[str | None]:
     """Contents of ``<stem_1>..</stem_1>`` .. ``<stem_m>``; unclosed (truncated) tags give None.

@@ -19,23 +19,23 @@ Which = Literal["first", "last"]
 _TOKEN_CACHE: dict[str, re.Pattern[str]] = {}
 
 
-def _token_re(tag: str, numbered: bool) -> re.Pattern[str]:
-    key = f"{tag}\0{numbered}"
+def _token_re(tag: str, numbered: bool, ignore_case: bool = True) -> re.Pattern[str]:
+    key = f"{tag}\0{numbered}\0{ignore_case}"
     pat = _TOKEN_CACHE.get(key)
     if pat is None:
         suffix = "_([0-9]+)" if numbered else "()"
-        pat = re.compile(rf"<(/?){re.escape(tag)}{suffix}>", re.I)
+        pat = re.compile(rf"<(/?){re.escape(tag)}{suffix}>", re.I if ignore_case else 0)
         _TOKEN_CACHE[key] = pat
     return pat
 
 
-def tag_spans(text: str, tag: str) -> list[tuple[int, int, int, int]]:
+def tag_spans(text: str, tag: str, *, ignore_case: bool = True) -> list[tuple[int, int, int, int]]:
     """Closed ``<tag>..</tag>`` blocks as (block_start, content_start, content_end, block_end), in order."""
     spans: list[tuple[int, int, int, int]] = []
     if not isinstance(text, str):
         return spans
     open_at: tuple[int, int] | None = None
-    for mt in _token_re(tag, False).finditer(text):
+    for mt in _token_re(tag, False, ignore_case).finditer(text):
         if mt.group(1):  # closing tag
             if open_at is not None:
                 spans.append((open_at[0], open_at[1], mt.start(), mt.end()))
@@ -45,9 +45,15 @@ def tag_spans(text: str, tag: str) -> list[tuple[int, int, int, int]]:
     return spans
 
 
-def find_tags(text: str, tag: str) -> list[str]:
+def find_tags(text: str, tag: str, *, ignore_case: bool = True) -> list[str]:
     """Contents of every closed ``<tag>..</tag>`` block (unstripped), like ``re.findall``."""
-    return [text[a:b] for _, a, b, _ in tag_spans(text, tag)]
+    return [text[a:b] for _, a, b, _ in tag_spans(text, tag, ignore_case=ignore_case)]
+
+
+def first_block(text: str, tag: str, *, ignore_case: bool = True) -> str | None:
+    """Unstripped content of the first closed block, like ``re.search(r"<t>(.*?)</t>").group(1)``."""
+    spans = tag_spans(text, tag, ignore_case=ignore_case)
+    return text[spans[0][1]:spans[0][2]] if spans else None
 
 
 def _pick(blocks: list[str], which: Which) -> str | None:
@@ -78,11 +84,19 @@ def strip_blocks(text: str, tag: str, repl: str = " ") -> str:
 
 
 def parse_numbered_tags(text: str, stem: str, m: int, *, which: Which = "last") -> list[str | None]:
-    """Stripped contents of ``<stem_1>..</stem_1>`` .. ``<stem_m>``; a number never closed is None.
+    """Stripped contents of ``<stem_1>..</stem_1>`` .. ``<stem_m>``; a number never closed is None."""
+    return [b.strip() if b is not None else None for b in numbered_blocks(text, stem, m, which=which)]
+
+
+def numbered_blocks(text: str, stem: str, m: int, *, which: Which = "last",
+                    ignore_case: bool = True) -> list[str | None]:
+    """Unstripped contents of ``<stem_1>..</stem_1>`` .. ``<stem_m>``; a number never closed is None.
 
     Each number is paired on its own (``<r_1>a<r_2>b</r_1>`` gives r_1 = "a<r_2>b", as the old
     per-number regexes did), all in one pass over the tag tokens.
     """
+    if which not in ("first", "last"):
+        raise ValueError(f"which must be 'first' or 'last', got {which!r}")
     if m <= 0:
         return []
     if not isinstance(text, str):
@@ -91,7 +105,7 @@ def parse_numbered_tags(text: str, stem: str, m: int, *, which: Which = "last") 
     open_at: list[int | None] = [None] * m
     first: list[str | None] = [None] * m
     last: list[str | None] = [None] * m
-    for mt in _token_re(stem, True).finditer(text):
+    for mt in _token_re(stem, True, ignore_case).finditer(text):
         j = wanted.get(mt.group(2))
         if j is None:
             continue
@@ -105,7 +119,4 @@ def parse_numbered_tags(text: str, stem: str, m: int, *, which: Which = "last") 
                 open_at[j] = None
         elif open_at[j] is None:
             open_at[j] = mt.end()
-    picked = first if which == "first" else last
-    if which not in ("first", "last"):
-        raise ValueError(f"which must be 'first' or 'last', got {which!r}")
-    return [b.strip() if b is not None else None for b in picked]
+    return first if which == "first" else last
