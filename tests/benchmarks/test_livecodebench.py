@@ -283,13 +283,13 @@ def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
 def test_runner_scores_a_chain(task):
     """The runner's per-chain scoring works with per-problem reward lengths and AST dedup."""
     from harness.models.base import Generation
-    from harness.runner import score_generation
+    from benchmarks.scoring import score_generation
 
     p = _problem("stdin", [("1 2", "3"), ("5 5", "10")])
     text = ("First:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```\n---\n"
             "```python\na,b=map(int,input().split())\nprint(a+b)  # same program\n```\n---\n"
             "```python\nprint(3)\n```\n---\n```python\nprint(")
-    row = score_generation(task, p, Generation(problem_id="p", chain_index=0, text=text), 4, 0)
+    row = score_generation(task, p, Generation(problem_id="p", chain_index=0, text=text), 4, 0).to_json()
     assert row["rewards"] == [[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
     assert row["scalars"] == [1.0, 1.0, 0.5, 0.0] and row["passed"] == [True, True, False, False]
     assert row["n_unique"] == 2
