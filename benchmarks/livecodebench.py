@@ -471,7 +471,8 @@ class LiveCodeBench(Benchmark):
         grades = self.grade_many(problem, list(answers))
         details = [{"verdicts": None, "reason": "no code block"} if g is None else
                    {"verdicts": list(g.verdicts), "times": list(g.times), "wall_s": round(g.wall_s, 4),
-                    "runs": g.runs, "isolation": g.isolation, **({"notes": list(g.notes)} if g.notes else {})}
+                    "runs": g.runs, "isolation": g.isolation, **({"notes": list(g.notes)} if g.notes else {}),
+                    **({"errors": [e[-300:] for e in g.details]} if any(g.details) else {})}
                    for g in grades]
         return np.stack([self._vector(g, n) for g in grades]), details
 
