@@ -16,6 +16,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from harness import metrics
+
 EPS = 1e-6
 
 ScalarFn = Callable[[np.ndarray], np.ndarray]
@@ -70,9 +72,9 @@ def dedupe_chains(rewards: np.ndarray, keys: Sequence[Sequence[Sequence[Any]]]) 
 # ---- weights on the simplex -----------------------------------------------------------------------------
 def dirichlet_weights(groups: int, K: int, d: int, alpha: float = 1.0,
                       rng: np.random.Generator | None = None) -> np.ndarray:
-    """(groups, K, d) i.i.d. Dirichlet(alpha * 1_d) weight vectors, one set of K per prompt group."""
-    rng = np.random.default_rng(rng)
-    return rng.dirichlet(np.full(d, float(alpha)), size=(groups, K))
+    """(groups, K, d) i.i.d. Dirichlet(alpha * 1_d) weight vectors, one set of K per prompt group
+    (the same sampler as the evaluation's VPO objective, harness.metrics.dirichlet_weights)."""
+    return metrics.dirichlet_weights(d, K, alpha, np.random.default_rng(rng), size=(groups,))
 
 
 def _gamma_ppf(u: np.ndarray, alpha: float) -> np.ndarray:

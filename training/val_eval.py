@@ -8,9 +8,9 @@ import sys
 import time
 
 from benchmarks.maze import maze_problems
+from harness.results import load_run
 from harness.runner import run
-from harness.store import load_run
-from training.cli import demo_config
+from harness.demo import demo_config
 
 VAL_BASE_SEED, VAL_SIZE = 777000, 50
 
@@ -28,9 +28,9 @@ def main() -> None:
         t = time.time()
         # the demo protocol; its split is only a label here: run() scores the validation problems passed in
         cfg = demo_config(ck, meth == "vpo", f"{out}/{name}", None, 200)
-        cfg.progress = False
-        mt = load_run(run(cfg, problems=probs)).results["metrics"]
-        res[name] = {k: mt[k]["mean"] for k in ("best@1", "best@30", "diversity")}
+        cfg.execution.progress = False
+        r = load_run(run(cfg, problems=probs)).summary
+        res[name] = {"best@1": r.best[1].mean, "best@30": r.best[30].mean, "diversity": r.diversity.mean}
         print(name, json.dumps(res[name]), f"{time.time()-t:.0f}s", flush=True)
     json.dump(res, open(f"{out}/val_{int(time.time())}.json", "w"), indent=1)
 
