@@ -20,10 +20,7 @@ import numpy as np
 from benchmarks.base import Benchmark, Messages, Problem
 from training import advantages as A
 
-try:  # the one chain-scoring function of the harness (parse -> rewards -> dedup keys -> scalars)
-    from benchmarks.scoring import score_chain as _score_chain
-except ImportError:  # pragma: no cover - until benchmarks/scoring.py lands on main
-    _score_chain = None
+from benchmarks.scoring import score_chain  # the one chain-scoring function (parse -> rewards -> dedup keys)
 
 
 # ---- methods and prompts ----------------------------------------------------------------------------------
@@ -85,13 +82,8 @@ class ScoredBatch:
 
 
 def _score_one(task: Benchmark, problem: Problem, text: str, m: int) -> tuple[np.ndarray, list[Any]]:
-    if _score_chain is not None:
-        sc = _score_chain(task, problem, text, m)
-        return np.asarray(sc.rewards, dtype=float), list(sc.keys)
-    answers = task.parse(text, None if m == 1 else m)
-    r, _ = task.score(problem, answers)
-    r = np.asarray(r, dtype=float).reshape(len(answers), -1)
-    return r, [task.dedup_key(problem, a, ri) if a is not None else None for a, ri in zip(answers, r)]
+    sc = score_chain(task, problem, text, m)
+    return np.asarray(sc.rewards, dtype=float), list(sc.keys)
 
 
 def score_rollouts(task: Benchmark, problems: Sequence[Problem], texts: Sequence[str], *, m: int,

@@ -228,3 +228,21 @@ def test_vpo_weights_are_shared_by_a_group_and_differ_between_groups():
     assert np.array_equal(a, b) and not np.allclose(a, c)
     assert np.allclose(a.sum(-1), 1.0)
     assert R.uid_seed("x", 3) == R.uid_seed("x", 3) != R.uid_seed("x", 4)
+
+
+@pytest.mark.parametrize("method", ["vpo", "grpo"])
+def test_launch_overrides_compose_with_verls_own_config(method):
+    """Every override names a real key of verl's ppo_trainer config and selects our registered parts."""
+    from hydra import compose, initialize_config_dir
+    from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    import verl
+    from training.verl_export import VerlLaunch, overrides
+
+    cdir = str(Path(verl.__file__).parent / "trainer" / "config")
+    with initialize_config_dir(config_dir=cdir, version_base=None):
+        cfg = compose(config_name="ppo_trainer", overrides=overrides(VerlLaunch(method=method, steps=10, nnodes=4)))
+    assert cfg.trainer.nnodes == 4 and cfg.actor_rollout_ref.rollout.n == 8
+    assert get_adv_estimator_fn(cfg.algorithm.adv_estimator) is P.ESTIMATOR_FNS[P.METHOD_TO_ESTIMATOR[method]]
+    assert get_reward_manager_cls(cfg.reward.reward_manager.name).__name__ == "VPORewardManager"
