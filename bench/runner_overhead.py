@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import get_task  # noqa: E402
 from harness.runner import RunConfig, run  # noqa: E402
 from harness.seeding import derive_seed  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer, FakeServerConfig  # noqa: E402
+from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig  # noqa: E402
 
 
 async def bare_loop(base_url: str, messages: list, n_chains: int, conc: int, max_tokens: int) -> int:

@@ -87,7 +87,7 @@ def bench_eval(limit: int, threads: int) -> dict[str, float]:
         run(RunConfig.of(model=f"hf:{ckpt}", out=f"{tmp}/hf", model_args={"batch_size": 200}, **common))
         out["eval_hf_candidates_per_s"] = cands / (time.perf_counter() - t0)
         try:
-            from tests.integration.vllm_server import VLLMServer, vllm_python
+            from bench.vllm_server import VLLMServer, vllm_python
 
             py = vllm_python()
         except Exception:

@@ -16,7 +16,6 @@ import datetime as _dt
 import hashlib
 import json
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -33,32 +32,29 @@ def _facts(config: dict[str, Any]) -> dict[str, Any]:
     return run_facts(config)
 
 
-def _with_options(config: dict[str, Any], options: dict[str, Any], task: Any) -> dict[str, Any]:
-    """The source config with new task options, task description and components, in its own layout."""
+def _with_options(config: dict[str, Any], options: dict[str, Any], task: Any, problems: Sequence[Any],
+                  source: dict[str, Any]) -> dict[str, Any]:
+    """The source config with new task options, task description, components and problem digest;
+    the source run is part of the identity, so a folder never mixes rows regraded from two runs."""
+    from harness.runner import problems_fingerprint
+
     new = copy.deepcopy(config)
-    where = new["identity"] if isinstance(new.get("identity"), dict) else new
-    if where is new:
-        new["task_options"] = options
-    else:
-        where["task"]["options"] = options
-    where["task_info"] = task.describe()
-    where["components"] = list(task.component_names)
+    ident = new["identity"]
+    ident["task"]["options"] = options
+    ident["task_info"] = task.describe()
+    ident["components"] = list(task.component_names)
+    ident.setdefault("problems", {})["sha256"] = problems_fingerprint(problems)
+    ident["rescored_from"] = source
     return new
 
 
 def _run_config(config: dict[str, Any]) -> Any:
-    """A RunConfig equal to the source run's (the metrics read ks, seeds and pool shape from it)."""
-    from harness import runner
+    """The RunConfig of a config.json record (ks, seeds and pool shape for the metrics)."""
+    from harness.config import RunConfig
 
-    rc = runner.RunConfig
-    if hasattr(rc, "from_json") and isinstance(config.get("identity"), dict):
-        ident = config["identity"]
-        return rc.from_json({**{k: ident[k] for k in ("task", "model", "sampling") if k in ident},
-                             "execution": config.get("execution") or {}})
-    kw = {f.name: config[f.name] for f in fields(rc) if f.name in config}
-    if "ks" in kw:
-        kw["ks"] = tuple(kw["ks"])
-    return rc(**kw)
+    ident = config["identity"]
+    return RunConfig.from_json({**{k: ident[k] for k in ("task", "model", "sampling")},
+                                "execution": config.get("execution") or {}})
 
 
 def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | None = None, workers: int = 1,
@@ -77,6 +73,9 @@ def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | Non
         raise ValueError(f"--out {dst} is the source run: rescoring writes a new folder")
     raw = cfg_path.read_bytes()
     config = json.loads(raw)
+    if not isinstance(config.get("identity"), dict):
+        raise ValueError(f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' "
+                         "section); rescore needs a run written by this version")
     facts = _facts(config)
     if facts.get("kind") == "evolve":
         raise ValueError(f"{src}: an evolve run; rescore evaluation runs (vpo run) only")
@@ -93,11 +92,9 @@ def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | Non
         stored_ids = list(dict.fromkeys(r["problem_id"] for r in rows))
         problems = [by_id[p] for p in facts.get("problem_ids") or stored_ids if p in by_id]
         m = int(facts.get("m") or 1)
-        record = _with_options(config, options, task)
-        if hasattr(runner, "problems_fingerprint") and isinstance(record.get("identity"), dict):
-            record["identity"].setdefault("problems", {})["sha256"] = runner.problems_fingerprint(problems)
-        record["rescored_from"] = {"path": str(src.resolve()), "config_sha256": hashlib.sha256(raw).hexdigest(),
-                                   "git": config.get("git"), "task_args": dict(task_args or {})}
+        source = {"path": str(src.resolve()), "config_sha256": hashlib.sha256(raw).hexdigest(),
+                  "git": config.get("git"), "task_args": dict(task_args or {})}
+        record = _with_options(config, options, task, problems, source)
         record.update(created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                       git=runner._git_hash(), versions=runner._versions(), command=sys.argv)
         store = RunStore(dst)
@@ -125,15 +122,12 @@ def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | Non
 
 def _regrade(task: Any, problem: Any, row: dict[str, Any], m: int) -> dict[str, Any]:
     """One stored chain through the runner's chain scoring (a failed generation stays failed)."""
-    from harness import runner
+    from benchmarks.scoring import score_generation
 
-    score = getattr(runner, "score_generation")
     gen = Generation(problem_id=row["problem_id"], chain_index=int(row["chain_index"]), text=row.get("text") or "",
                      error=row.get("error"),
                      **{k: row[k] for k in _GENERATION_FIELDS if row.get(k) is not None})
-    new = score(task, problem, gen, m, row.get("seed"))
-    new = new.to_json() if hasattr(new, "to_json") else new
-    return new
+    return score_generation(task, problem, gen, m, row.get("seed")).to_json()
 
 
 __all__: Sequence[str] = ["rescore"]

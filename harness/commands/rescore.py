@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands._args import kv
+from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -15,6 +15,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="task options to change, k=v,... (e.g. reward_mode=convex_bonus, visible_tests=half)")
     p.add_argument("--workers", type=int, default=1, help="chains graded in parallel")
     p.add_argument("--no-progress", action="store_true")
+    add_unsafe_sandbox(p)
     return p
 
 
@@ -22,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.rescore import rescore
     from harness.store import load_run
 
+    apply_unsafe_sandbox(args)
     folder = rescore(args.run, args.out, args.task_args, workers=args.workers, progress=not args.no_progress)
     from harness.commands.show import format_table
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands._args import int_list, kv
+from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="sample a pool per problem, score it, write a run folder (resumable)")
     p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
     p.add_argument("--model", required=True,
-                   help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME (zoo: smollm2-135m, ...)")
+                   help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME | mock:moves (zoo: smollm2-135m, ...)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (openai backend)")
     p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,k2=v2")
     p.add_argument("--split", default="test")
@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true")
+    add_unsafe_sandbox(p)
     return p
 
 
@@ -40,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.metrics import default_ks
     from harness.results import load_run
     from harness.runner import RunConfig, run as run_eval
+
+    apply_unsafe_sandbox(args)
 
     ks = args.ks or default_ks(args.n * args.m)
     cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,

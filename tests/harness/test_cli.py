@@ -24,7 +24,7 @@ def two_runs(tmp_path: Path) -> list[Path]:
 def test_ls_lists_tasks(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ls", "--json"]) == 0
     rows = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["maze"]["d"] == 4 and rows["maze"]["splits"] == {"train": 1000, "test": 100}
+    assert rows["maze"]["d"] == 4 and rows["maze"]["splits"] == {"train": 1000, "test": 100, "val": 100}
     assert rows["maze"]["components"] == ["completion", "gold", "diamond", "avoid_lava"]
     assert {"musique", "toolrl", "eureqa"} <= set(rows)
 

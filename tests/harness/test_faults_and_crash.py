@@ -13,7 +13,7 @@ import pytest
 
 from harness.runner import RunConfig, run
 from harness.store import load_run
-from tests.fakes.openai_server import FakeOpenAIServer, FakeServerConfig
+from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 
 def rows(folder: Path) -> list[dict]:

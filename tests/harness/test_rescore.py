@@ -24,8 +24,9 @@ def test_rescore_with_another_reward_mode(tmp_path, capsys):
     rc = main(["rescore", str(src), "--out", str(out), "--task-args", "reward_mode=convex_bonus", "--no-progress"])
     assert rc == 0 and "rescored run folder" in capsys.readouterr().out
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["task_options"]["reward_mode"] == "convex_bonus"
-    assert cfg["rescored_from"]["path"] == str(src.resolve()) and cfg["rescored_from"]["task_args"] == {
+    ident = cfg["identity"]
+    assert ident["task"]["options"]["reward_mode"] == "convex_bonus"
+    assert ident["rescored_from"]["path"] == str(src.resolve()) and ident["rescored_from"]["task_args"] == {
         "reward_mode": "convex_bonus"}
     old, new = rows_by_key(src), rows_by_key(out)
     assert old.keys() == new.keys()
@@ -55,7 +56,7 @@ def test_rescore_of_a_runner_folder_reproduces_it(tmp_path):
 
     kw = dict(task="maze", model="scripted:x", split="test", limit=2, n=3, m=2, ks=(1, 2, 6),
               out=str(tmp_path / "run"), progress=False)
-    cfg = RunConfig.of(**kw) if hasattr(RunConfig, "of") else RunConfig(**kw)
+    cfg = RunConfig.of(**kw)
     src = run(cfg, backend=ScriptedBackend(m=2, fail=[1]))
     out = rescore(src, tmp_path / "again", progress=False)
     old, new = rows_by_key(src), rows_by_key(out)
@@ -74,6 +75,11 @@ def test_rescore_refuses_bad_input(tmp_path, capsys):
     src = write_run(tmp_path / "src", "hf:x", n=1, m=1, n_problems=1, spread=0.6, seed=1)
     assert main(["rescore", str(src), "--out", str(src)]) == 2
     assert "is the source run" in capsys.readouterr().err
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "config.json").write_text(json.dumps({"task": "maze", "split": "test"}))
+    assert main(["rescore", str(flat), "--out", str(tmp_path / "y")]) == 2
+    assert "older vpo-harness" in capsys.readouterr().err
 
 
 @pytest.mark.integration
@@ -83,9 +89,12 @@ def test_rescore_runs_code_in_the_sandbox(tmp_path):
     task.close()
     src = tmp_path / "lcb"
     src.mkdir()
-    (src / "config.json").write_text(json.dumps({"task": "livecodebench", "split": "test", "task_options": {},
-                                                 "prompt_style": "full", "m": 1, "n": 2, "ks": [1, 2], "seed": 0,
-                                                 "model": "hf:x", "limit": None}))
+    from harness.config import RunConfig
+    from harness.models.base import SamplingConfig
+    from harness.runner import build_config_record
+
+    cfg = RunConfig.of(task="livecodebench", model="hf:x", split="test", n=2, ks=(1, 2))
+    (src / "config.json").write_text(json.dumps(build_config_record(cfg, task, SamplingConfig(), [prob], "loaded")))
     texts = ["```python\nprint(input())\n```", "no code here"]
     rows = [{"problem_id": prob.id, "chain_index": i, "text": t, "answers": [None], "rewards": [[0.0]],
              "scalars": [0.0], "passed": [False], "error": None} for i, t in enumerate(texts)]

@@ -19,13 +19,18 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
     problems = task.load("test", limit=n_problems + problem_offset)[problem_offset:]
     from benchmarks.maze import MazeInstance, best_route
 
+    from harness.config import RunConfig
+    from harness.models.base import SamplingConfig
+    from harness.runner import build_config_record, compute_results
+
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
-    config = {"task": "maze", "model": model, "split": "test", "task_options": dict(task.options),
-              "prompt_style": "compact", "m": m, "n": n, "ks": [k for k in (1, 2, 4, 8) if k <= n * m],
-              "seed": 0, "temperature": 0.7, "top_p": 1.0, "components": list(task.component_names),
-              "model_fingerprint": "abc123", "git": "deadbeef", "versions": {"python": "3.11"}, **cfg_extra}
-    (folder / "config.json").write_text(json.dumps(config))
+    cfg = RunConfig.of(task="maze", model=model, split="test", task_options=dict(task.options),
+                       limit=n_problems + problem_offset, prompt_style="compact", m=m, n=n,
+                       ks=tuple(k for k in (1, 2, 4, 8) if k <= n * m), seed=0, temperature=0.7, top_p=1.0,
+                       out=str(folder), **cfg_extra)
+    record = build_config_record(cfg, task, SamplingConfig(0.7, 1.0, 110), problems, "loaded")
+    (folder / "config.json").write_text(json.dumps(record))
     rows = []
     for p in problems:
         maze = MazeInstance.from_problem(p)
@@ -45,7 +50,7 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
                          "rewards": r.tolist(), "scalars": np.atleast_1d(task.scalar(r)).tolist(),
                          "passed": np.atleast_1d(task.passed(r)).tolist(), "error": None})
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "results.json").write_text(json.dumps({"task": "maze", "model": model, "n": n, "m": m, "metrics": {}}))
+    (folder / "results.json").write_text(json.dumps(compute_results(folder, task, problems, cfg, record)))
     return folder
 
 
