@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
 from benchmarks.rowfiles import Row, read_rows
 from harness.paths import shared_data_dir
 
@@ -304,6 +304,18 @@ class LiveCodeBench(Benchmark):
     default_temperature = 0.8
     variable_d = True  # one reward component per selected test of the problem
     default_top_p = 0.95
+    options_spec: ClassVar[dict[str, Option]] = {
+        "path": Option(None, "data file or folder, or 'hub'"),
+        "trust_private_tests": Option(False, "decode the pickled private tests"),
+        "test_source": Option("auto", "which tests grade", ("auto", "public", "private", "all")),
+        "test_window": Option(None, "contest-date window 'YYYY-MM-DD..YYYY-MM-DD'"),
+        "workers": Option(None, "sandbox pool size (default one per core)"),
+        "timeout_s": Option(TIMEOUT_S, "wall-clock limit per test"),
+        "max_tests": Option(MAX_TESTS, "tests per problem"),
+        "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
+        "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
+        "revision": Option(None, "hub revision"),
+    }
 
     def __init__(self, **options: Any):
         super().__init__(**options)
