@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from benchmarks.livecodebench_judge import TIMEOUT_S  # one per-test timeout: the judge's
 from benchmarks.rowfiles import Row, read_rows
 from harness.paths import shared_data_dir
 
@@ -39,7 +40,6 @@ DEFAULT_FILE = "code_generation_lite.v5v6.public.jsonl"
 TEST_WINDOW = (_dt.datetime(2025, 2, 1), _dt.datetime(2025, 5, 1))
 MAX_TESTS = 16
 MAX_TEST_BYTES = 8192
-TIMEOUT_S = 6.0
 
 SYSTEM_PROMPT = ("You are an expert Python programmer. You solve competitive-programming problems with "
                  "correct, efficient Python 3 code that passes every hidden test.")
