@@ -95,9 +95,21 @@ class Benchmark(ABC):
         return completion if completion.strip() else None
 
     # ---- scoring ----------------------------------------------------------------------------------
+    #: True when the reward length varies per problem (code: one component per selected test)
+    variable_d: ClassVar[bool] = False
+
     @property
     def d(self) -> int:
         return len(self.component_names)
+
+    @property
+    def max_d(self) -> int:
+        """Upper bound of a problem's reward length (``d`` unless the task says otherwise)."""
+        return self.d
+
+    def d_label(self) -> str:
+        """The reward dimension as `vpo ls` shows it: ``"4"``, or ``"per problem, <= 16"``."""
+        return f"per problem, <= {self.max_d}" if self.variable_d else str(self.d)
 
     @abstractmethod
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:

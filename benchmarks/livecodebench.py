@@ -302,6 +302,7 @@ class LiveCodeBench(Benchmark):
     component_names: ClassVar[tuple[str, ...]] = tuple(f"test_{i}" for i in range(1, MAX_TESTS + 1))
     splits = {"train": None, "test": None, "all": None}
     default_temperature = 0.8
+    variable_d = True  # one reward component per selected test of the problem
     default_top_p = 0.95
 
     def __init__(self, **options: Any):
@@ -475,9 +476,13 @@ class LiveCodeBench(Benchmark):
                    for g in grades]
         return np.stack([self._vector(g, n) for g in grades]), details
 
+    @property
+    def max_d(self) -> int:
+        return int(self.options.get("max_tests", MAX_TESTS))
+
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d["reward_length"] = "per problem: n_tests (<= 16); see components_for"
+        d["reward_length"] = f"per problem: n_tests (<= {self.max_d}); see components_for"
         from harness.sandbox import Sandbox
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when

@@ -89,7 +89,8 @@ def maze_routes_responder(m: int) -> Respond:
 
     def respond(body: dict[str, Any], idx: int) -> str:
         rng = random.Random(body.get("seed"))
-        routes = [",".join(rng.choice("UDLR") for _ in range(rng.randint(4, 30))) for _ in range(m)]
+        routes = [", ".join(rng.choice(("UP", "DOWN", "LEFT", "RIGHT")) for _ in range(rng.randint(4, 30)))
+                  for _ in range(m)]
         if m == 1:
             return f"<answer>{routes[0]}</answer>"
         return "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, 1))
