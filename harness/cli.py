@@ -52,10 +52,14 @@ def add_run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true")
+    from harness.executors.cli_args import add_executor_arguments
+
+    add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ...
     p.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.executors.cli_args import executor_config
     from harness.runner import DEFAULT_KS, RunConfig, run
     from harness.store import load_run
 
@@ -65,7 +69,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                     seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
-                    retry_errors=args.retry_errors, progress=not args.no_progress)
+                    retry_errors=args.retry_errors, progress=not args.no_progress,
+                    executor=executor_config(args))
     folder = run(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")

@@ -6,7 +6,6 @@ Generation streams from the backend; scoring runs beside it in worker threads so
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import datetime as _dt
 import importlib.metadata as md
 import subprocess
@@ -20,6 +19,7 @@ import numpy as np
 
 from benchmarks import Benchmark, Problem, get_task
 from harness import metrics
+from harness.executors import BackendSpec, ChainScorer, Executor, ExecutorConfig, make_executor
 from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
 from harness.paths import REPO_ROOT
 from harness.seeding import derive_seed
@@ -52,6 +52,7 @@ class RunConfig:
     retry_errors: bool = False
     score_workers: int = 1
     progress: bool = True
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # how, not what: not part of the run's identity
 
     def validate(self) -> None:
         if self.m < 1:
@@ -69,7 +70,7 @@ class RunConfig:
         from harness.store import dumps
 
         key = {k: v for k, v in asdict(self).items() if k not in ("out", "progress", "concurrency", "flush_every",
-                                                                   "retry_errors", "score_workers")}
+                                                                   "retry_errors", "score_workers", "executor")}
         h = hashlib.sha1(dumps(key).encode()).hexdigest()[:8]
         model = self.model.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
         return Path("runs") / f"{self.task}-{model}-m{self.m}-n{self.n}-{h}"
@@ -206,8 +207,11 @@ def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], 
     }
 
 
-def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Problem] | None = None) -> Path:
-    """Run (or resume) an evaluation; returns the run folder. A finished run is a no-op."""
+def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Problem] | None = None,
+        executor: Executor | None = None) -> Path:
+    """Run (or resume) an evaluation; returns the run folder. A finished run is a no-op.
+
+    ``backend`` or ``executor`` (borrowed: not closed here) replace the ones ``cfg`` would build."""
     from tqdm.auto import tqdm
 
     cfg.validate()
@@ -245,44 +249,26 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
     if n_todo:
         if resuming:
             print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
-        own_backend = backend is None
-        if own_backend:
-            from harness.models import load_backend
-
+        own_executor = executor is None
+        if executor is None:
             args = dict(cfg.model_args)
             if cfg.model.startswith("openai:"):  # --concurrency is a default; explicit model_args win
                 args.setdefault("concurrency", cfg.concurrency)
-            backend = load_backend(cfg.model, base_url=cfg.base_url, model_args=args)
-        seeds = {(r.problem_id, c): s for r in requests for c, s in zip(r.chain_indices, r.seeds)}
+            spec = BackendSpec(cfg.model, cfg.base_url, args)
+            executor = make_executor(cfg.executor, spec, backend=backend, score_workers=cfg.score_workers)
+        scorer = ChainScorer(cfg.task, dict(cfg.task_options), cfg.m, score_generation, task=task)
         bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not cfg.progress)
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not cfg.progress)
-        pending: set[cf.Future] = set()
         try:
-            with cf.ThreadPoolExecutor(max_workers=max(1, cfg.score_workers)) as pool:
-                def drain(block: bool) -> None:
-                    if not pending:
-                        return
-                    done_f, _ = cf.wait(pending, timeout=None if block else 0,
-                                        return_when=cf.FIRST_COMPLETED)
-                    for f in done_f:
-                        pending.discard(f)
-                        store.append(f.result())
-                        bar_score.update(1)
-
-                for gen in backend.generate(requests, sampling):
-                    bar_gen.update(1)
-                    prob = by_id[gen.problem_id]
-                    pending.add(pool.submit(score_generation, task, prob, gen, cfg.m,
-                                            seeds[(gen.problem_id, gen.chain_index)]))
-                    drain(block=len(pending) >= 4 * max(1, cfg.score_workers))
-                while pending:
-                    drain(block=True)
+            for row in executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update):
+                store.append(row)
+                bar_score.update(1)
         finally:
+            if own_executor:
+                executor.close()
             store.close()
             bar_gen.close()
             bar_score.close()
-            if own_backend and backend is not None:
-                backend.close()
     results = compute_results(folder, task, problems, cfg, record)
     store.write_results(results)
     return folder

@@ -23,7 +23,7 @@ CONFIG, SAMPLES, RESULTS = "config.json", "samples.jsonl", "results.json"
 
 #: config keys that may differ between a run and its resumption (they don't change what is sampled)
 RESUME_FREE_KEYS = {"created", "versions", "git", "concurrency", "flush_every", "retry_errors", "progress",
-                    "score_workers", "command", "resumed"}
+                    "score_workers", "command", "resumed", "executor"}
 
 
 class RunStoreError(RuntimeError):
