@@ -1,101 +1,151 @@
-"""Grading throughput on real third-party LiveCodeBench solutions: sandbox vs a naive baseline.
+"""Grading speed and verdicts on 957 real LiveCodeBench solutions: this project's sealed sandbox next to
+LiveCodeBench's official grader, in one run, on the same rows (public tests, 2 workers, 6 s per test).
 
-Ours: one sandboxed child per solution, all its tests batched inside (harness/sandbox + the LCB
-driver), ``--workers`` slots. Baseline, in the same run and on the same rows: one fresh, unsandboxed
-interpreter per *test case* running the same driver on that single test, same number of worker
-threads. Both judge with the same comparison code, so they also agree on verdicts (printed).
+Measured, alternating official / ours so that machine load hits both alike:
+- fixed cost per solution: a trivial ``print(42)`` graded on one test through our sandbox (warm slot),
+  through the official grader's ``check_correctness``, and run as a bare ``python -I -S -c``;
+- rows/s of the official grader (its own driver, ../shared/anchors/lcb_grader/run_official.py, in a
+  numpy-only venv as its README says), of ours in full per-test mode (every test runs: the per-test
+  reward vector) and of ours in first-failure mode (stops at the first failing test, as LCB does);
+- peak memory: the largest resident set of any process of each grader (``wait4`` of its process tree);
+- verdict parity: official pass/fail vs ours on every row, and the rows where they differ.
 
-Also prints the agreement table against LiveCodeBench's own verdicts (public+private tests; we only
-have the public ones, so an LCB failure that only private tests expose is a pass here).
+Goals (issue 9): fixed cost <= 1.3x bare python; first-failure >= 1.7x official rows/s; full >= 1.0x.
 
-    python bench/grading_throughput.py [--workers 2] [--limit N] [--skip-naive] [--json out.json]
+    python -m venv .venv-lcb && .venv-lcb/bin/pip install numpy==2.2.5 tqdm==4.67.1
+    python bench/grading_throughput.py [--pairs 2] [--limit N] [--json out.json]
 """
 from __future__ import annotations
 
 import argparse
-import collections
 import json
+import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
+from benchmarks.livecodebench_judge import PASS, TIMEOUT_S, grade_program  # noqa: E402
 from harness.paths import shared_data_dir  # noqa: E402
-from harness.sandbox import SandboxPool  # noqa: E402
-from harness.sandbox.drivers.lcb_judge import (  # noqa: E402
-    CE, PASS, RTE, TLE, TIMEOUT_S, WRONG, lcb_driver_source, grade_program, stdout_matches,
-    value_matches)
+from harness.sandbox import Sandbox, SandboxPool  # noqa: E402
+from harness.sandbox.pool import UID_BLOCK, default_uid_base  # noqa: E402
 
-_NAIVE_MAIN = """
-import json, sys
-ns = {"__name__": "naive"}
-exec(compile(sys.argv[1], "<driver>", "exec"), ns)
-payload = json.loads(sys.stdin.read())
-ns["main"](payload, lambda rec: print("\\x00REC" + json.dumps(rec), file=sys.__stdout__, flush=True))
+PROBLEM_FILES = ("code_generation_lite.v5v6.public.jsonl", "graded_problems.jsonl")
+_OFFICIAL_FIXED = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1]); sys.dont_write_bytecode = True
+from lcb_runner.evaluation.compute_code_generation_metrics import check_correctness
+sample = {"input_output": json.dumps({"inputs": [""], "outputs": ["42"], "fn_name": None})}
+out = []
+for _ in range(int(sys.argv[2])):
+    t0 = time.perf_counter(); res, _ = check_correctness(sample, "print(42)", 6, debug=False)
+    out.append(time.perf_counter() - t0); assert res == [True], res
+print(json.dumps(out))
 """
 
 
 def load_rows(data_dir: Path, limit: int | None) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     probs: dict[str, dict[str, Any]] = {}
-    for name in ("code_generation_lite.v5v6.public.jsonl", "graded_problems.jsonl"):
+    for name in PROBLEM_FILES:
         with open(data_dir / name) as fh:
             for line in fh:
                 row = json.loads(line)
                 tests = json.loads(row["public_test_cases"])
                 meta = json.loads(row.get("metadata") or "{}")
-                probs[row["question_id"]] = {
+                probs.setdefault(row["question_id"], {
                     "mode": "functional" if tests and tests[0]["testtype"] == "functional" else "stdin",
                     "func_name": meta.get("func_name"),
-                    "tests": [{"input": t["input"], "output": t["output"]} for t in tests]}
+                    "tests": [{"input": t["input"], "output": t["output"]} for t in tests]})
     with open(data_dir / "graded_solutions.jsonl") as fh:
         rows = [json.loads(line) for line in fh]
     return (rows[:limit] if limit else rows), probs
 
 
-def naive_grade(code: str, prob: dict[str, Any], timeout_s: float) -> list[str]:
-    """One fresh ``python3`` per test case, no sandbox, same driver and judge."""
-    driver = lcb_driver_source()
-    out = []
-    for t in prob["tests"]:
-        payload = {"code": code, "mode": prob["mode"], "func_name": prob["func_name"],
-                   "inputs": [t["input"]], "timeout_s": timeout_s}
-        try:
-            r = subprocess.run([sys.executable, "-I", "-c", _NAIVE_MAIN, driver], input=json.dumps(payload),
-                               capture_output=True, text=True, timeout=timeout_s + 5)
-        except subprocess.TimeoutExpired:
-            out.append(TLE)
-            continue
-        recs = [json.loads(ln[4:]) for ln in r.stdout.split("\n") if ln.startswith("\x00REC")]
-        comp = next((x for x in recs if x.get("kind") == "compile"), None)
-        test = next((x for x in recs if x.get("kind") == "test"), None)
-        if comp is None:
-            out.append(RTE)
-        elif comp["status"] != "ok":
-            out.append(TLE if comp["status"] == "timeout" else CE)
-        elif test is None:
-            out.append(RTE)
-        elif test["status"] == "ok":
-            ok = (stdout_matches(test["out"], t["output"]) if prob["mode"] == "stdin"
-                  else value_matches(test["out"], t["output"]))
-            out.append(PASS if ok else WRONG)
-        else:
-            out.append({"timeout": TLE, "output_limit": WRONG}.get(test["status"], RTE))
-    return out
+# ---- one measurement per subprocess (so wait4 sees exactly that grader's processes) --------------
+def grade_ours(data: Path, limit: int | None, workers: int, timeout: float, first_failure: bool) -> dict[str, Any]:
+    rows, probs = load_rows(data, limit)
+    with SandboxPool(workers) as pool:
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(workers) as ex:
+            grades = list(ex.map(lambda r: grade_program(
+                pool, r["code"], probs[r["question_id"]]["mode"], probs[r["question_id"]]["func_name"],
+                probs[r["question_id"]]["tests"], timeout_s=timeout, first_failure=first_failure), rows))
+        wall = time.monotonic() - t0
+        iso = pool.isolation_record()
+    return {"wall_s": wall, "verdicts": [g.passed for g in grades], "per_test": [g.verdicts for g in grades],
+            "peak_kb_per_row": [g.peak_kb for g in grades], "isolation": iso}
 
 
-def lcb_label(row: dict[str, Any]) -> str:
-    if row["source_verdict"]:
-        return "LCB pass"
-    return {-2: "LCB WA (-2)", -3: "LCB TLE (-3)", -4: "LCB RE (-4)"}.get(row["source_error_code"],
-                                                                          f"LCB {row['source_error_code']}")
+def _measured(argv: list[str]) -> tuple[int, float, int]:
+    """(exit code, wall seconds, peak RSS KiB of the largest process in its tree)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=str(ROOT))
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, time.monotonic() - t0, ru.ru_maxrss
 
 
-def ours_label(verdicts: list[str]) -> str:
-    return "pass" if verdicts and all(v == PASS for v in verdicts) else next(v for v in verdicts if v != PASS)
+def run_official(args: argparse.Namespace, tmp: Path, k: int) -> dict[str, Any]:
+    data = Path(args.data)
+    out = tmp / f"official_{k}.jsonl"
+    argv = [args.lcb_python, str(Path(args.lcb_root) / "run_official.py"),
+            "--solutions", str(data / "graded_solutions.jsonl"),
+            "--problems", *[str(data / p) for p in PROBLEM_FILES], "--workers", str(args.workers),
+            "--timeout", str(int(args.timeout)), "--out", str(out), "--lcb-root", args.lcb_root]
+    if args.limit:
+        argv += ["--rows", ",".join(map(str, range(args.limit)))]
+    code, _, peak = _measured(argv)
+    if code != 0:
+        raise SystemExit(f"official grader failed (exit {code}): {' '.join(argv)}")
+    summary = json.loads(Path(str(out) + ".summary.json").read_text())
+    verdicts = [json.loads(line)["lcb_public_verdict"] for line in out.read_text().splitlines()]
+    return {"wall_s": summary["wall_s"], "verdicts": verdicts, "peak_kb": peak}
+
+
+def run_ours(args: argparse.Namespace, tmp: Path, k: int, mode: str) -> dict[str, Any]:
+    out = tmp / f"ours_{mode}_{k}.json"
+    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", mode, "--worker-out", str(out),
+            "--data", args.data, "--workers", str(args.workers), "--timeout", str(args.timeout)]
+    if args.limit:
+        argv += ["--limit", str(args.limit)]
+    code, _, peak = _measured(argv)
+    if code != 0:
+        raise SystemExit(f"our grader failed (exit {code})")
+    res = json.loads(out.read_text())
+    res["peak_kb"] = peak
+    return res
+
+
+# ---- fixed cost --------------------------------------------------------------------------------
+def fixed_costs(args: argparse.Namespace, n: int) -> dict[str, float]:
+    """Mean seconds per trivial solution, ours and bare python interleaved."""
+    test = [{"input": "", "output": "42"}]
+    bare, ours = [], []
+    uid = default_uid_base() + UID_BLOCK - 1  # as a pool slot runs: unprivileged uid, sealed
+    with Sandbox(uid=uid, gid=uid) as sb:
+        grade_program(sb, "print(42)", "stdin", None, test)  # start the zygote (once per slot)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-I", "-S", "-c", "print(42)"], stdout=subprocess.DEVNULL, check=True)
+            bare.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            g = grade_program(sb, "print(42)", "stdin", None, test)
+            ours.append(time.perf_counter() - t0)
+            assert g.passed, g.as_dict()
+    res = {"bare_s": statistics.median(bare), "ours_s": statistics.median(ours)}
+    r = subprocess.run([args.lcb_python, "-c", _OFFICIAL_FIXED, args.lcb_root, str(n)], capture_output=True,
+                       text=True, cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL)
+    if r.returncode == 0:
+        res["official_s"] = statistics.median(json.loads(r.stdout.strip().splitlines()[-1]))
+    return res
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -103,67 +153,78 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S)
-    ap.add_argument("--skip-naive", action="store_true")
+    ap.add_argument("--pairs", type=int, default=2, help="alternating rounds (official, ours-ff, ours-full)")
+    ap.add_argument("--fixed-n", type=int, default=40)
     ap.add_argument("--data", default=str(shared_data_dir() / "livecodebench"))
+    ap.add_argument("--lcb-root", default=str(shared_data_dir().parent / "anchors" / "lcb_grader"))
+    ap.add_argument("--lcb-python", default=str(ROOT / ".venv-lcb" / "bin" / "python"))
     ap.add_argument("--json", default=None, help="write the figures here")
+    ap.add_argument("--worker", choices=("full", "ff"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    rows, probs = load_rows(Path(args.data), args.limit)
-    n_tests = sum(len(probs[r["question_id"]]["tests"]) for r in rows)
-    print(f"{len(rows)} solutions, {n_tests} public test cases, {args.workers} workers, "
-          f"{args.timeout:g}s per test")
-
-    with SandboxPool(args.workers) as pool:
-        t0 = time.monotonic()
-        with ThreadPoolExecutor(args.workers) as ex:
-            grades = list(ex.map(lambda r: grade_program(pool, r["code"], probs[r["question_id"]]["mode"],
-                                                         probs[r["question_id"]]["func_name"],
-                                                         probs[r["question_id"]]["tests"],
-                                                         timeout_s=args.timeout), rows))
-        ours_s = time.monotonic() - t0
-    iso = grades[0].isolation if grades else {}
-    n_tle = sum(v == TLE for g in grades for v in g.verdicts)
-    ours_rate = len(rows) / ours_s
-    print(f"sandbox (batched, isolated): {ours_s:.1f}s  -> {ours_rate:.2f} solutions/s  "
-          f"[isolation: netns={iso.get('netns')} pidns={iso.get('pidns')} mountns={iso.get('mountns')} "
-          f"uid={iso.get('uid')}]")
-    print(f"  {n_tle} test cases hit the {args.timeout:g}s limit: about {n_tle * args.timeout / args.workers:.0f}s "
-          f"of the wall time of either method is spent waiting for them")
-    result: dict[str, Any] = {"rows": len(rows), "tests": n_tests, "workers": args.workers, "tle_tests": n_tle,
-                              "ours_s": ours_s, "ours_per_s": ours_rate, "isolation": iso}
-
-    if not args.skip_naive:
-        t0 = time.monotonic()
-        with ThreadPoolExecutor(args.workers) as ex:
-            naive = list(ex.map(lambda r: naive_grade(r["code"], probs[r["question_id"]], args.timeout), rows))
-        naive_s = time.monotonic() - t0
-        naive_rate = len(rows) / naive_s
-        same = sum(g.verdicts == n for g, n in zip(grades, naive))
-        print(f"naive (fresh interpreter per test, no sandbox): {naive_s:.1f}s  -> {naive_rate:.2f} solutions/s")
-        print(f"speed-up sandbox/naive: {ours_rate / naive_rate:.2f}x   per-test verdicts identical on "
-              f"{same}/{len(rows)} solutions")
-        diff = [{"question_id": r["question_id"], "row": i, "ours": g.verdicts, "naive": n,
-                 "details": g.details}
-                for i, (r, g, n) in enumerate(zip(rows, grades, naive)) if g.verdicts != n]
-        for d in diff[:20]:
-            print(f"  differs: row {d['row']} {d['question_id']}: sandbox {d['ours']} vs naive {d['naive']}")
-        result.update(naive_s=naive_s, naive_per_s=naive_rate, ratio=ours_rate / naive_rate,
-                      naive_identical=same, naive_differences=diff)
-
-    table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for r, g in zip(rows, grades):
-        table[lcb_label(r)][ours_label(g.verdicts)] += 1
-    cols = ["pass", WRONG, TLE, RTE, CE]
-    print("\nagreement with LiveCodeBench's verdicts (rows: LCB on public+private; columns: ours on public)")
-    print(f"{'':14}" + "".join(f"{c:>15}" for c in cols) + f"{'total':>8}")
-    for label in sorted(table):
-        print(f"{label:14}" + "".join(f"{table[label][c]:>15}" for c in cols) + f"{sum(table[label].values()):>8}")
-    true_rows = [g for r, g in zip(rows, grades) if r["source_verdict"]]
-    missed = sum(not all(v == PASS for v in g.verdicts) for g in true_rows)
-    print(f"LCB-correct solutions failing here: {missed} of {len(true_rows)}")
-    result["agreement"] = {k: dict(v) for k, v in table.items()}
-    result["lcb_true_failing"] = missed
-    result["verdicts"] = [{"question_id": r["question_id"], "lcb": r["source_verdict"],
-                           "ours": g.verdicts} for r, g in zip(rows, grades)]
+    if args.worker:
+        res = grade_ours(Path(args.data), args.limit, args.workers, args.timeout, args.worker == "ff")
+        Path(args.worker_out).write_text(json.dumps(res))
+        return res
+    if not Path(args.lcb_python).exists():
+        raise SystemExit(f"no official-grader venv at {args.lcb_python}: python -m venv .venv-lcb && "
+                         ".venv-lcb/bin/pip install numpy==2.2.5 tqdm==4.67.1 (or pass --lcb-python)")
+    rows, _ = load_rows(Path(args.data), args.limit)
+    load0 = os.getloadavg()
+    print(f"{len(rows)} solutions, public tests, {args.workers} workers, {args.timeout:g}s per test; "
+          f"load average at start {load0[0]:.1f} on {os.cpu_count()} CPUs")
+    fixed = fixed_costs(args, args.fixed_n)
+    print(f"fixed cost per solution (median of {args.fixed_n}, trivial print(42)): bare python -I -S -c "
+          f"{fixed['bare_s'] * 1e3:.1f} ms, ours {fixed['ours_s'] * 1e3:.1f} ms "
+          f"({fixed['ours_s'] / fixed['bare_s']:.2f}x bare; goal <= 1.3x)"
+          + (f", official check_correctness {fixed['official_s'] * 1e3:.1f} ms" if "official_s" in fixed else ""))
+    pairs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="vpo-bench-") as tmp:
+        for k in range(args.pairs):
+            order = [("official", lambda: run_official(args, Path(tmp), k)),
+                     ("ff", lambda: run_ours(args, Path(tmp), k, "ff")),
+                     ("full", lambda: run_ours(args, Path(tmp), k, "full"))]
+            if k % 2:
+                order.reverse()
+            rec: dict[str, Any] = {"load_before": os.getloadavg()[0]}
+            for name, fn in order:
+                rec[name] = fn()
+                rec[name]["rows_per_s"] = len(rows) / rec[name]["wall_s"]
+            rec["load_after"] = os.getloadavg()[0]
+            o = rec["official"]["rows_per_s"]
+            print(f"round {k + 1}: official {o:.2f} rows/s | ours first-failure "
+                  f"{rec['ff']['rows_per_s']:.2f} ({rec['ff']['rows_per_s'] / o:.2f}x) | ours full "
+                  f"{rec['full']['rows_per_s']:.2f} ({rec['full']['rows_per_s'] / o:.2f}x) | load "
+                  f"{rec['load_before']:.1f} -> {rec['load_after']:.1f}")
+            pairs.append(rec)
+    mean = {m: statistics.mean(p[m]["rows_per_s"] for p in pairs) for m in ("official", "ff", "full")}
+    peak = {m: max(p[m]["peak_kb"] for p in pairs) for m in ("official", "ff", "full")}
+    print("\n| grader | rows/s (mean of rounds) | vs official | peak RSS of one process |")
+    print("|---|---|---|---|")
+    for m, label in (("official", "LiveCodeBench official (run_official.py)"),
+                     ("ff", "ours, first-failure mode"), ("full", "ours, full per-test mode")):
+        print(f"| {label} | {mean[m]:.2f} | {mean[m] / mean['official']:.2f}x | {peak[m] / 1024:.0f} MiB |")
+    print(f"| fixed cost, trivial program | ours {fixed['ours_s'] * 1e3:.1f} ms | bare python "
+          f"{fixed['bare_s'] * 1e3:.1f} ms ({fixed['ours_s'] / fixed['bare_s']:.2f}x) | official "
+          f"{fixed.get('official_s', float('nan')) * 1e3:.1f} ms |")
+    # verdict parity on the last round
+    last = pairs[-1]
+    off, ours_full, ours_ff = last["official"]["verdicts"], last["full"]["verdicts"], last["ff"]["verdicts"]
+    diff = [i for i in range(len(rows)) if off[i] != ours_full[i]]
+    print(f"\nverdict parity (last round): official vs ours-full differ on {len(diff)} of {len(rows)} rows"
+          f" {diff}; ours-full vs ours-first-failure differ on "
+          f"{sum(a != b for a, b in zip(ours_full, ours_ff))} rows")
+    iso = last["full"]["isolation"]
+    print(f"isolation: sealed={iso.get('sealed')} seccomp={iso.get('seccomp')} uid={iso.get('uid')} "
+          f"memory limit {iso['rlimits']['address_space_bytes'] >> 20} MiB")
+    result = {"rows": len(rows), "workers": args.workers, "timeout": args.timeout, "fixed": fixed,
+              "rows_per_s": mean, "peak_kb": peak, "load_start": load0[0],
+              "rounds": [{m: {"rows_per_s": p[m]["rows_per_s"], "peak_kb": p[m]["peak_kb"]}
+                          for m in ("official", "ff", "full")} | {"load_before": p["load_before"],
+                                                                  "load_after": p["load_after"]}
+                         for p in pairs],
+              "parity_diff_rows": diff, "isolation": iso,
+              "official_passes": sum(off), "ours_passes": sum(ours_full)}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return result

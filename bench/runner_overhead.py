@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import get_task  # noqa: E402
 from harness.runner import RunConfig, run  # noqa: E402
 from harness.seeding import derive_seed  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer, FakeServerConfig  # noqa: E402
+from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig  # noqa: E402
 
 
 async def bare_loop(base_url: str, messages: list, n_chains: int, conc: int, max_tokens: int) -> int:
@@ -75,7 +75,7 @@ def main() -> None:
             n_ok = asyncio.run(bare_loop(base_url, messages, args.chains, args.concurrency, args.max_tokens))
             t_bare.append(time.perf_counter() - t0)
             with tempfile.TemporaryDirectory() as tmp:
-                cfg = RunConfig(task="maze", model="openai:fake", base_url=base_url, limit=args.problems,
+                cfg = RunConfig.of(task="maze", model="openai:fake", base_url=base_url, limit=args.problems,
                                 n=args.chains, m=1, ks=(1, args.chains), max_tokens=args.max_tokens,
                                 progress=False, out=str(Path(tmp) / "run"), seed=0,
                                 model_args={"use_n": False, "concurrency": args.concurrency})

@@ -84,10 +84,10 @@ def bench_eval(limit: int, threads: int) -> dict[str, float]:
     cands = limit * 30
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        run(RunConfig(model=f"hf:{ckpt}", out=f"{tmp}/hf", model_args={"batch_size": 200}, **common))
+        run(RunConfig.of(model=f"hf:{ckpt}", out=f"{tmp}/hf", model_args={"batch_size": 200}, **common))
         out["eval_hf_candidates_per_s"] = cands / (time.perf_counter() - t0)
         try:
-            from tests.integration.vllm_server import VLLMServer, vllm_python
+            from bench.vllm_server import VLLMServer, vllm_python
 
             py = vllm_python()
         except Exception:
@@ -99,7 +99,7 @@ def bench_eval(limit: int, threads: int) -> dict[str, float]:
                         extra_args=["--max-model-len", "512"]) as server:
             server.wait_healthy(deadline_s=400)
             t0 = time.perf_counter()
-            run(RunConfig(model="openai:maze-tiny-vpo", base_url=server.base_url, out=f"{tmp}/vllm",
+            run(RunConfig.of(model="openai:maze-tiny-vpo", base_url=server.base_url, out=f"{tmp}/vllm",
                           model_args={"use_n": False}, **common))
             out["eval_vllm_cpu_candidates_per_s"] = cands / (time.perf_counter() - t0)
         out["eval_vllm_over_hf"] = out["eval_vllm_cpu_candidates_per_s"] / out["eval_hf_candidates_per_s"]

@@ -133,6 +133,17 @@ class Benchmark(ABC):
         return {"task": self.name, "d": self.d, "components": list(self.component_names),
                 "options": self.options}
 
+    # ---- lifecycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release what scoring started (LiveCodeBench's sandbox pool); idempotent. Tasks without
+        resources need not override this."""
+
+    def __enter__(self) -> "Benchmark":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 _THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
 _TAG_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}

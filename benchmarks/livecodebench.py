@@ -7,8 +7,9 @@ between problems, so the vector of a problem has exactly that problem's length (
 ``component_names`` is a generic ("test_1".."test_16") tuple for code that needs a static label
 set; :meth:`LiveCodeBench.components_for` gives the names that match one problem's vector.
 
-Grading follows LiveCodeBench's ``testing_util`` semantics (see harness/sandbox/drivers/lcb_*.py) and
-runs every candidate in the sandbox (harness/sandbox), a pool of workers in parallel.
+Grading follows LiveCodeBench's ``testing_util`` semantics (benchmarks/livecodebench_driver.py runs
+inside the sandbox, benchmarks/livecodebench_judge.py judges in the parent) and runs every candidate
+in the sealed sandbox (harness/sandbox), a pool of workers in parallel.
 """
 from __future__ import annotations
 
@@ -152,7 +153,9 @@ def problem_from_row(row: Row, *, trust_private_tests: bool = False, test_source
     elif test_source == "private" or test_source == "auto":
         tests, source = private, "private"
     elif test_source == "all":
-        tests, source = public + private, ("public+private" if private else "public")
+        # each test remembers its origin, so `public-tests` selection can rank on the public ones
+        tests = [{**t, "public": True} for t in public] + [{**t, "public": False} for t in private]
+        source = "public+private" if private else "public"
     else:
         raise ValueError(f"unknown test_source {test_source!r}; known: auto, public, private, all")
     types = {t["testtype"] for t in tests}
@@ -171,6 +174,8 @@ def problem_from_row(row: Row, *, trust_private_tests: bool = False, test_source
         "contest_date": date.isoformat(), "mode": mode, "func_name": func_name if mode == "functional" else None,
         "tests": [{"input": t["input"], "output": t["output"]} for t in kept], "n_tests": len(kept),
     }
+    if test_source == "all":
+        data["public"] = [bool(t.get("public", True)) for t in kept]
     info = {"platform": platform, "difficulty": data["difficulty"], "contest_date": data["contest_date"],
             "n_tests": len(kept), "test_source": source, "source": f"{row.path}:{row.line}"}
     return Problem(id=qid, data=data, meta=info)
@@ -288,7 +293,9 @@ class LiveCodeBench(Benchmark):
     """Options: ``path`` (file/dir or "hub"), ``trust_private_tests`` (False), ``test_source``
     ("auto": private tests when trusted and present, else public), ``workers`` (sandbox pool size;
     default one per core), ``timeout_s`` (6), ``max_tests`` (16), ``max_test_bytes`` (8192),
-    ``hub_files`` / ``revision`` for hub downloads."""
+    ``first_failure`` (False: run every test for the per-test reward vector; True: stop at the first
+    failing test as LiveCodeBench does, for pass@k-only runs), ``hub_files`` / ``revision`` for hub
+    downloads."""
 
     name = "livecodebench"
     #: generic labels; a problem's reward vector has ``n_tests`` <= 16 entries, named by components_for
@@ -299,6 +306,15 @@ class LiveCodeBench(Benchmark):
 
     def __init__(self, **options: Any):
         super().__init__(**options)
+        # ``visible_tests``: which tests a deployment may run when it selects without an oracle
+        # (harness/selection.py, strategy public-tests): "public" (needs test_source=all: the public
+        # tests, hidden = private), or "half" (offline, without private tests: every other test)
+        vis = options.get("visible_tests")
+        if vis not in (None, "half", "public"):
+            raise ValueError(f"visible_tests must be 'half' or 'public', got {vis!r}")
+        if vis == "public" and options.get("test_source") != "all":
+            raise ValueError("visible_tests=public needs test_source=all (and trust_private_tests=true) so that "
+                             "both public and private tests are graded")
         self._pool = None
         self._lock = threading.Lock()
 
@@ -412,11 +428,12 @@ class LiveCodeBench(Benchmark):
         """Full grade of one program (verdict per test, isolation, timings); None code -> None."""
         if code is None:
             return None
-        from harness.sandbox.drivers.lcb_judge import grade_program
+        from benchmarks.livecodebench_judge import grade_program
 
         d = problem.data
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
-                             timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)))
+                             timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)),
+                             first_failure=bool(self.options.get("first_failure", False)))
 
     def grade_many(self, problem: Problem, codes: Sequence[str | None]) -> list[Any]:
         """Grades of several programs of one problem, in parallel on the sandbox pool. Identical
@@ -460,10 +477,9 @@ class LiveCodeBench(Benchmark):
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["reward_length"] = "per problem: n_tests (<= 16); see components_for"
-        try:
-            from harness.sandbox import Sandbox
+        from harness.sandbox import Sandbox
 
-            d["isolation"] = Sandbox().isolation_record()
-        except Exception as exc:  # pragma: no cover - describe must not fail
-            d["isolation"] = {"error": repr(exc)}
+        # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when
+        # the sealed view cannot be set up and --unsafe-sandbox was not given; starts no zygote
+        d["isolation"] = Sandbox().isolation_record()
         return d

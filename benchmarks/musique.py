@@ -9,10 +9,18 @@ r = [hop_1, hop_2, hop_3, hop_4, answer_f1] (benchmarks.md):
   a never-answer policy).
 Task scalar = (sum of hops + 3 * answer_f1) / 7: the answer weighs as much as three hops.
 
-Parsing choices (documented because models are messy): a closed ``<think>`` block is dropped first
-(reasoning often drafts tags), then the *last* ``<support>`` / ``<answer>`` win (models restate their
-final answer). Cited indices are every run of digits in ``<support>``, so "3, 7", "[3] [7]" and "3 and 7"
-all read as (3, 7).
+Parsing, option ``parse``:
+- ``paper`` (default; the VPO authors' scorer ``vpo_tasks/musique.py``, which produced the paper's
+  numbers and ``shared/data/musique/authors_scores.jsonl``): the *first* ``<support>`` and the *first*
+  ``<answer>`` (tags case-sensitive, reasoning not removed: a draft inside ``<think>`` counts); cited
+  indices are the comma-separated items that are all digits ("3, 7"; "[3] [7]", "3 and 7" or "3 7"
+  cite nothing); an empty or missing answer gives the zero vector (no hop credit); answer F1 normalises
+  lower -> articles -> punctuation (so "the-Stanley" matches "Stanley"). Chains: the first
+  ``<response_i>`` of each i (case-sensitive).
+- ``lenient`` (benchmarks.md's wording, this project's earlier reading): a closed ``<think>`` block is
+  dropped first, then the *last* ``<support>`` / ``<answer>`` win; every run of digits in ``<support>``
+  is a citation; an empty ``<answer></answer>`` still earns hop credit; SQuAD's normalisation order
+  (punctuation before articles).
 """
 from __future__ import annotations
 
@@ -25,7 +33,7 @@ import numpy as np
 
 from benchmarks.base import Benchmark, Messages, Problem, extract_tag, user
 from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
-from benchmarks.textnorm import best_token_f1, strip_think
+from benchmarks.textnorm import authors_token_f1, best_token_f1, strip_think
 from harness.paths import shared_data_dir
 
 HUB_ID = "dgslibisey/MuSiQue"
@@ -42,8 +50,49 @@ _INSTRUCTIONS = (
 )
 
 
+PARSE_MODES = ("paper", "lenient")
+_FIRST = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.S) for tag in ("support", "answer")}
+
+
+def paper_cited(support: str | None) -> list[int]:
+    """The authors' citation reading: comma-separated items that are all digits, in order (duplicates
+    kept here; :func:`hop_scores` callers cap to the first MAX_HOPS distinct ones)."""
+    out: list[int] = []
+    for tok in (support or "").split(","):
+        tok = tok.strip()
+        if tok.isdigit():
+            try:
+                out.append(int(tok))
+            except ValueError:      # a digit character int() does not read (e.g. superscripts)
+                continue
+    return out
+
+
+def first_distinct(cited: list[int], k: int = MAX_HOPS) -> list[int]:
+    out: list[int] = []
+    for i in cited:
+        if i not in out:
+            out.append(i)
+            if len(out) == k:
+                break
+    return out
+
+
+def paper_reward(text: str, support: list[int], golds: list[str]) -> np.ndarray:
+    """[hop_1..hop_4, answer_f1] of one reply as the authors' ``score_one`` computes it."""
+    ans = _FIRST["answer"].search(text)
+    pred = ans.group(1).strip() if ans else ""
+    if not pred:
+        return np.zeros(MAX_HOPS + 1)
+    sup = _FIRST["support"].search(text)
+    hops = hop_scores(first_distinct(paper_cited(sup.group(1) if sup else None)), support)
+    f1 = max(authors_token_f1(pred, g, strip_articles=True) for g in golds)
+    return np.array(hops + [f1], dtype=float)
+
+
 def cited_indices(support: str | None) -> list[int]:
-    """Distinct cited paragraph indices in citation order, capped at the first MAX_HOPS."""
+    """Lenient reading: distinct cited paragraph indices (every run of digits) in citation order,
+    capped at the first MAX_HOPS."""
     out: list[int] = []
     if not support:
         return out
@@ -72,7 +121,8 @@ def format_answer(support: list[int], answer: str) -> str:
 class MuSiQue(Benchmark):
     """Options: ``hop_stratified`` (bool, default False; the paper's 100 x {2,3,4}-hop split),
     ``per_hop`` (100), ``seed`` (0, for the stratified selection), ``answerable_only`` (True),
-    ``hub`` (False: load from the hub even when local data exists)."""
+    ``hub`` (False: load from the hub even when local data exists), ``parse`` (``paper`` default, or
+    ``lenient``: see the module docstring)."""
 
     name: ClassVar[str] = "musique"
     component_names: ClassVar[tuple[str, ...]] = ("hop_1", "hop_2", "hop_3", "hop_4", "answer_f1")
@@ -82,12 +132,16 @@ class MuSiQue(Benchmark):
     default_top_p: ClassVar[float] = 1.0
 
     def __init__(self, **options: Any):
-        opts = {"hop_stratified": False, "per_hop": 100, "seed": 0, "answerable_only": True, "hub": False}
+        opts = {"hop_stratified": False, "per_hop": 100, "seed": 0, "answerable_only": True, "hub": False,
+                "parse": "paper"}
         unknown = set(options) - set(opts)
         if unknown:
             raise ValueError(f"unknown MuSiQue options {sorted(unknown)}; known: {sorted(opts)}")
         opts.update(options)
+        if opts["parse"] not in PARSE_MODES:
+            raise ValueError(f"unknown MuSiQue parse mode {opts['parse']!r}; known: {', '.join(PARSE_MODES)}")
         super().__init__(**opts)
+        self.parse_mode = opts["parse"]
         #: what the last load selected (e.g. "took 24 of 100 3-hop questions: only 24 in the data")
         self.selection_note: str | None = None
 
@@ -200,10 +254,22 @@ class MuSiQue(Benchmark):
         return user(text)
 
     # ---- parsing ----------------------------------------------------------------------------------
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None or self.parse_mode != "paper":
+            return super().parse(completion, m)
+        if not isinstance(completion, str):
+            return [None] * m
+        blocks = [re.search(rf"<response_{i}>(.*?)</response_{i}>", completion, re.S) for i in range(1, m + 1)]
+        return [self.parse_single(b.group(1)) if b else None for b in blocks]
+
     def parse_single(self, completion: str) -> str | None:
-        """The reply minus reasoning, or None when it holds no closed ``<answer>``."""
+        """paper: the reply as written when its first ``<answer>`` is non-empty, else None. lenient: the
+        reply minus reasoning, or None when it holds no closed ``<answer>``."""
         if not isinstance(completion, str):
             return None
+        if self.parse_mode == "paper":
+            found = _FIRST["answer"].search(completion)
+            return completion if found and found.group(1).strip() else None
         body = strip_think(completion).strip()
         return body if extract_tag(body, "answer") is not None else None
 
@@ -211,6 +277,8 @@ class MuSiQue(Benchmark):
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
         if not isinstance(answer, str):
             return np.zeros(self.d)
+        if self.parse_mode == "paper":
+            return paper_reward(answer, problem.data["support"], [problem.data["answer"], *problem.data["aliases"]])
         body = strip_think(answer)
         pred = extract_tag(body, "answer")
         if pred is None:
@@ -237,4 +305,4 @@ def _check_style(style: str) -> None:
         raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
 
 
-__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores"]
+__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores", "paper_cited", "paper_reward", "PARSE_MODES"]

@@ -29,6 +29,25 @@ def squad_normalize(text: Any) -> str:
     return " ".join(s.split())
 
 
+def authors_normalize(text: Any, *, strip_articles: bool) -> str:
+    """The VPO authors' ``normalize_text`` (``vpo/utils/text_metrics.py``): lower, then articles (when
+    asked), *then* punctuation, collapse whitespace. The order differs from SQuAD's: "the-end" -> "end".
+    MuSiQue answers strip articles; ToolRL argument values do not."""
+    if text is None:
+        return ""
+    s = str(text).lower()
+    if strip_articles:
+        s = _ARTICLES.sub(" ", s)
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    return " ".join(s.split())
+
+
+def authors_token_f1(pred: Any, gold: Any, *, strip_articles: bool) -> float:
+    """Token F1 after :func:`authors_normalize` (1.0 when both sides have no tokens)."""
+    return multiset_f1(authors_normalize(pred, strip_articles=strip_articles).split(),
+                       authors_normalize(gold, strip_articles=strip_articles).split())
+
+
 def entity_normalize(text: Any) -> str:
     """EUREQA entity names: ``_`` -> space first (Wikipedia titles), then the SQuAD steps.
 

@@ -12,6 +12,19 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+#: the paper's k grid (pool of 30); a run reads best@k/pass@k at the ks that fit its pool
+DEFAULT_KS: tuple[int, ...] = (1, 2, 4, 8, 16, 30)
+#: seed of the Dirichlet weights of the VPO objective metric: fixed, so the metric compares across runs
+#: whatever their sampling seed
+METRIC_SEED = 0
+#: weight draws and concentration of the VPO objective (vpo.md: K = 100 draws from Dirichlet(1))
+VPO_K, VPO_ALPHA = 100, 1.0
+
+
+def default_ks(pool_size: int) -> tuple[int, ...]:
+    """The default ks a pool of ``pool_size`` candidates can estimate (best@k needs k <= pool size)."""
+    return tuple(k for k in DEFAULT_KS if k <= pool_size) or (1,)
+
 
 # ---------------------------------------------------------------------------------------------------
 # weights
@@ -131,8 +144,12 @@ def pareto_fraction(rewards: np.ndarray) -> float:
     return float(1.0 - dominated.mean())
 
 
-def dirichlet_weights(d: int, K: int = 100, alpha: float = 1.0, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).dirichlet(np.full(d, alpha), size=K)
+def dirichlet_weights(d: int, K: int = VPO_K, alpha: float = VPO_ALPHA,
+                      seed: int | np.random.Generator = METRIC_SEED, size: tuple[int, ...] = ()) -> np.ndarray:
+    """K weight vectors on the simplex, Dirichlet(alpha); ``size`` prepends batch axes: (*size, K, d).
+    ``seed`` may be a Generator (the trainer draws fresh weights each step from its own stream)."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    return rng.dirichlet(np.full(d, float(alpha)), size=(*size, K))
 
 
 def vpo_objective(rewards: np.ndarray, weights: np.ndarray) -> float:
@@ -154,6 +171,18 @@ class Estimate:
     def as_dict(self) -> dict[str, float | int]:
         return {"mean": self.mean, "stderr": self.stderr, "n": self.n}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> "Estimate":
+        """Inverse of :meth:`as_dict`; JSON ``null`` (a NaN written by an old writer) reads back as NaN."""
+        def num(x: object) -> float:
+            return float("nan") if x is None else float(x)  # type: ignore[arg-type]
+        return cls(num(d.get("mean")), num(d.get("stderr")), int(d.get("n") or 0))  # type: ignore[arg-type]
+
+    @property
+    def defined(self) -> bool:
+        """False when no problem could estimate it (every value NaN)."""
+        return self.n > 0 and self.mean == self.mean
+
 
 def mean_se(values: Iterable[float]) -> Estimate:
     """Mean over problems and its standard error (sample std / sqrt(P)); NaNs (undefined) dropped."""
@@ -171,7 +200,7 @@ def summarize(
     passes: Sequence[np.ndarray],
     ks: Sequence[int],
     component_names: Sequence[str] | None = None,
-    objective_seed: int = 0,
+    objective_seed: int = METRIC_SEED,
 ) -> dict[str, object]:
     """All metrics of a run from per-problem pools.
 
@@ -188,7 +217,7 @@ def summarize(
     nonempty = [np.asarray(r, dtype=float) for r in pools if len(r)]
     if nonempty:
         # one weight set per reward dimension: code tasks have a per-problem d (number of tests)
-        weights = {d: dirichlet_weights(d, 100, 1.0, objective_seed) for d in {r.shape[1] for r in nonempty}}
+        weights = {d: dirichlet_weights(d, VPO_K, VPO_ALPHA, objective_seed) for d in {r.shape[1] for r in nonempty}}
         out["vpo_objective"] = mean_se(vpo_objective(r, weights[r.shape[1]]) for r in nonempty).as_dict()
         dims = {r.shape[1] for r in nonempty}
         if len(dims) == 1:

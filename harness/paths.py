@@ -5,6 +5,8 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: the bundled tiny Maze policies (``hf:maze-tiny-vpo`` ... resolve here through harness.models.zoo)
+BUNDLED_CHECKPOINTS = REPO_ROOT / "checkpoints"
 
 
 def shared_data_dir() -> Path:

@@ -1,6 +1,6 @@
 """The run store: one run = one folder, append-only, resumable.
 
-    RUN/config.json     everything needed to reproduce the run (written once, checked on resume)
+    RUN/config.json     ``identity`` (what the run is: checked on resume) + the record of how it ran
     RUN/samples.jsonl   one row per chain, appended in batches (fsync'ed every few seconds and at the end)
     RUN/results.json    metrics with standard errors (rewritten from samples at the end)
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -21,9 +20,8 @@ import numpy as np
 
 CONFIG, SAMPLES, RESULTS = "config.json", "samples.jsonl", "results.json"
 
-#: config keys that may differ between a run and its resumption (they don't change what is sampled)
-RESUME_FREE_KEYS = {"created", "versions", "git", "concurrency", "flush_every", "retry_errors", "progress",
-                    "score_workers", "command", "resumed", "executor"}
+#: the config.json section that identifies a run; every other key may differ on resume
+IDENTITY = "identity"
 
 
 class RunStoreError(RuntimeError):
@@ -65,24 +63,41 @@ class RunStore:
 
     # ---- config -----------------------------------------------------------------------------------
     def init(self, config: dict[str, Any]) -> bool:
-        """Create the folder or check it belongs to the same run. Returns True when resuming."""
+        """Create the folder or check it holds the same run (equal ``identity``). Returns True when resuming."""
         self.folder.mkdir(parents=True, exist_ok=True)
         cfg_path = self.folder / CONFIG
         if cfg_path.exists():
-            try:
-                old = json.loads(cfg_path.read_text())
-            except json.JSONDecodeError as exc:
-                raise RunStoreError(f"{cfg_path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
-            diff = sorted(k for k in set(old) | set(config)
-                          if k not in RESUME_FREE_KEYS and _canon(old.get(k)) != _canon(config.get(k)))
+            old = self.read_config()
+            if IDENTITY not in old:
+                raise RunStoreError(
+                    f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' section); "
+                    "it can still be read (vpo show, vpo plot) but not resumed: use another --out folder")
+            a, b = _flatten(old[IDENTITY]), _flatten(config[IDENTITY])
+            diff = sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k)))
             if diff:
-                detail = "; ".join(f"{k}: {old.get(k)!r} -> {config.get(k)!r}" for k in diff[:5])
+                detail = "; ".join(f"{k}: {_short(a.get(k))} -> {_short(b.get(k))}" for k in diff[:5])
                 raise RunStoreError(
                     f"{cfg_path}: the run folder holds a different run (fields {', '.join(diff)} differ: {detail}). "
                     "Use another --out folder, or the same settings to resume.")
             return True
         write_json_atomic(cfg_path, config)
         return False
+
+    def read_config(self) -> dict[str, Any]:
+        cfg_path = self.folder / CONFIG
+        try:
+            return json.loads(cfg_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RunStoreError(f"{cfg_path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+
+    def record_backend(self, description: dict[str, Any]) -> None:
+        """Add the backend's ``describe()`` to config.json (a list: one entry per distinct backend that
+        sampled into this folder). Not part of the identity: a resume may use another server."""
+        cfg = self.read_config()
+        seen = cfg.setdefault("backends", [])
+        if not seen or _canon(seen[-1]) != _canon(description):
+            seen.append(description)
+            write_json_atomic(self.folder / CONFIG, cfg)
 
     # ---- samples ----------------------------------------------------------------------------------
     def repair(self) -> int:
@@ -141,6 +156,22 @@ def _canon(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=_json_default)
 
 
+def _short(v: Any, limit: int = 80) -> str:
+    text = repr(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"sampling": {"n": 4}}`` -> ``{"sampling.n": 4}`` so a mismatch names the exact field."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v and k not in ("options", "args"):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def iter_samples(path: Path) -> Iterable[dict[str, Any]]:
     """Rows of samples.jsonl; a malformed complete line is an error naming file and line."""
     if not path.exists():
@@ -169,39 +200,10 @@ def latest_rows(folder: str | Path) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-@dataclass
-class LoadedRun:
-    """A run as pandas DataFrames: one row per chain, one row per candidate answer."""
+def __getattr__(name: str) -> Any:
+    """``load_run`` / ``LoadedRun`` moved to harness.results (the one reader); kept importable here."""
+    if name in ("load_run", "LoadedRun"):
+        from harness import results
 
-    path: Path
-    config: dict[str, Any]
-    results: dict[str, Any] | None
-    chains: "Any"  # pandas.DataFrame
-    candidates: "Any"  # pandas.DataFrame
-
-
-def load_run(path: str | Path) -> LoadedRun:
-    """Read a run folder. ``candidates`` has one row per answer with its reward components as columns."""
-    import pandas as pd
-
-    folder = Path(path)
-    cfg_path = folder / CONFIG
-    if not cfg_path.exists():
-        raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
-    config = json.loads(cfg_path.read_text())
-    res_path = folder / RESULTS
-    results = json.loads(res_path.read_text()) if res_path.exists() else None
-    rows = latest_rows(folder)
-    chains = pd.DataFrame(rows)
-    names = config.get("components") or []
-    cand_rows = []
-    for row in rows:
-        if row.get("error"):
-            continue
-        for j, (ans, r, s, ok) in enumerate(zip(row["answers"], row["rewards"], row["scalars"], row["passed"])):
-            c = {"problem_id": row["problem_id"], "chain_index": row["chain_index"], "answer_index": j,
-                 "answer": ans, "scalar": s, "passed": ok}
-            for nm, v in zip(names if len(names) == len(r) else [f"c{i}" for i in range(len(r))], r):
-                c[nm] = v
-            cand_rows.append(c)
-    return LoadedRun(folder, config, results, chains, pd.DataFrame(cand_rows))
+        return getattr(results, name)
+    raise AttributeError(name)

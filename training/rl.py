@@ -26,6 +26,8 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from benchmarks import get_task
+from benchmarks.scoring import score_chain
+from harness.metrics import mean_pairwise_l1
 from harness.models.prompting import render_messages
 from training import advantages as A
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
@@ -128,15 +130,6 @@ def ppo_loss(policy: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int, old_lp
     return per_seq.mean(), kl_mean, clipfrac
 
 
-def pairwise_l1(r: np.ndarray) -> float:
-    """Mean pairwise L1 distance between reward vectors (n, d): the diversity metric of vpo.md."""
-    n = len(r)
-    if n < 2:
-        return 0.0
-    d = np.abs(r[:, None, :] - r[None, :, :]).sum(-1)
-    return float(d.sum() / (n * (n - 1)))
-
-
 # ---- the trainer ----------------------------------------------------------------------------------------
 def train_rl(cfg: RLConfig) -> Path:
     if cfg.method not in A.METHODS:
@@ -203,10 +196,9 @@ def train_rl(cfg: RLConfig) -> Path:
         for b, p in enumerate(batch):
             keys.append([])
             for g in range(G):
-                answers = task.parse(texts[b * G + g], m if multi else None)
-                r = task.rewards(p, answers)
-                rewards[b, g] = r
-                keys[b].append([task.dedup_key(p, a, rr) if a is not None else None for a, rr in zip(answers, r)])
+                sc = score_chain(task, p, texts[b * G + g], m)
+                rewards[b, g] = sc.rewards
+                keys[b].append(sc.keys)
         cut = truncated(seqs, P, tok.eos_token_id).reshape(B, G)
         if cfg.truncated_reward == "zero":
             rewards[cut] = 0.0
@@ -244,7 +236,7 @@ def train_rl(cfg: RLConfig) -> Path:
 
         # curves: task scalar over all answers, success rate, reward-space diversity per prompt
         s = task.scalar(raw)                                    # (B, G, m)
-        div = np.mean([pairwise_l1(raw[b].reshape(-1, task.d)) for b in range(B)])
+        div = np.mean([mean_pairwise_l1(raw[b].reshape(-1, task.d)) for b in range(B)])
         row = {"step": step, "task_scalar": float(s.mean()), "best_in_group": float(s.reshape(B, -1).max(1).mean()),
                "completion": float(raw[..., 0].mean()), "diversity": float(div),
                "kl": float(np.mean(stats["kl"])) if stats["kl"] else 0.0, "entropy": float((ent * cmask).sum() / cmask.sum()),

@@ -39,13 +39,13 @@ class BackendSpec:
 
 @dataclass
 class ChainScorer:
-    """Scores one finished chain into its stored row. Picklable: the task object is rebuilt from its
-    name and options on first use in another process (a Ray actor), and reused on the driver."""
+    """Scores one finished chain into its stored row. Picklable: the task object is rebuilt by
+    ``task_factory`` (e.g. ``partial(get_task, name, **options)``) on first use in another process
+    (a Ray actor), and reused on the driver."""
 
-    task_name: str
-    task_options: Mapping[str, Any]
+    task_factory: Callable[[], Any]
     m: int
-    fn: Callable[..., dict[str, Any]]  # fn(task, problem, generation, m, seed) -> row; module-level
+    fn: Callable[..., Any]  # fn(task, problem, generation, m, seed) -> row; module-level, so it pickles
     task: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -55,9 +55,7 @@ class ChainScorer:
 
     def __call__(self, problem: Any, gen: Generation, seed: int) -> dict[str, Any]:
         if self.task is None:
-            from benchmarks import get_task
-
-            self.task = get_task(self.task_name, **dict(self.task_options))
+            self.task = self.task_factory()
         return self.fn(self.task, problem, gen, self.m, seed)
 
 
@@ -148,6 +146,13 @@ class Executor(ABC):
     """Turns chains to sample into scored rows, yielded as they finish (each chain exactly once)."""
 
     name = "base"
+
+    def start(self, scorer: ChainScorer) -> None:
+        """Build the backend(s) before any work is sent (idempotent); ``rows`` calls it too."""
+
+    @abstractmethod
+    def describe_backend(self) -> dict[str, Any]:
+        """The backend's ``describe()`` plus how it was executed, for the run's config.json."""
 
     @abstractmethod
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,

@@ -30,6 +30,9 @@ class LocalExecutor(Executor):
             self._backend = self.spec.build()
         return self._backend
 
+    def describe_backend(self) -> dict[str, Any]:
+        return self.backend.describe()  # the executor's settings are in config.json's execution section
+
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,
              scorer: ChainScorer, on_generated: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
         pool = ScoringPool(scorer, problems, seeds_of(requests), self.score_workers)

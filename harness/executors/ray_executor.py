@@ -124,7 +124,7 @@ class RayExecutor(Executor):
         self.actors[slot] = handle
         return handle
 
-    def _start(self, scorer: ChainScorer) -> None:
+    def start(self, scorer: ChainScorer) -> None:
         if self._ray is not None:
             return
         ray = self._connect()
@@ -165,7 +165,7 @@ class RayExecutor(Executor):
     # ---- the dispatch loop ---------------------------------------------------------------------------
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,
              scorer: ChainScorer, on_generated: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
-        self._start(scorer)
+        self.start(scorer)
         ray = self._ray
         lost = _lost_errors(ray)
         queue = WorkQueue(make_batches(requests, self.batch_chains))
@@ -203,9 +203,7 @@ class RayExecutor(Executor):
                     queue.done(ref)
                     self.stats["batches"] += 1
                     for item in out:
-                        key = (item["problem_id"], item["chain_index"]) if isinstance(item, dict) \
-                            else (item.problem_id, item.chain_index)
-                        if not queue.accept(key):
+                        if not queue.accept((item.problem_id, item.chain_index)):  # Generation or row
                             continue
                         self.stats["chains_per_replica"][slot] += 1
                         if on_generated:
@@ -225,7 +223,14 @@ class RayExecutor(Executor):
 
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name, **self.config.as_record(), "batch_chains": self.batch_chains,
-                "gpus_per_replica": self._gpus, "placement": self.placement}
+                "gpus_per_replica": self._gpus,
+                "placement": [{k: v for k, v in p.items() if k != "describe"} for p in self.placement]}
+
+    def describe_backend(self) -> dict[str, Any]:
+        """Replica 0's backend (all replicas build the same spec) and where each replica ran."""
+        if not self.placement:
+            raise ExecutorError("describe_backend() before start()")
+        return {**self.placement[0]["describe"], "ray": self.describe()}
 
     def close(self) -> None:
         ray = self._ray

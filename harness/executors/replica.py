@@ -20,7 +20,7 @@ class Replica:
 
     def info(self) -> dict[str, Any]:
         """Where this replica runs; also the readiness probe (returns once the backend is built)."""
-        return {"pid": os.getpid(), "host": socket.gethostname(), "backend": self.spec.kind,
+        return {"pid": os.getpid(), "host": socket.gethostname(), "describe": self.backend.describe(),
                 "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
     def run(self, requests: Sequence[GenRequest], sampling: SamplingConfig,

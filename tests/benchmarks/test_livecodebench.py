@@ -17,7 +17,7 @@ from benchmarks.base import DataError, Problem
 from benchmarks.livecodebench import (
     LiveCodeBench, decode_private_tests, extract_code, normalized_ast, select_tests, split_chain)
 from harness.paths import shared_data_dir
-from harness.sandbox.drivers.lcb_judge import stdout_matches, value_matches
+from benchmarks.livecodebench_judge import stdout_matches, value_matches
 
 pytestmark = pytest.mark.timeout(180)
 DATA = shared_data_dir() / "livecodebench" / "code_generation_lite.v5v6.public.jsonl"
@@ -290,6 +290,6 @@ def test_runner_scores_a_chain(task):
             "```python\na,b=map(int,input().split())\nprint(a+b)  # same program\n```\n---\n"
             "```python\nprint(3)\n```\n---\n```python\nprint(")
     row = score_generation(task, p, Generation(problem_id="p", chain_index=0, text=text), 4, 0)
-    assert row["rewards"] == [[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
-    assert row["scalars"] == [1.0, 1.0, 0.5, 0.0] and row["passed"] == [True, True, False, False]
-    assert row["n_unique"] == 2
+    assert row.rewards == [[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
+    assert row.scalars == [1.0, 1.0, 0.5, 0.0] and row.passed == [True, True, False, False]
+    assert row.n_unique == 2

@@ -15,7 +15,7 @@ from tests.harness.scripted import ScriptedBackend
 def two_runs(tmp_path: Path) -> list[Path]:
     out = []
     for m, n in ((3, 2), (1, 6)):
-        cfg = RunConfig(task="maze", model=f"scripted:m{m}", limit=3, n=n, m=m, ks=(1, 2, 6),
+        cfg = RunConfig.of(task="maze", model=f"scripted:m{m}", limit=3, n=n, m=m, ks=(1, 2, 6),
                         out=str(tmp_path / f"run_m{m}"), progress=False)
         out.append(run(cfg, backend=ScriptedBackend(m=m)))
     return out
@@ -24,7 +24,7 @@ def two_runs(tmp_path: Path) -> list[Path]:
 def test_ls_lists_tasks(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ls", "--json"]) == 0
     rows = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["maze"]["d"] == 4 and rows["maze"]["splits"] == {"train": 1000, "test": 100}
+    assert rows["maze"]["d"] == 4 and rows["maze"]["splits"] == {"train": 1000, "test": 100, "val": 100}
     assert rows["maze"]["components"] == ["completion", "gold", "diamond", "avoid_lava"]
     assert {"musique", "toolrl", "eureqa"} <= set(rows)
 
@@ -60,3 +60,27 @@ def test_show_non_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_bad_k_list() -> None:
     with pytest.raises(SystemExit):
         main(["run", "--task", "maze", "--model", "hf:x", "--k", "1,two"])
+
+
+def test_every_command_module_registers_and_dispatches() -> None:
+    """Each entry of COMMANDS is a module with register/run, and the parser routes to its run()."""
+    from harness.cli import build_parser
+    from harness.commands import COMMANDS, load
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert set(COMMANDS) <= set(sub.choices)
+    for name in COMMANDS:
+        mod = load(name)
+        assert sub.choices[name].get_default("func") is mod.run
+
+
+def test_cli_import_is_light() -> None:
+    """`import harness.cli` (what `vpo --help` pays) pulls in neither the runner, training, torch nor pandas."""
+    import subprocess
+    import sys
+
+    code = ("import sys, harness.cli; heavy = [m for m in ('torch', 'pandas', 'harness.runner', 'training', "
+            "'training.rl', 'transformers') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

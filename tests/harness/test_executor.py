@@ -14,7 +14,10 @@ from harness.executors.ray_executor import default_batch_chains, replica_gpus, r
 from harness.executors.replica import Replica
 from harness.executors.workqueue import WorkQueue
 from harness.models.base import GenRequest, SamplingConfig
-from harness.runner import RunConfig, run, score_generation
+import functools
+
+from benchmarks.scoring import score_generation
+from harness.runner import RunConfig, run
 from tests.fakes.scripted_backend import register
 from tests.harness.scripted import ScriptedBackend
 
@@ -94,7 +97,7 @@ def test_replica_scoring_equals_driver_scoring() -> None:
     task = get_task("maze")
     problems = {p.id: p for p in task.load("test", limit=3)}
     reqs = [GenRequest(pid, task.prompt(p), (0, 1, 2), (11, 12, 13)) for pid, p in problems.items()]
-    scorer = ChainScorer("maze", {}, 1, score_generation, task=task)
+    scorer = ChainScorer(functools.partial(get_task, "maze"), 1, score_generation, task=task)
     shipped = pickle.loads(pickle.dumps(scorer))
     assert shipped.task is None
     replica = Replica(BackendSpec("scripted:x"), shipped)
@@ -102,7 +105,7 @@ def test_replica_scoring_equals_driver_scoring() -> None:
     rows = replica.run(reqs, sampling, problems)
     plain = Replica(BackendSpec("scripted:x")).run(reqs, sampling)
     by_driver = [scorer(problems[g.problem_id], g, g.extra["seed"]) for g in plain]
-    strip = lambda rs: sorted(({k: v for k, v in r.items() if k != "score_s"} for r in rs),
+    strip = lambda rs: sorted(({k: v for k, v in r.to_json().items() if k != "score_s"} for r in rs),
                               key=lambda r: (r["problem_id"], r["chain_index"]))
     assert strip(rows) == strip(by_driver) and len(rows) == 9
     with pytest.raises(ValueError):
@@ -124,13 +127,18 @@ def test_executor_config_is_validated_and_not_part_of_identity(tmp_path: Path) -
         ExecutorConfig(kind="local", replicas=2).validate()
     with pytest.raises(ValueError, match="score_on"):
         ExecutorConfig(kind="ray", score_on="gpu").validate()
-    a = RunConfig(task="maze", model="hf:x")
-    b = RunConfig(task="maze", model="hf:x", executor=ExecutorConfig(kind="ray", replicas=4))
-    assert a.default_out() == b.default_out()
+    a = RunConfig.of(task="maze", model="hf:x")
+    b = RunConfig.of(task="maze", model="hf:x", executor=ExecutorConfig(kind="ray", replicas=4))
+    assert a.default_out() == b.default_out() and a.identity() == b.identity()
+    assert RunConfig.from_json(b.to_json()).execution.executor == b.execution.executor
     # a run started locally resumes under another executor config (the record differs only there)
     base = dict(task="maze", model="scripted:x", limit=2, n=3, ks=(1, 3), out=str(tmp_path / "r"), progress=False)
-    run(RunConfig(**base), backend=ScriptedBackend())
-    run(RunConfig(**base, executor=ExecutorConfig(kind="local", score_on="replica")), backend=ScriptedBackend())
+    folder = run(RunConfig.of(**base), backend=ScriptedBackend())
+    again = ScriptedBackend()
+    run(RunConfig.of(**base, executor=ExecutorConfig(kind="local", score_on="replica")), backend=again)
+    assert not again.calls and len((folder / "samples.jsonl").read_text().splitlines()) == 6
+    with pytest.raises(ValueError, match="--executor ray"):
+        run(RunConfig.of(**base, executor=ExecutorConfig(kind="local", replicas=3)), backend=ScriptedBackend())
 
 
 def test_local_executor_borrows_a_backend_and_closes_its_own() -> None:

@@ -68,7 +68,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # like each replica (Ray sets OMP_NUM_THREADS=1); 2 threads crawl on a loaded box
     try:
-        run(RunConfig(model=f"hf:{CKPT}", model_args=MODEL_ARGS, out=str(out), **WORK))
+        run(RunConfig.of(model=f"hf:{CKPT}", model_args=MODEL_ARGS, out=str(out), **WORK))
     finally:
         torch.set_num_threads(threads)
     ref = content(out)
@@ -85,7 +85,7 @@ def ray_executor(replicas: int) -> RayExecutor:
 def test_rows_equal_single_process_run(cluster: str, reference: dict, tmp_path: Path, replicas: int) -> None:
     ex = ray_executor(replicas)
     try:
-        folder = run(RunConfig(model=f"hf:{CKPT}", model_args=MODEL_ARGS, out=str(tmp_path / "run"),
+        folder = run(RunConfig.of(model=f"hf:{CKPT}", model_args=MODEL_ARGS, out=str(tmp_path / "run"),
                                executor=ex.config, **WORK), executor=ex)
     finally:
         ex.close()
@@ -112,7 +112,7 @@ def test_replica_killed_mid_run_loses_nothing(cluster: str, reference: dict, tmp
     th = threading.Thread(target=killer, daemon=True)
     th.start()
     try:
-        folder = run(RunConfig(model=f"hf:{CKPT}", model_args=MODEL_ARGS, out=str(out), executor=ex.config, **WORK),
+        folder = run(RunConfig.of(model=f"hf:{CKPT}", model_args=MODEL_ARGS, out=str(out), executor=ex.config, **WORK),
                      executor=ex)
     finally:
         th.join(timeout=10)

@@ -13,7 +13,7 @@ import pytest
 
 from harness.runner import RunConfig, run
 from harness.store import load_run
-from tests.fakes.openai_server import FakeOpenAIServer, FakeServerConfig
+from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 
 def rows(folder: Path) -> list[dict]:
@@ -28,7 +28,7 @@ def sample_set(folder: Path) -> set[tuple[str, int, str]]:
 def test_faulty_server_run_completes_with_failures_recorded(tmp_path: Path) -> None:
     cfg = FakeServerConfig(fault_rate=0.2, hang_s=0.6, rng_seed=3)
     with FakeOpenAIServer(cfg) as srv:
-        rc = RunConfig(task="maze", model="openai:fake", base_url=srv.base_url, limit=10, n=6, m=1, ks=(1, 6),
+        rc = RunConfig.of(task="maze", model="openai:fake", base_url=srv.base_url, limit=10, n=6, m=1, ks=(1, 6),
                        out=str(tmp_path / "run"), progress=False, max_tokens=16,
                        model_args={"timeout": 0.3, "max_retries": 1, "backoff_base": 0.01, "backoff_max": 0.02,
                                    "use_n": False, "concurrency": 8})

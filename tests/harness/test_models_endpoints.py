@@ -11,7 +11,7 @@ import pytest
 from harness.models import load_backend
 from harness.models.endpoints import EndpointPool, split_urls
 from harness.runner import RunConfig, run
-from tests.fakes.openai_server import FakeOpenAIServer, FakeServerConfig
+from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 
 class _Models:
@@ -125,7 +125,7 @@ def test_run_over_two_servers_one_going_down_half_way(tmp_path: Path) -> None:
                                model_args={"use_n": False, "concurrency": 4, "max_retries": 4,
                                            "backoff_base": 0.01, "backoff_max": 0.05, "cooldown_s": 30})
         try:
-            cfg = RunConfig(task="maze", model="openai:fake", base_url=f"{good.base_url},{bad.base_url}",
+            cfg = RunConfig.of(task="maze", model="openai:fake", base_url=f"{good.base_url},{bad.base_url}",
                             limit=10, n=6, m=1, ks=(1, 6), max_tokens=16, out=str(tmp_path / "run"), progress=False)
             folder = run(cfg, backend=backend)
             stats = backend.endpoint_stats()

@@ -1,4 +1,4 @@
-"""OpenAI-compatible backend against the loopback fake server (tests/fakes/openai_server.py)."""
+"""OpenAI-compatible backend against the loopback fake server (bench/loopback_openai.py)."""
 from __future__ import annotations
 
 import time
@@ -10,7 +10,7 @@ from harness.models.base import GenRequest, SamplingConfig
 from harness.models.openai_server import OpenAIServerBackend
 from harness.models.prompting import render_messages
 from harness.seeding import derive_seed
-from tests.fakes.openai_server import FakeOpenAIServer, FakeServerConfig
+from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -83,7 +83,7 @@ def test_installed_wheel_is_found_without_importing_it():
 
 
 def test_repo_checkpoints(tmp_path, monkeypatch):
-    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(paths, "BUNDLED_CHECKPOINTS", tmp_path / "checkpoints")
     with pytest.raises(FileNotFoundError, match="maze-tiny-vpo"):
         zoo.resolve("maze-tiny-vpo")
     ck = tmp_path / "checkpoints" / "maze-tiny-grpo"
@@ -132,3 +132,37 @@ def test_smollm2_converts_loads_generates_and_caches(tmp_path, monkeypatch):
                            SamplingConfig(temperature=0.7, max_tokens=6)))
     assert len(gens) == 2 and all(g.error is None and g.text and g.completion_tokens for g in gens)
     assert b.describe()["path"] == str(folder)
+
+
+@pytest.mark.parametrize("method", zoo.BUNDLED_POLICIES)
+def test_every_bundled_policy_is_a_zoo_name(method, tmp_path, monkeypatch):
+    """Regression: ``hf:maze-tiny-multi_rlvr`` was fingerprinted as a checkpoint by the runner but not a
+    zoo name for the backend, which then asked the hub for it (OSError traceback). Both now go
+    through zoo.resolve / zoo.fingerprint and agree."""
+    monkeypatch.setattr(paths, "BUNDLED_CHECKPOINTS", tmp_path)
+    name = f"maze-tiny-{method}"
+    assert zoo.fingerprint(name) is None  # not there yet: no digest, and resolve says where it was expected
+    with pytest.raises(FileNotFoundError, match=name):
+        zoo.resolve(name)
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "config.json").write_text("{}")
+    (tmp_path / name / "model.safetensors").write_bytes(method.encode())
+    assert zoo.resolve(name) == str(tmp_path / name)
+    fp = zoo.fingerprint(name)
+    assert fp is not None and fp == zoo.fingerprint(str(tmp_path / name))
+    (tmp_path / name / "model.safetensors").write_bytes(b"other weights")
+    assert zoo.fingerprint(name) != fp
+
+
+def test_hf_backend_resolves_every_bundled_checkpoint():
+    from harness.models.hf import resolve_model_path
+
+    for method in zoo.BUNDLED_POLICIES:
+        folder = paths.BUNDLED_CHECKPOINTS / f"maze-tiny-{method}"
+        if (folder / "config.json").exists():
+            assert resolve_model_path(f"maze-tiny-{method}") == str(folder)
+
+
+def test_fingerprint_of_hub_ids_and_missing_paths_is_none(tmp_path):
+    assert zoo.fingerprint("Qwen/Qwen3-1.7B") is None
+    assert zoo.fingerprint(str(tmp_path / "nope")) is None

@@ -16,7 +16,7 @@ def cfg(tmp_path: Path, **kw) -> RunConfig:
     base = dict(task="maze", model="scripted:x", split="test", limit=3, n=4, m=1, ks=(1, 2, 4),
                 out=str(tmp_path / "run"), progress=False, flush_every=2)
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.of(**base)
 
 
 def sample_set(folder: Path) -> set[tuple[str, int, str]]:
@@ -39,7 +39,7 @@ def test_run_writes_folder_and_metrics(tmp_path: Path) -> None:
     # best@1 is the mean candidate scalar
     assert res["metrics"]["best@1"]["mean"] == pytest.approx(
         loaded.candidates.groupby("problem_id")["scalar"].mean().mean(), abs=1e-6)
-    assert loaded.config["components"] == ["completion", "gold", "diamond", "avoid_lava"]
+    assert loaded.config["identity"]["components"] == ["completion", "gold", "diamond", "avoid_lava"]
     assert loaded.config["versions"]["numpy"]
 
 
@@ -61,7 +61,7 @@ def test_finished_run_is_noop(tmp_path: Path) -> None:
 def test_resume_after_crash_equals_uninterrupted(tmp_path: Path) -> None:
     ref = run(cfg(tmp_path, out=str(tmp_path / "ref")), backend=ScriptedBackend())
     c = cfg(tmp_path)
-    folder = Path(c.out)
+    folder = Path(c.execution.out)
     # simulate a crash: keep 5 complete rows and half of the sixth
     lines = (ref / "samples.jsonl").read_text().splitlines(keepends=True)
     RunStore(folder).init(json.loads((ref / "config.json").read_text()))
@@ -84,7 +84,7 @@ def test_failures_are_recorded_and_retryable(tmp_path: Path) -> None:
     folder = run(c, backend=ScriptedBackend(fail=[1]))
     res = load_run(folder).results
     assert res["n_errors"] == 3 and res["metrics"]["n_candidates"] == 9
-    c.retry_errors = True
+    c.execution.retry_errors = True
     b = ScriptedBackend()
     run(c, backend=b)
     assert sorted(b.calls) == sorted((p, 1) for p in {p for p, _ in b.calls})

@@ -40,7 +40,7 @@ def test_chain_of_programs_gets_per_test_verdicts(tmp_path: Path) -> None:
     wrong = "print('no')" if prob.data["mode"] == "stdin" else "class Solution:\n    pass"
     chain = (f"First approach:\n```python\n{good['code']}\n```\n---\nSecond:\n```python\n{wrong}\n```\n---\n"
              "Third: no code here")
-    cfg = RunConfig(task="livecodebench", model="fixed:x", n=1, m=3, ks=(1, 3), out=str(tmp_path / "r"),
+    cfg = RunConfig.of(task="livecodebench", model="fixed:x", n=1, m=3, ks=(1, 3), out=str(tmp_path / "r"),
                     progress=False)
     folder = run(cfg, backend=FixedAnswers({prob.id: chain}), problems=[prob])
     loaded = load_run(folder)

@@ -1,12 +1,17 @@
-"""The generic sandbox API: records, isolation record, limits, cleanup, pool."""
+"""The generic sandbox API: records, isolation record, limits, the sealed view, seccomp, cleanup, pool.
+
+Machines like CI and ours (root, namespaces) must give the sealed view: tests that need it FAIL (not
+skip) when it cannot be set up, so a CI image that lost it is noticed."""
 from __future__ import annotations
 
+import errno
 import os
 import time
+from pathlib import Path
 
 import pytest
 
-from harness.sandbox import Limits, Sandbox, SandboxPool, detect_isolation
+from harness.sandbox import Limits, Sandbox, SandboxPool, SandboxUnavailable, detect_isolation
 from harness.sandbox.isolation import Isolation
 from harness.sandbox.sandbox import live_pids_of_uid, live_pids_with_tag
 
@@ -24,7 +29,21 @@ def main(payload, emit):
 
 @pytest.fixture(scope="module")
 def sb():
-    return Sandbox(Limits(wall_s=5), uid=62400, gid=62400)
+    iso = detect_isolation()
+    assert iso.sealed, f"this machine (like CI) must give the sealed sandbox: {iso.notes}"
+    with Sandbox(Limits(wall_s=5), uid=62400, gid=62400) as s:
+        yield s
+
+
+def _zygotes() -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and b"_zygote.py" in open(f"/proc/{pid}/cmdline", "rb").read():
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
 
 
 def test_records_come_back_and_stdout_is_separate(sb):
@@ -43,13 +62,110 @@ def test_environment_is_scrubbed(sb, monkeypatch):
     assert "PATH" in env
 
 
-def test_private_workdir_is_removed(sb):
-    r = sb.run(ECHO, {"x": 1})
-    cwd = r.records[0]["cwd"]
-    if not r.isolation["mountns"]:
-        assert not os.path.exists(cwd)
-    # with a mount namespace the child saw the same path: it is gone on the host too
-    assert not os.path.exists(os.path.dirname(cwd))
+SEALED_VIEW = """
+import os
+def main(p, emit):
+    seen = {}
+    for path in p:
+        try:
+            seen[path] = sorted(os.listdir(path))
+        except OSError as exc:
+            seen[path] = exc.__class__.__name__
+    open("mine.txt", "w").write("x")
+    open("/tmp/mine.txt", "w").write("x")
+    emit({"seen": seen, "cwd": os.getcwd(), "pids": sorted(int(x) for x in os.listdir("/proc") if x.isdigit())})
+"""
+
+
+def test_sealed_view_shows_only_python_and_private_dirs(sb, tmp_path):
+    import sys
+
+    (tmp_path / "expected_outputs.jsonl").write_text("secret\n")
+    os.chmod(tmp_path, 0o755)
+    host = [str(tmp_path), "/", "/tmp", "/work", "/dev", os.path.expanduser("~"), "/etc", "/home",
+            str(Path(__file__).resolve().parents[2]), "/root/.cache", "/run", "/var"]
+    r = sb.run(SEALED_VIEW, host)
+    seen = r.records[0]["seen"]
+    assert seen["/"] == sorted(set(seen["/"]) & {"bin", "dev", "lib", "lib32", "lib64", "proc", "root",
+                                                   "tmp", "usr", "work", "opt", "home"})
+    assert seen["/dev"] == ["null", "urandom"]
+    assert seen["/tmp"] == [] and seen["/work"] == []  # fresh, private, empty
+    for gone in (str(tmp_path), "/etc", "/run", "/var", os.path.expanduser("~/.cache"),
+                 str(Path(__file__).resolve().parents[2])):
+        assert seen[gone] == "FileNotFoundError" or gone.startswith(sys.base_prefix), (gone, seen[gone])
+    assert r.records[0]["cwd"] == "/work"
+    assert len(r.records[0]["pids"]) == 1  # its own PID namespace; the zygote (PID 1) is hidden
+    # a second run does not see what the first one wrote
+    r2 = sb.run(SEALED_VIEW, ["/work", "/tmp"])
+    assert r2.records[0]["seen"] == {"/work": [], "/tmp": []}
+    assert r.isolation["sealed"] and r.isolation["seccomp"]
+
+
+def test_python_installation_is_read_only(sb):
+    import sys
+
+    drv = ("import os, sys\ndef main(p, emit):\n    try:\n        open(os.path.join(sys.base_prefix, 'x'), 'w')\n"
+           "        emit({'w': True})\n    except OSError as e:\n        emit({'w': e.errno})\n")
+    r = sb.run(drv, None)
+    assert r.records[0]["w"] in (13, 30)  # EACCES / EROFS
+    assert not os.path.exists(os.path.join(sys.base_prefix, "x"))
+
+
+def test_seccomp_denies_new_namespaces_and_mounts(sb):
+    drv = """
+import ctypes, errno, os, subprocess
+def main(p, emit):
+    libc = ctypes.CDLL(None, use_errno=True)
+    out = {}
+    for name, flag in (("user", 0x10000000), ("net", 0x40000000), ("mnt", 0x00020000)):
+        out[name] = libc.unshare(flag) == 0 or ctypes.get_errno()
+    out["mount"] = libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None) == 0 or ctypes.get_errno()
+    nr = {"x86_64": 56, "aarch64": 220}[os.uname().machine]  # raw clone(CLONE_NEWUSER | SIGCHLD)
+    out["clone_newuser"] = libc.syscall(nr, 0x10000000 | 17, 0, 0, 0, 0) == 0 or ctypes.get_errno()
+    r = subprocess.run(["unshare", "-Ur", "true"], capture_output=True)
+    out["unshare_binary"] = r.returncode
+    pid = os.fork()  # plain fork and threads still work
+    if pid == 0:
+        os._exit(0)
+    out["fork"] = os.waitpid(pid, 0)[1]
+    emit(out)
+"""
+    r = sb.run(drv, None)
+    rec = r.records[0]
+    assert rec["user"] == rec["net"] == rec["mnt"] == errno.EPERM
+    assert rec["mount"] == errno.EPERM and rec["clone_newuser"] == errno.EPERM
+    assert rec["unshare_binary"] != 0 and rec["fork"] == 0
+
+
+def test_unsealed_machine_is_refused_unless_unsafe(monkeypatch):
+    monkeypatch.delenv("VPO_UNSAFE_SANDBOX", raising=False)
+    iso = Isolation(notes=("test: no namespaces",))
+    with pytest.raises(SandboxUnavailable, match="--unsafe-sandbox"):
+        Sandbox(isolation=iso)
+    with Sandbox(Limits(wall_s=5), isolation=iso, unsafe=True, uid=62405, gid=62405) as s:
+        r = s.run(ECHO, {"x": 2})
+        assert r.records[0]["value"] == 4
+        assert not r.isolation["sealed"] and any("UNSAFE" in n for n in r.isolation["notes"])
+
+
+def test_zygote_is_restarted_after_it_dies(sb):
+    assert sb.run(ECHO, {"x": 1}).done
+    os.killpg(sb._zygote.proc.pid, 9)
+    sb._zygote.proc.wait()
+    assert sb.run(ECHO, {"x": 3}).records[0]["value"] == 6
+
+
+def test_on_record_answers_on_fd4(sb):
+    drv = ("import os\ndef main(p, emit):\n    for i in range(5):\n        emit({'i': i})\n"
+           "        if os.read(4, 1) != b'c':\n            return\n")
+    r = sb.run(drv, None, on_record=lambda rec: b"c" if rec.get("i", 0) < 2 else b"s")
+    assert [x["i"] for x in r.records] == [0, 1, 2] and r.done
+
+
+def test_peak_memory_is_reported(sb):
+    drv = "def main(p, emit):\n    x = bytearray(200 << 20)\n    x[::4096] = b'1' * len(x[::4096])\n    emit({})\n"
+    r = sb.run(drv, None)
+    assert r.done and r.maxrss_kb > 200 * 1024
 
 
 def test_files_are_placed_in_workdir(sb):
@@ -99,6 +215,7 @@ def test_isolation_matches_probe(sb):
     iso = detect_isolation()
     rec = sb.run(ECHO, {"x": 1})
     assert rec.isolation["netns"] == iso.netns and rec.isolation["pidns"] == iso.pidns
+    assert rec.isolation["sealed"] and rec.isolation["rlimits"]["address_space_bytes"] == 1 << 30
     if os.geteuid() == 0:
         # on CI/our machines (root) the strong mode must be in force: that is what the battery assumes
         assert iso.can_drop_privileges
@@ -106,9 +223,9 @@ def test_isolation_matches_probe(sb):
 
 
 def test_fallback_without_namespaces_still_isolates_processes():
-    """No namespaces: setsid children are swept by uid after the run."""
+    """No namespaces (unsafe mode): setsid children are swept by uid after the run."""
     iso = Isolation(can_drop_privileges=os.geteuid() == 0, notes=("test: no namespaces",))
-    sb = Sandbox(Limits(wall_s=3), uid=62410, gid=62410, isolation=iso)
+    sb = Sandbox(Limits(wall_s=3), uid=62410, gid=62410, isolation=iso, unsafe=True)
     drv = ("import os, time\ndef main(p, emit):\n    if os.fork() == 0:\n        os.setsid()\n"
            "        time.sleep(100)\n    emit({'parent': os.getpid()})\n")
     r = sb.run(drv, None)
@@ -119,6 +236,7 @@ def test_fallback_without_namespaces_still_isolates_processes():
     assert r.leftover_killed >= 1
     if r.isolation["privileges_dropped"]:
         assert live_pids_of_uid(62410) == []
+    sb.close()
 
 
 def test_pool_runs_in_parallel_and_keeps_order():
@@ -127,6 +245,10 @@ def test_pool_runs_in_parallel_and_keeps_order():
         t0 = time.monotonic()
         res = pool.map([(drv, i) for i in range(4)])
         wall = time.monotonic() - t0
+        ours = {s._zygote.proc.pid for s in pool._all if s._zygote is not None}
+    assert len(ours) == 2 and not any(os.path.exists(f"/proc/{p}") for p in ours)
     assert [r.records[0]["i"] for r in res] == [0, 1, 2, 3]
     assert {r.isolation["uid"] for r in res} <= ({62420, 62421} if os.geteuid() == 0 else {os.geteuid()})
     assert wall < 4 * 0.5 + 4 * 1.5  # clearly not 4 sequential runs plus start-up on a loaded host
+    time.sleep(0.1)
+    assert not any(live_pids_of_uid(u) for u in (62420, 62421))

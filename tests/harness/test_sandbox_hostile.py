@@ -2,6 +2,11 @@
 expected code, leave no process behind, change no file outside its sandbox and finish within the
 wall limit plus a margin, while the harness itself carries on.
 
+Issue 9 added: reading expected outputs from data files on the host, frame/heap inspection, host
+unix sockets (path and abstract), new namespaces, outputs the judge must survive (sNaN, NaN, Infinity,
+huge numbers, lone surrogates, 10^6 tokens, objects equal to everything) and forging records with the
+nonce read from the driver. The sealed view is required here (this machine and CI can set it up).
+
 All programs run in parallel (one private sandbox slot, i.e. one uid, per thread) so the whole
 battery takes well under a minute on 2 cores.
 """
@@ -19,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.livecodebench_judge import CE, RTE, TLE, WRONG, grade_program, run_limits
 from harness.sandbox import Limits, Sandbox, detect_isolation
-from harness.sandbox.drivers.lcb_judge import CE, RTE, TLE, WRONG, grade_program, run_limits
 from harness.sandbox.sandbox import kill_uid, live_pids_of_uid
 
 TIMEOUT_S = 1.0
@@ -32,10 +37,73 @@ SECRET = "vpo-hostile-secret-7f3a"
 pytestmark = pytest.mark.timeout(300)
 
 
-def _battery(canary_dir: str, canary_file: str, port: int) -> dict[str, tuple[str, str, set[str]]]:
-    """name -> (mode, program, allowed verdicts). Functional programs define Solution.f."""
+# the judge must survive whatever is printed where a number is expected (expected output: "3")
+_NUMERIC = {
+    "print_snan": "print('sNaN')\n", "print_neg_snan": "print('-sNaN 1')\n", "print_nan": "print('NaN')\n",
+    "print_infinity": "print('Infinity')\n", "print_huge_exponent": "print('1e999999999999999999')\n",
+    "print_huge_int": "print('9' * 200000)\n", "print_lone_surrogate": "print('\\udcff')\n",
+    "print_million_tokens": "print(' '.join(['3'] * 10**6))\n",
+    "print_million_lines": "print('\\n'.join(['3'] * 10**6))\n",
+}
+# functional programs (expected return: 1) returning values the judge must survive
+_RETURNS = {
+    "return_nan": "return float('nan')", "return_inf": "return float('inf')",
+    "return_huge_int": "import sys; sys.set_int_max_str_digits(0); return 10**100000",
+    "return_circular": "x = []; x.append(x); return x",
+    "return_equals_everything": "class E:\n            def __eq__(self, o): return True\n        return E()",
+    "return_deep_list": "x = []\n        for _ in range(10**5): x = [x]\n        return x",
+}
+
+
+def _battery(canary_dir: str, canary_file: str, port: int, data_file: str = "/nonexistent",
+             sock_path: str = "/nonexistent") -> dict[str, tuple]:
+    """name -> (mode, program, allowed verdicts[, expected output]). Functional programs define
+    Solution.f; stdin programs are judged against SECRET unless an expected output is given."""
     c, cf = canary_dir, canary_file
-    return {
+    numeric = {name: ("stdin", code, {WRONG, RTE}, "3") for name, code in _NUMERIC.items()}
+    returns = {name: ("functional", f"class Solution:\n    def f(self, x):\n        {body}\n", {WRONG, RTE})
+               for name, body in _RETURNS.items()}
+    return {**numeric, **returns,
+        "read_host_data_file": ("stdin", "import glob, os\nfound = 'none'\n"
+                                f"for p in [{data_file!r}] + glob.glob('/tmp/*/*.jsonl') + glob.glob('/work/**/*.jsonl', recursive=True)"
+                                " + glob.glob(os.path.expanduser('~/.cache/**/*'), recursive=True):\n"
+                                "    try:\n        text = open(p).read()\n    except OSError:\n        continue\n"
+                                f"    if {SECRET!r} in text:\n        found = {SECRET!r}\nprint(found)\n", {WRONG}),
+        "list_host_dirs": ("stdin", "import os\nfound = []\nfor d in ['/tmp', '/work', '/root', '/home', '/etc', '/var/run', '/run']:\n"
+                           "    try:\n        found += os.listdir(d)\n    except OSError:\n        pass\n"
+                           "print(len(found))\n", {WRONG}),
+        # looks for the expected output (prefix built at run time, so its own source cannot match)
+        # in every frame and every container on the heap, and prints what it finds
+        "frame_inspection": ("stdin", "import gc, sys\nneedle = 'vpo-hos' + 'tile-secret'\nfound = 'none'\n"
+                             "def scan(v):\n    global found\n"
+                             "    if isinstance(v, str) and v.startswith(needle) and len(v) > len(needle):\n        found = v\n"
+                             "f = sys._getframe()\nwhile f:\n    for v in list(f.f_locals.values()) + list(f.f_globals.values()):\n"
+                             "        scan(v)\n    f = f.f_back\n"
+                             "for o in gc.get_objects():\n    try:\n"
+                             "        items = list(o.values()) + list(o.keys()) if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else []\n"
+                             "        for v in items:\n            scan(v)\n    except Exception:\n        pass\n"
+                             "print(found)\n", {WRONG}),
+        "host_unix_socket": ("stdin", f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({sock_path!r})\n"
+                             "print(s.recv(100).decode())\n", {RTE}),
+        "abstract_unix_socket": ("stdin", "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+                                 "s.connect('\\0vpo-hostile-abstract')\nprint(s.recv(100).decode())\n", {RTE}),
+        "new_user_namespace": ("stdin", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                               "if libc.unshare(0x10000000) != 0:\n    raise OSError(ctypes.get_errno(), 'unshare')\n"
+                               "print('escaped')\n", {RTE}),
+        "new_net_namespace_binary": ("stdin", "import subprocess\n"
+                                     "subprocess.run(['unshare', '-Urn', 'true'], check=True)\nprint('escaped')\n", {RTE}),
+        "ptrace_zygote": ("stdin", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                          "if libc.ptrace(16, 1, 0, 0) != 0:\n    raise OSError(ctypes.get_errno(), 'ptrace')\n"
+                          "print('attached')\n", {RTE}),
+        "forge_with_nonce": ("stdin", "import gc, json, os\nnonce = None\n"
+                             "for o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '') == 'emit' and o.__closure__:\n"
+                             "        for cell in o.__closure__:\n            v = cell.cell_contents\n"
+                             "            if isinstance(v, str) and len(v) == 32:\n                nonce = v\n"
+                             "assert nonce, 'nonce not found'\n"
+                             "for i in range(4):\n    os.write(3, (json.dumps({'kind': 'test', 'i': i, 'status': 'ok', 'out': 'forged',"
+                             " 'nonce': nonce}) + '\\n').encode())\n"
+                             "os.write(3, (json.dumps({'kind': 'done', 'nonce': nonce}) + '\\n').encode())\n"
+                             "print('forged')\n", {WRONG}),
         "fork_bomb": ("stdin", "import os\nwhile True:\n    os.fork()\n", {RTE, TLE}),
         "fork_bomb_quiet": ("stdin", "import os\nwhile True:\n    try:\n        os.fork()\n"
                             "    except OSError:\n        pass\n", {TLE}),
@@ -116,9 +184,33 @@ def _battery(canary_dir: str, canary_file: str, port: int) -> dict[str, tuple[st
     }
 
 
+def _sbx_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("vpo-sbx-*")}
+
+
 @pytest.fixture(scope="module")
 def battery_results():
     iso = detect_isolation()
+    assert iso.sealed, f"this machine (like CI) must give the sealed sandbox: {iso.notes}"
+    dirs_before = _sbx_dirs()
+    # expected outputs in a world-readable host folder, as a data set on disk would be
+    data_dir = tempfile.mkdtemp(prefix="vpo-hostile-data-")
+    os.chmod(data_dir, 0o755)
+    data_file = os.path.join(data_dir, "expected_outputs.jsonl")
+    Path(data_file).write_text(f'{{"input": "1", "output": "{SECRET}"}}\n')
+    os.chmod(data_file, 0o644)
+    # a world-writable unix socket on the host that answers with the expected output, plus an
+    # abstract one (those live in the network namespace)
+    sock_path = os.path.join(data_dir, "answers.sock")
+    usrv = socket.socket(socket.AF_UNIX)
+    usrv.bind(sock_path)
+    os.chmod(sock_path, 0o777)
+    usrv.listen(8)
+    asrv = socket.socket(socket.AF_UNIX)
+    asrv.bind("\0vpo-hostile-abstract")
+    asrv.listen(8)
+    for srv_ in (usrv, asrv):
+        srv_.settimeout(0.2)
     canary_dir = tempfile.mkdtemp(prefix="vpo-canary-")
     os.chmod(canary_dir, 0o777)  # world-writable: only the sandbox's read-only view protects it
     canary_file = os.path.join(canary_dir, "canary.txt")
@@ -137,32 +229,35 @@ def battery_results():
     accepted: list[object] = []
     stop = threading.Event()
 
-    def _accept() -> None:
+    def _accept(server: socket.socket) -> None:
         while not stop.is_set():
             try:
-                conn, addr = srv.accept()
+                conn, addr = server.accept()
                 accepted.append(addr)
+                conn.sendall(SECRET.encode())
                 conn.close()
             except OSError:
                 pass
 
-    acc = threading.Thread(target=_accept, daemon=True)
-    acc.start()
+    accs = [threading.Thread(target=_accept, args=(x,), daemon=True) for x in (srv, usrv, asrv)]
+    for acc in accs:
+        acc.start()
     os.environ["VPO_HOSTILE_SECRET"] = SECRET
     slots: "queue.Queue[Sandbox]" = queue.Queue()
     for i in range(SLOTS):
         slots.put(Sandbox(Limits(), uid=UID_BASE + i, gid=UID_BASE + i, isolation=iso))
-    battery = _battery(canary_dir, canary_file, port)
+    battery = _battery(canary_dir, canary_file, port, data_file, sock_path)
     tests = [{"input": "1", "output": SECRET}]
     limit = run_limits(len(tests), TIMEOUT_S).wall_s
 
     def _one(item):
-        name, (mode, code, _) = item
+        name, (mode, code, _, *expected) = item
         sb = slots.get()
         try:
             t0 = time.monotonic()
-            grade = grade_program(sb, code, mode, "f", tests if mode == "stdin" else
-                                  [{"input": "1", "output": "1"}], timeout_s=TIMEOUT_S, max_restarts=0)
+            cases = ([{"input": "1", "output": expected[0]}] if expected else
+                     tests if mode == "stdin" else [{"input": "1", "output": "1"}])
+            grade = grade_program(sb, code, mode, "f", cases, timeout_s=TIMEOUT_S, max_restarts=0)
             wall = time.monotonic() - t0
             time.sleep(0.05)
             left = live_pids_of_uid(sb.uid)
@@ -179,17 +274,31 @@ def battery_results():
     finally:
         total = time.monotonic() - t0
         stop.set()
-        acc.join(timeout=2)
-        srv.close()
+        for acc in accs:
+            acc.join(timeout=2)
+        for x in (srv, usrv, asrv):
+            x.close()
         os.environ.pop("VPO_HOSTILE_SECRET", None)
+        zygotes = []
+        while not slots.empty():
+            sb = slots.get()
+            if sb._zygote is not None:
+                zygotes.append(sb._zygote.proc.pid)
+            sb.close()
     after = {p.name: p.read_bytes() for p in Path(canary_dir).iterdir()}
     probes_found = [str(p) for p in scratch_probes if p.exists()]
+    time.sleep(0.1)
     yield {"results": results, "battery": battery, "limit": limit, "total_s": total,
            "files_before": before, "files_after": after, "probes": probes_found,
-           "accepted": accepted, "iso": iso}
+           "accepted": accepted, "iso": iso, "new_dirs": _sbx_dirs() - dirs_before,
+           "zygotes_left": [p for p in zygotes if os.path.exists(f"/proc/{p}")],
+           "uids_left": [u for u in range(UID_BASE, UID_BASE + SLOTS) if live_pids_of_uid(u)]}
     for p in Path(canary_dir).iterdir():
         p.unlink()
     os.rmdir(canary_dir)
+    for p in Path(data_dir).iterdir():
+        p.unlink()
+    os.rmdir(data_dir)
 
 
 def test_battery_is_large_enough(battery_results):
@@ -218,11 +327,14 @@ def test_no_file_outside_sandbox_changed(battery_results):
     assert battery_results["probes"] == []
 
 
-def test_loopback_listener_never_reached(battery_results):
-    if battery_results["iso"].netns:
-        assert battery_results["accepted"] == []
-    else:  # without a network namespace the connection would succeed; the battery must say so
-        assert battery_results["results"]["socket_localhost"][0].verdicts != ["pass"]
+def test_nothing_left_behind(battery_results):
+    assert battery_results["new_dirs"] == set()  # sealed runs use tmpfs only: no host temp dirs
+    assert battery_results["zygotes_left"] == [] and battery_results["uids_left"] == []
+
+
+def test_host_listeners_never_reached(battery_results):
+    """TCP on loopback, a unix socket on the host filesystem, an abstract unix socket."""
+    assert battery_results["accepted"] == []
 
 
 def test_harness_environment_not_visible(battery_results):

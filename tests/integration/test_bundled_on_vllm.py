@@ -26,7 +26,7 @@ def test_bundled_vpo_checkpoint_through_vllm_server(tmp_path: Path) -> None:
     with server:
         server.wait_healthy(deadline_s=400)
         t0 = time.monotonic()
-        folder = run(RunConfig(task="maze", split="test", limit=4, prompt_style="compact", m=3, n=4, ks=(1, 12),
+        folder = run(RunConfig.of(task="maze", split="test", limit=4, prompt_style="compact", m=3, n=4, ks=(1, 12),
                                temperature=0.7, top_p=1.0, max_tokens=110, model="openai:maze-tiny-vpo",
                                base_url=server.base_url, out=str(tmp_path / "run"), progress=False,
                                model_args={"use_n": False}))

@@ -35,7 +35,7 @@ def _sandbox_processes() -> list[str]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "_bootstrap.py" in cmd or "lcb_driver" in cmd:
+        if "_zygote.py" in cmd or "lcb_driver" in cmd:
             found.append(f"{pid}: {cmd[:120]}")
     return found
 

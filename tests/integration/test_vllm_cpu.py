@@ -119,7 +119,7 @@ class TestVLLMServer:
         from harness.runner import RunConfig, run
 
         t0 = time.monotonic()
-        folder = run(RunConfig(task="maze", split="test", limit=N_PROBLEMS, n=N_CHAINS, m=1,
+        folder = run(RunConfig.of(task="maze", split="test", limit=N_PROBLEMS, n=N_CHAINS, m=1,
                                model=f"openai:{SERVED}", base_url=server.base_url, max_tokens=32,
                                out=str(tmp_path / "run"), progress=False))
         check_run(folder, f"openai:{SERVED}")
@@ -167,6 +167,6 @@ def test_vllm_offline_backend_maze_run(vllm_py: Path, model_dir: Path, tmp_path:
 def test_hf_backend_maze_run_same_model(model_dir: Path, tmp_path: Path) -> None:
     from harness.runner import RunConfig, run
 
-    folder = run(RunConfig(task="maze", split="test", limit=N_PROBLEMS, n=N_CHAINS, m=1, model=f"hf:{model_dir}",
+    folder = run(RunConfig.of(task="maze", split="test", limit=N_PROBLEMS, n=N_CHAINS, m=1, model=f"hf:{model_dir}",
                            max_tokens=32, out=str(tmp_path / "run"), progress=False))
     check_run(folder, f"hf:{model_dir}")

@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
                   "enable_chunked_prefill": False, "max_num_batched_tokens": 8192, "chunk_size": 64}
     backend = load_backend(f"vllm:{model_dir}", model_args=model_args)
     try:
-        cfg = RunConfig(task="maze", split="test", limit=limit, n=2, m=1, model=f"vllm:{model_dir}",
+        cfg = RunConfig.of(task="maze", split="test", limit=limit, n=2, m=1, model=f"vllm:{model_dir}",
                         model_args=model_args, max_tokens=32, out=out_dir, progress=False)
         folder = run(cfg, backend=backend)
     finally:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from training.cli import BUNDLED
+from harness.paths import BUNDLED_CHECKPOINTS as BUNDLED
 
 pytestmark = pytest.mark.integration
 
@@ -26,6 +26,8 @@ def test_demo_runs_on_bundled_checkpoints(tmp_path, capsys):
         assert 0.0 <= metrics[name]["best@30"]["mean"] <= 1.0
         assert metrics[name]["best@1"]["mean"] <= metrics[name]["best@30"]["mean"] + 1e-9
     assert (tmp_path / "best_at_k.png").exists() and (tmp_path / "diversity.png").exists()
+    report = (tmp_path / "report.html").read_text()
+    assert "<h2>Paired comparison</h2>" in report and report.count("data:image/png;base64,") == 4
 
 
 @pytest.mark.parametrize("name", ["maze-tiny-vpo", "maze-tiny-grpo"])

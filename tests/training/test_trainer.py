@@ -57,7 +57,7 @@ def test_dihedral_augmentation_preserves_rewards(maze):
     assert len(grids) > 3                              # images really differ
     for q in aug_p:
         for t in aug_t[q.id]:
-            r, _ = maze.simulate(q, t["route"])
+            r, _ = maze.simulate(q, D.route_words(t["route"]))
             np.testing.assert_allclose(r, t["r"])
             assert r[0] == 1.0
 
@@ -172,12 +172,9 @@ def test_save_checkpoint_is_small_safetensors(tmp_path):
 
 
 def test_cli_registers_train_and_demo():
-    import argparse
+    from harness.cli import build_parser
 
-    from training.cli import add_parsers
-
-    p = argparse.ArgumentParser()
-    add_parsers(p.add_subparsers(dest="command"))
+    p = build_parser()
     a = p.parse_args(["train", "--method", "max_at_k", "--rl-steps", "3"])
     assert a.method == "max_at_k" and a.rl_steps == 3 and callable(a.func)
     a = p.parse_args(["demo", "--limit", "2"])

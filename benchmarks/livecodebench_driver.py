@@ -1,20 +1,26 @@
-"""LiveCodeBench test driver. Runs INSIDE the sandbox worker (as the unprivileged uid).
+"""LiveCodeBench test driver. Runs INSIDE the sandbox child (as the unprivileged uid); the sandbox
+receives this file's text as its driver and exec's it once per zygote (``warm`` does the imports).
 
 It only *executes*: it turns the program into a callable the way LiveCodeBench's ``testing_util``
-does, runs every test under a per-test timer and emits the raw outcome (captured stdout, or the
-encoded return value) per test. Judging happens in the parent (benchmarks/livecodebench.py), so the
-expected outputs never enter the process that runs untrusted code and a program cannot forge a pass.
+does, runs the tests under a per-test timer and emits the raw outcome (captured stdout, or the
+encoded return value) per test. Judging happens in the parent (benchmarks/livecodebench_judge.py), so
+the expected outputs never enter the process that runs untrusted code and a program cannot forge a
+pass. Inputs arrive in the payload over the sandbox's pipe; the program reads them as its stdin.
 
 Payload: {"code": str, "mode": "stdin"|"functional", "func_name": str|None, "inputs": [str],
-"timeout_s": float, "out_cap": int}. Records: {"kind": "compile", "status": "ok"|"error"|"timeout"}
-then one {"kind": "test", "i", "status": "ok"|"error"|"timeout"|"output_limit", "out", "err", "t"}
-per test run.
+"timeout_s": float, "wall_factor": float, "out_cap": int, "first_failure": bool}. Records: {"kind": "compile", "status":
+"ok"|"error"|"timeout"} then one {"kind": "test", "i", "status": "ok"|"error"|"timeout"|
+"output_limit", "out", "err", "t"} per test run. With ``first_failure`` the driver stops after the
+first test that did not run cleanly, and after each clean one waits for the parent's judgement on
+fd 4 (b"c": continue, anything else: stop), as LiveCodeBench stops at the first failing test.
 """
 import ast
 import io
 import json
+import os
 import signal
 import sys
+import threading
 import time
 import types
 
@@ -28,6 +34,17 @@ PRELUDE = ("".join(f"from {m} import *\n" for m in _PRELUDE_MODULES)
            + "sys.setrecursionlimit(50000)\n")
 
 
+#: LiveCodeBench's evaluator raises Python's int<->str digit limit for the whole grading process
+INT_MAX_STR_DIGITS = 50000
+
+
+def warm():
+    """Imports done once in the zygote, so no child pays for them."""
+    for m in _PRELUDE_MODULES:
+        __import__(m)
+    compile(PRELUDE, "<prelude>", "exec")
+
+
 class _Timeout(BaseException):
     """Raised by the per-test timer. A BaseException, so ``except Exception`` in a program cannot
     swallow it (a bare ``except:`` still can; the parent's wall/CPU limits catch that case)."""
@@ -35,6 +52,19 @@ class _Timeout(BaseException):
 
 class _OutputLimit(BaseException):
     pass
+
+
+def _arm(timeout, wall_factor):
+    """Per-test limit: ``timeout`` seconds of CPU time (all threads; SIGPROF) and, for programs that
+    block or sleep, ``timeout * wall_factor`` seconds of wall time (SIGALRM). LCB's limit is wall
+    time only, which turns machine load into time-limit verdicts; CPU time measures the program."""
+    signal.setitimer(signal.ITIMER_PROF, timeout)
+    signal.setitimer(signal.ITIMER_REAL, timeout * wall_factor)
+
+
+def _disarm():
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _on_alarm(signum, frame):
@@ -119,15 +149,36 @@ def _err(exc):
         return type(exc).__name__
 
 
+def _join_new_threads(before):
+    """A real process prints what its non-daemon threads print before it exits (the interpreter
+    joins them); LCB returns at once and loses that output when the thread is slower than LCB's
+    cleanup. Joining them here, under the test's timer, gives the program's real output."""
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t not in before and t is not me and not t.daemon:
+            t.join()
+
+
+def _parent_says_continue():
+    try:
+        return os.read(4, 1) == b"c"
+    except OSError:
+        return False
+
+
 def main(payload, emit):
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
+    sys.set_int_max_str_digits(INT_MAX_STR_DIGITS)
     code, mode = payload["code"], payload["mode"]
     inputs, timeout = payload["inputs"], float(payload["timeout_s"])
+    wall_factor = float(payload.get("wall_factor", 1.0))
     out_cap = int(payload.get("out_cap", 1 << 20))
+    first_failure = bool(payload.get("first_failure"))
     real_stdout, real_stdin = sys.stdout, sys.stdin
 
     # ---- compile: the program becomes a callable (LCB's compile_code) ----------------------------
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    _arm(timeout, wall_factor)
     try:
         sys.stdout = _Capture(out_cap)
         if mode == "stdin":
@@ -141,13 +192,13 @@ def main(payload, emit):
         else:
             target = mod.Solution() if "class Solution" in src else mod
             method = getattr(target, payload["func_name"])
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
     except _Timeout:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
         emit({"kind": "compile", "status": "timeout", "err": "timeout while loading the program"})
         return
     except BaseException as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
         emit({"kind": "compile", "status": "error", "err": _err(exc)})
         return
     finally:
@@ -174,20 +225,23 @@ def main(payload, emit):
                         setattr(real_stdin, name, fn)
                     except (AttributeError, TypeError):
                         pass
-                sys.stdin = io.StringIO(inp)
+                sys.stdin = io.TextIOWrapper(io.BytesIO(inp.encode("utf-8", "surrogatepass")),
+                                             encoding="utf-8", errors="surrogatepass")
             sys.stdout = cap
             t0 = time.perf_counter()
-            signal.setitimer(signal.ITIMER_REAL, timeout)
+            _arm(timeout, wall_factor)
             try:
                 if mode == "functional":
                     value = method(*args)
                 else:
+                    before = set(threading.enumerate())
                     try:
                         method()
                     except SystemExit:  # exit() ends the program normally, as in LCB
                         pass
+                    _join_new_threads(before)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                _disarm()
             rec["t"] = round(time.perf_counter() - t0, 6)
             sys.stdout = real_stdout
             if mode == "functional":
@@ -204,7 +258,7 @@ def main(payload, emit):
         except BaseException as exc:
             rec.update(status="error", err=_err(exc))
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _disarm()
             sys.stdout, sys.stdin = real_stdout, real_stdin
             for name, old in saved.items():
                 try:
@@ -215,3 +269,5 @@ def main(payload, emit):
                 except (AttributeError, TypeError):
                     pass
         emit(rec)
+        if first_failure and (rec["status"] != "ok" or not _parent_says_continue()):
+            return

@@ -1,9 +1,10 @@
-"""A loopback OpenAI-compatible server for tests: deterministic text, injectable faults.
+"""A loopback OpenAI-compatible server for tests and benches (bench/runner_overhead.py): deterministic text, injectable faults.
 
 Stdlib only (``http.server`` on a thread) so tests need no aiohttp/fastapi. Text is a pure function
 of (prompt, seed, choice index), so tests can check that seeds reach the server and that chains
 differ. Faults are drawn from a seeded RNG per request: HTTP 500, 429, a hang past the client's
 timeout, a dropped socket, a 200 with unparseable JSON, or a 200 with valid JSON of the wrong shape.
+A test double: it lives in bench/ (not tests/) only because bench/ must not import tests/.
 """
 from __future__ import annotations
 

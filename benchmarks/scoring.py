@@ -1,0 +1,64 @@
+"""The one place a chain is scored: parse -> reward vectors (+ details) -> dedup -> scalars -> row.
+
+The runner, the RL trainer's scoring step, quick/validation evaluation and the search and TRL/verl
+adapters all call :func:`score_chain`, so a parsing or dedup rule changes in one place only.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchmarks.base import Benchmark, Problem
+from harness.models.base import Generation
+from harness.rows import ChainRow
+
+
+@dataclass
+class ChainScore:
+    """Scores of one chain's answers; arrays have one row per answer (m for a chain, 1 for a sample)."""
+
+    answers: list[str | None]
+    rewards: np.ndarray  # (A, d) in [0, 1]; the zero vector for a missing answer
+    scalars: np.ndarray  # (A,) task scalar s(r)
+    passed: np.ndarray  # (A,) bool: every component is 1
+    #: dedup key per answer (None for a missing answer): equal keys in one chain are duplicates
+    keys: list[Any]
+    details: list[dict[str, Any]] | None = None
+
+    @property
+    def n_unique(self) -> int:
+        """Distinct answers of the chain under the task's dedup key (missing answers don't count)."""
+        return len({repr(k) for k in self.keys if k is not None})
+
+
+def score_chain(task: Benchmark, problem: Problem, text: str, m: int) -> ChainScore:
+    """Parse ``text`` (``m`` numbered answers, or one answer when ``m == 1``) and score every answer."""
+    answers = task.parse(text, None if m == 1 else m)
+    r, details = task.score(problem, answers)
+    r = np.asarray(r, dtype=float).reshape(len(answers), -1)
+    keys = [task.dedup_key(problem, a, ri) if a is not None else None for a, ri in zip(answers, r)]
+    return ChainScore(answers=list(answers), rewards=r,
+                      scalars=np.atleast_1d(task.scalar(r)).astype(float),
+                      passed=np.atleast_1d(task.passed(r)).astype(bool), keys=keys, details=details)
+
+
+def score_generation(task: Benchmark, problem: Problem, gen: Generation, m: int, seed: int | None) -> ChainRow:
+    """The stored row of one generated chain (a failed generation keeps its error and no answers)."""
+    t0 = time.perf_counter()
+    row = ChainRow(problem_id=gen.problem_id, chain_index=gen.chain_index, seed=seed, text=gen.text,
+                   prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
+                   finish_reason=gen.finish_reason, latency_s=gen.latency_s, attempts=gen.attempts,
+                   error=gen.error, extra=dict(gen.extra or {}))
+    if not gen.error:
+        sc = score_chain(task, problem, gen.text, m)
+        row.answers = sc.answers
+        row.rewards = sc.rewards.round(6).tolist()
+        row.scalars = sc.scalars.round(6).tolist()
+        row.passed = sc.passed.tolist()
+        row.n_unique = sc.n_unique
+        row.details = sc.details
+    row.score_s = round(time.perf_counter() - t0, 6)
+    return row

@@ -1,0 +1,46 @@
+"""`vpo compare RUN_A RUN_B [RUN_C ...]`: paired differences against the first run with 95% bootstrap CIs."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("compare", help="paired best@k/pass@k/selected@k/diversity/VPO-objective differences "
+                                       "vs the first run, 95%% bootstrap CI, win/tie/loss")
+    p.add_argument("runs", nargs="+", help="run folders; the first is the baseline")
+    p.add_argument("--k", dest="ks", default=None, help="comma-separated ks (default: those every run has)")
+    p.add_argument("--strategies", default="majority,random,public-tests",
+                   help="selection strategies for selected@k (those a run cannot evaluate are left out)")
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=0)
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON")
+    fmt.add_argument("--csv", action="store_true", help="print CSV (one row per metric, k and run)")
+    p.add_argument("--out", default=None, help="also write the output to this file")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.selection import get_strategy
+    from reports.compare import compare_runs, format_table, to_csv, to_json
+    from reports.pools import load_pools
+
+    if len(args.runs) < 2:
+        raise ValueError("compare needs at least two run folders (the first is the baseline)")
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    for s in strategies:
+        get_strategy(s)
+    if args.resamples < 100:
+        raise ValueError(f"--resamples must be >= 100, got {args.resamples}")
+    try:
+        ks = [int(x) for x in args.ks.split(",") if x.strip()] if args.ks else None
+    except ValueError:
+        raise ValueError(f"--k: expected comma-separated integers like 1,2,4, got {args.ks!r}") from None
+    comp = compare_runs([load_pools(r) for r in args.runs], ks=ks, strategies=strategies,
+                        resamples=args.resamples, seed=args.seed)
+    text = to_json(comp) if args.json else to_csv(comp) if args.csv else format_table(comp)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
+    return 0

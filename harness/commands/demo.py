@@ -1,0 +1,31 @@
+"""`vpo demo`: the bundled tiny VPO vs GRPO policies on the Maze test split (best@k, pass@k, diversity)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.paths import BUNDLED_CHECKPOINTS
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("demo", help="bundled tiny VPO vs GRPO on the Maze test split: best@k, pass@k, diversity")
+    p.add_argument("--checkpoints", default=str(BUNDLED_CHECKPOINTS))
+    p.add_argument("--out", default="runs/demo")
+    p.add_argument("--limit", type=int, default=None, help="number of test mazes (default all 100)")
+    p.add_argument("--batch-size", type=int, default=200)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--only", nargs="*", default=["vpo", "grpo"],
+                   help="methods to evaluate (default: vpo grpo; 'all' adds the optional multi_rlvr, max_at_k)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from harness.demo import run_demo
+
+    torch.set_num_threads(args.threads)
+    run_demo(Path(args.checkpoints), Path(args.out), limit=args.limit, batch_size=args.batch_size,
+             seed=args.seed, only=args.only)
+    return 0

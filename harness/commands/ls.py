@@ -1,0 +1,39 @@
+"""`vpo ls`: the registered tasks with their reward dimensions, components, splits and sizes."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("ls", help="list tasks with reward dimensions, components, splits and sizes")
+    p.add_argument("--json", action="store_true")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchmarks import get_task, task_names
+
+    rows = []
+    for name in task_names():
+        try:
+            t = get_task(name)
+            comps = list(t.component_names)
+            rows.append({"task": name, "d": "per-problem" if getattr(t, "variable_d", False) else len(comps),
+                         "components": comps, "splits": dict(t.splits)})
+        except Exception as exc:  # an unavailable task must not hide the others
+            rows.append({"task": name, "error": f"{type(exc).__name__}: {exc}"})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'task':<15}{'d':<13}{'components':<58}splits (size)")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['task']:<15}unavailable: {r['error']}")
+            continue
+        comps = ", ".join(r["components"])
+        if len(comps) > 55:
+            comps = comps[:52] + "..."
+        splits = ", ".join(f"{k} ({v if v is not None else '?'})" for k, v in r["splits"].items())
+        print(f"{r['task']:<15}{str(r['d']):<13}{comps:<58}{splits}")
+    return 0

@@ -1,0 +1,35 @@
+"""`vpo plot`: best@k (or pass@k) curves with standard-error bands, one line per run."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("plot", help="best@k curves with standard-error bands, one line per run")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--out", default="best_at_k.png")
+    p.add_argument("--metric", default="best",
+                   help="best | pass | selected:STRATEGY (majority, random, public-tests: drawn with best@k dashed)")
+    p.add_argument("--labels", default=None, help="comma-separated line labels")
+    p.add_argument("--title", default=None)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.results import load_run
+    from reports.plots import plot_best_at_k
+
+    labels = args.labels.split(",") if args.labels else None
+    if args.metric.startswith("selected:"):
+        from harness.selection import get_strategy
+        from reports.selected import plot_selected
+
+        strategy = get_strategy(args.metric.split(":", 1)[1]).name
+        print(f"wrote {plot_selected(args.runs, args.out, strategy, labels=labels, title=args.title)}")
+        return 0
+    if args.metric not in ("best", "pass"):
+        raise ValueError(f"--metric: expected best, pass or selected:STRATEGY, got {args.metric!r}")
+    loaded = [load_run(r) for r in args.runs]
+    out = plot_best_at_k(loaded, args.out, metric=args.metric, labels=labels, title=args.title)
+    print(f"wrote {out}")
+    return 0

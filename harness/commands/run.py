@@ -1,0 +1,62 @@
+"""`vpo run`: sample a pool per problem, score it, write a resumable run folder."""
+from __future__ import annotations
+
+import argparse
+
+from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("run", help="sample a pool per problem, score it, write a run folder (resumable)")
+    p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
+    p.add_argument("--model", required=True,
+                   help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME | mock:moves (zoo: smollm2-135m, ...)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (openai backend)")
+    p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,k2=v2")
+    p.add_argument("--split", default="test")
+    p.add_argument("--data-path", default=None, help="local data file/folder or hub id (task-specific)")
+    p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... (e.g. reward_mode=convex_bonus)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    p.add_argument("--prompt-style", default="full", help="full | compact (task-specific)")
+    p.add_argument("-n", "--num-chains", dest="n", type=int, default=10, help="chains per problem")
+    p.add_argument("-m", "--answers", dest="m", type=int, default=1,
+                   help="answers per chain (1 = single-answer prompt); pool = n*m candidates")
+    p.add_argument("--k", dest="ks", type=int_list, default=None, help="best@k / pass@k values, e.g. 1,2,4,8,16,30")
+    p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
+    p.add_argument("--score-workers", type=int, default=1)
+    p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
+    p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
+    p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
+    p.add_argument("--no-progress", action="store_true")
+    add_unsafe_sandbox(p)
+    from harness.executors.cli_args import add_executor_arguments
+
+    add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ... (issue 14)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.commands.show import format_table
+    from harness.executors.cli_args import executor_config
+    from harness.metrics import default_ks
+    from harness.results import load_run
+    from harness.runner import RunConfig, run as run_eval
+
+    apply_unsafe_sandbox(args)
+
+    ks = args.ks or default_ks(args.n * args.m)
+    cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
+                    data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
+                    n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+                    seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,
+                    concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
+                    retry_errors=args.retry_errors, progress=not args.no_progress,
+                    executor=executor_config(args))
+    folder = run_eval(cfg)
+    print(format_table([load_run(folder)]))
+    print(f"\nrun folder: {folder}")
+    return 0

@@ -1,0 +1,62 @@
+"""`vpo show`: a table of one or more runs' metrics (mean ± standard error)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("show", help="table of a run's metrics")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--json", action="store_true", help="print results.json")
+    p.add_argument("--select", default="majority,random",
+                   help="selection strategies for a selected@k table under the main one ('' for none)")
+    return p
+
+
+def _cell(e: Any) -> str:
+    return f"{e.mean:.3f}±{e.stderr:.3f}" if e is not None and e.defined else "-"
+
+
+def format_table(runs: Sequence[Any]) -> str:
+    """best@k / pass@k / diversity of runs (LoadedRun) side by side (mean ± standard error)."""
+    if not runs:
+        return "(no runs)"
+    ks = sorted({k for r in runs if r.summary is not None for k in r.summary.ks})
+    pass_ks = sorted(set(ks[:1] + ks[-1:]))
+    head = ["run", "task", "pool"] + [f"best@{k}" for k in ks] + [f"pass@{k}" for k in pass_ks] + ["diversity", "errors"]
+    lines = []
+    for r in runs:
+        res = r.summary
+        if res is None:
+            task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
+            lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
+            continue
+        lines.append([r.path.name, res.task, res.pool_shape]
+                     + [_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(k)) for k in pass_ks]
+                     + [_cell(res.diversity), str(res.n_errors)])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.results import load_run
+
+    loaded = [load_run(r) for r in args.runs]
+    for r in loaded:
+        if r.results is None:
+            print(f"{r.path}: no results.json yet (interrupted run? re-run the same command to resume)",
+                  file=sys.stderr)
+    if args.json:
+        print(json.dumps([r.results for r in loaded], indent=2))
+    else:
+        print(format_table(loaded))
+        strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
+        if strategies:  # selection without an oracle, next to best@k (reports/selected.py)
+            from reports.selected import format_selected
+
+            print("\n" + format_selected([r.path for r in loaded], strategies))
+    return 0

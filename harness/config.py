@@ -1,0 +1,150 @@
+"""What a run is: :class:`RunConfig` = task + model + sampling (its identity) + execution (how it ran).
+
+Two invocations with equal task, model and sampling sections (plus the recorded problem data and
+model weights, see ``harness.runner``) are the same run: the second resumes the first. Everything
+in :class:`ExecutionSpec` may change between a run and its resumption. The split follows OpenEvolve's
+nested config dataclasses: each section is a plain dataclass that serialises with ``asdict``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from harness.executors.config import ExecutorConfig
+from harness.metrics import DEFAULT_KS
+
+#: config.json layout version; older folders (flat config) are refused for resume with a clear message
+CONFIG_FORMAT = 2
+
+
+@dataclass
+class TaskSpec:
+    """Which problems and how they are posed."""
+
+    name: str
+    split: str = "test"
+    options: dict[str, Any] = field(default_factory=dict)
+    data_path: str | None = None
+    limit: int | None = None
+    prompt_style: str = "full"
+
+
+@dataclass
+class ModelSpec:
+    """Which model answers: a backend spec (``hf:PATH``, ``vllm:ID``, ``openai:NAME``, ``mock:...``)."""
+
+    spec: str
+    base_url: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SamplingSpec:
+    """The pool: n chains x m answers per problem, how they are sampled and at which k they are read."""
+
+    m: int = 1  # answers per chain; 1 = the single-answer prompt
+    n: int = 10  # chains per problem
+    ks: tuple[int, ...] = DEFAULT_KS
+    temperature: float | None = None  # None: the task's default from the paper
+    top_p: float | None = None
+    max_tokens: int = 1024
+    seed: int = 0
+
+
+@dataclass
+class ExecutionSpec:
+    """How the run is executed; never part of its identity (may change on resume)."""
+
+    out: str | None = None
+    concurrency: int = 32
+    flush_every: int = 16
+    retry_errors: bool = False
+    score_workers: int = 1
+    progress: bool = True
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # local | ray (replicas, ...)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.executor, dict):  # read back from config.json
+            self.executor = ExecutorConfig(**self.executor)
+
+
+#: the sections that identify a run, in config.json order
+IDENTITY_SECTIONS = ("task", "model", "sampling")
+_SECTIONS = {"task": TaskSpec, "model": ModelSpec, "sampling": SamplingSpec, "execution": ExecutionSpec}
+#: flat keyword -> (section, field) where the flat name differs from the field name
+_ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),
+            "model_args": ("model", "args")}
+
+
+@dataclass
+class RunConfig:
+    task: TaskSpec
+    model: ModelSpec
+    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    execution: ExecutionSpec = field(default_factory=ExecutionSpec)
+
+    @classmethod
+    def of(cls, **flat: Any) -> "RunConfig":
+        """Build from flat keywords (``task=, model=, n=, m=, out=, ...``): every field name is unique
+        across sections, plus ``task``/``task_options``/``model``/``model_args`` for the names."""
+        where = {f.name: (sec, f.name) for sec, dc in _SECTIONS.items() for f in fields(dc)}
+        where.update(_ALIASES)
+        parts: dict[str, dict[str, Any]] = {sec: {} for sec in _SECTIONS}
+        for key, value in flat.items():
+            if key not in where:
+                raise TypeError(f"RunConfig.of() got an unknown field {key!r}; known: {', '.join(sorted(where))}")
+            sec, name = where[key]
+            parts[sec][name] = value
+        if "name" not in parts["task"] or "spec" not in parts["model"]:
+            raise TypeError("RunConfig.of() needs task= and model=")
+        if "ks" in parts["sampling"]:
+            parts["sampling"]["ks"] = tuple(parts["sampling"]["ks"])
+        return cls(**{sec: dc(**parts[sec]) for sec, dc in _SECTIONS.items()})
+
+    def validate(self) -> None:
+        s = self.sampling
+        if s.m < 1:
+            raise ValueError(f"m (answers per chain) must be >= 1, got {s.m}")
+        if s.n < 1:
+            raise ValueError(f"n (chains per problem) must be >= 1, got {s.n}")
+        if not s.ks or any(k < 1 for k in s.ks):
+            raise ValueError(f"every k must be >= 1, got {list(s.ks)}")
+        if self.task.limit is not None and self.task.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.task.limit}")
+        self.execution.executor.validate()
+
+    def identity(self) -> dict[str, Any]:
+        """The sections that make a run what it is (JSON-ready)."""
+        out = {sec: asdict(getattr(self, sec)) for sec in IDENTITY_SECTIONS}
+        out["sampling"]["ks"] = list(self.sampling.ks)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.identity()
+        out["execution"] = asdict(self.execution)
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "RunConfig":
+        missing = [sec for sec in ("task", "model") if not isinstance(d.get(sec), dict)]
+        if missing:
+            raise ValueError(f"not a nested run config (no {missing[0]!r} section): written by an older vpo-harness?")
+        kw: dict[str, Any] = {}
+        for sec, dc in _SECTIONS.items():
+            known = {f.name for f in fields(dc)}
+            kw[sec] = dc(**{k: v for k, v in (d.get(sec) or {}).items() if k in known})
+        kw["sampling"].ks = tuple(kw["sampling"].ks)
+        return cls(**kw)
+
+    def default_out(self) -> Path:
+        """A deterministic folder name from the identity, so repeating a command resumes the same run."""
+        h = hashlib.sha1(json.dumps(self.identity(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        model = self.model.spec.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
+        return Path("runs") / f"{self.task.name}-{model}-m{self.sampling.m}-n{self.sampling.n}-{h}"
+
+    @property
+    def pool_size(self) -> int:
+        return self.sampling.n * self.sampling.m

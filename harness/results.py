@@ -1,0 +1,139 @@
+"""The one reader of run folders: typed results (:class:`RunResults`) and rows as DataFrames.
+
+results.json stores metrics under names like ``"best@4"`` (written by ``harness.metrics.summarize``);
+this module is the only place those names are parsed. `vpo show`, `vpo demo`, plots and reports read
+a run through :func:`load_run` / :func:`read_results` and get k as an int and every metric as an
+:class:`~harness.metrics.Estimate` (mean, standard error, number of problems).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.metrics import Estimate
+from harness.store import CONFIG, RESULTS, RunStoreError, latest_rows
+
+#: scalar summary metrics every run has besides best@k / pass@k
+SUMMARY_METRICS = ("mean_scalar", "diversity", "pareto_fraction", "vpo_objective")
+
+
+@dataclass
+class RunResults:
+    """A finished run's metrics, parsed once."""
+
+    task: str
+    model: str
+    split: str = "?"
+    m: int = 1
+    n: int = 0
+    best: dict[int, Estimate] = field(default_factory=dict)  # k -> best@k
+    pass_at: dict[int, Estimate] = field(default_factory=dict)  # k -> pass@k
+    summary: dict[str, Estimate] = field(default_factory=dict)  # SUMMARY_METRICS present in the run
+    components: dict[str, float] = field(default_factory=dict)  # mean reward per component
+    spread: dict[str, float] = field(default_factory=dict)  # mean within-pool std per component
+    n_problems: int = 0
+    n_candidates: int = 0
+    n_chains: int = 0
+    n_errors: int = 0
+    mean_completion_tokens: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # results.json as read
+
+    @property
+    def ks(self) -> list[int]:
+        return sorted(self.best)
+
+    @property
+    def pool_size(self) -> int:
+        return self.n * self.m
+
+    @property
+    def pool_shape(self) -> str:
+        """``"10x3"``: chains x answers per chain (the same pool of 30 as ``"30x1"``, sampled differently)."""
+        return f"{self.n}x{self.m}"
+
+    def get(self, name: str) -> Estimate | None:
+        """A summary metric by name (``"diversity"``, ``"mean_scalar"``, ...), None when absent."""
+        return self.summary.get(name)
+
+    @property
+    def diversity(self) -> Estimate | None:
+        return self.summary.get("diversity")
+
+    @property
+    def mean_scalar(self) -> Estimate | None:
+        return self.summary.get("mean_scalar")
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "RunResults":
+        mt = d.get("metrics") or {}
+        best: dict[int, Estimate] = {}
+        pass_at: dict[int, Estimate] = {}
+        for key, val in mt.items():
+            name, _, k = key.partition("@")
+            if k.isdigit() and isinstance(val, dict):
+                {"best": best, "pass": pass_at}.get(name, {})[int(k)] = Estimate.from_dict(val)
+        return cls(
+            task=str(d.get("task", "?")), model=str(d.get("model", "?")), split=str(d.get("split", "?")),
+            m=int(d.get("m") or 1), n=int(d.get("n") or 0), best=dict(sorted(best.items())),
+            pass_at=dict(sorted(pass_at.items())),
+            summary={k: Estimate.from_dict(mt[k]) for k in SUMMARY_METRICS if isinstance(mt.get(k), dict)},
+            components=dict(mt.get("components") or {}), spread=dict(mt.get("spread") or {}),
+            n_problems=int(mt.get("n_problems") or 0), n_candidates=int(mt.get("n_candidates") or 0),
+            n_chains=int(d.get("n_chains") or 0), n_errors=int(d.get("n_errors") or 0),
+            mean_completion_tokens=d.get("mean_completion_tokens"), raw=d,
+        )
+
+
+def read_results(folder: str | Path) -> RunResults | None:
+    """A run folder's results, or None before its first run finished."""
+    path = Path(folder) / RESULTS
+    if not path.exists():
+        return None
+    try:
+        return RunResults.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunStoreError(f"{path}: not valid JSON ({exc}); re-run the run's command to rewrite it") from exc
+
+
+@dataclass
+class LoadedRun:
+    """A run: its config, typed results and rows as pandas DataFrames (one row per chain, per answer)."""
+
+    path: Path
+    config: dict[str, Any]
+    summary: RunResults | None
+    chains: Any  # pandas.DataFrame
+    candidates: Any  # pandas.DataFrame
+
+    @property
+    def results(self) -> dict[str, Any] | None:
+        """results.json as a dict (prefer :attr:`summary`)."""
+        return self.summary.raw if self.summary is not None else None
+
+
+def load_run(path: str | Path) -> LoadedRun:
+    """Read a run folder. ``candidates`` has one row per answer with its reward components as columns."""
+    import pandas as pd
+
+    folder = Path(path)
+    cfg_path = folder / CONFIG
+    if not cfg_path.exists():
+        raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
+    config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    summary = read_results(folder)
+    rows = latest_rows(folder)
+    chains = pd.DataFrame(rows)
+    names = config.get("components") or (config.get("identity") or {}).get("components") or []
+    cand_rows = []
+    for row in rows:
+        if row.get("error"):
+            continue
+        for j, (ans, r, s, ok) in enumerate(zip(row["answers"], row["rewards"], row["scalars"], row["passed"])):
+            c = {"problem_id": row["problem_id"], "chain_index": row["chain_index"], "answer_index": j,
+                 "answer": ans, "scalar": s, "passed": ok}
+            for nm, v in zip(names if len(names) == len(r) else [f"c{i}" for i in range(len(r))], r):
+                c[nm] = v
+            cand_rows.append(c)
+    return LoadedRun(folder, config, summary, chains, pd.DataFrame(cand_rows))

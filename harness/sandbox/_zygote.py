@@ -1,0 +1,423 @@
+"""The sandbox zygote: one long-lived interpreter per sandbox slot that forks one child per run.
+
+Started by the harness as ``[unshare --net --pid --mount --ipc --uts --fork --kill-child] python -I -S
+_zygote.py CTL_FD``. Why a zygote: a fresh interpreter per candidate spends most of its time on
+imports (site, json, the driver, LiveCodeBench's prelude) and namespace creation; here they happen
+once per slot and every run is a ``fork`` of an interpreter that has done them.
+
+Sealed mode (the default; PID 1 of fresh PID/network/mount/IPC/UTS namespaces):
+1. ``seal``: builds a minimal root on a tmpfs (the Python installation and the shared libraries it
+   needs, bind-mounted read-only; ``/dev/null``, ``/dev/urandom``; a fresh ``/proc`` of this PID
+   namespace; empty ``/tmp`` and ``/work`` mount points) and ``pivot_root``s into it. The host's
+   folders (project, data, home, hub caches, host ``/tmp`` and its sockets) no longer exist here.
+2. loop: per job (a JSON message plus the pipe ends, passed as SCM_RIGHTS on the control socket),
+   fork a child that takes a private mount namespace with fresh tmpfs ``/tmp`` and ``/work``, sets
+   the rlimits, drops to the slot's uid, installs the seccomp filter (no new namespaces) and runs the
+   driver's ``main(payload, emit)``. The zygote waits (wall-clock limit), then kills every other
+   process of the PID namespace and reaps them, so nothing survives a run.
+
+Unsafe mode (``--unsafe-sandbox`` on machines without namespaces): the same loop without step 1;
+leftovers are swept by process group and uid instead.
+
+Standard library only: this file runs in isolated mode outside the repository's import path.
+"""
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+CLONE_NEWNS = 0x00020000
+#: what a program sees besides the Python installation: the shared libraries it links against
+LIB_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib", "/lib64", "/lib32",
+            "/usr/bin", "/bin")
+DEVICES = ("null", "urandom")
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(src, target, fstype, flags, data=None):
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(_LIBC.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {target}")
+
+
+def _bind_ro(src, dst):
+    _mount(src, dst, None, MS_BIND | MS_REC)
+    _mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+# ---- sealing -------------------------------------------------------------------------------------
+def _place(root, path, seen):
+    """Make ``path`` (absolute, on the host) appear read-only at the same place under ``root``.
+    Symlinks are recreated (pointing where they point on the host) and their targets placed too."""
+    cur = ""
+    for comp in path.strip("/").split("/"):
+        cur += "/" + comp
+        if cur in seen:
+            continue
+        inside = root + cur
+        if os.path.islink(cur):
+            target = os.readlink(cur)
+            if not os.path.lexists(inside):
+                os.symlink(target, inside)
+            seen.add(cur)
+            resolved = os.path.normpath(os.path.join(os.path.dirname(cur), target))
+            rest = path[len(cur):]
+            _place(root, resolved + rest, seen)
+            return
+        if cur == path.rstrip("/"):
+            if os.path.isdir(cur):
+                os.makedirs(inside, exist_ok=True)
+            else:
+                open(inside, "a").close()
+            _bind_ro(cur, inside)
+            seen.add(cur)
+            return
+        os.makedirs(inside, mode=0o755, exist_ok=True)
+
+
+def seal(expose):
+    """pivot_root into a minimal tree; returns the notes to record (what could not be placed)."""
+    notes = []
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = "/tmp"  # any existing directory: the tmpfs over it only exists in this mount namespace
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+    seen = set()
+    wanted = [p for p in dict.fromkeys(list(expose) + list(LIB_DIRS)) if os.path.lexists(p)]
+    # nested paths: place the outer one only (its bind mount brings the inner one along)
+    wanted = [p for p in wanted
+              if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in wanted)]
+    for path in wanted:
+        try:
+            _place(root, os.path.abspath(path), seen)
+        except OSError as exc:
+            notes.append(f"not placed: {path} ({exc.strerror})")
+    os.makedirs(root + "/dev", mode=0o755)
+    for dev in DEVICES:
+        open(f"{root}/dev/{dev}", "a").close()
+        _mount(f"/dev/{dev}", f"{root}/dev/{dev}", None, MS_BIND)
+    for d in ("proc", "tmp", "work", ".old"):
+        os.mkdir(f"{root}/{d}", 0o755)
+    os.chdir(root)
+    _check(_LIBC.syscall(155 if os.uname().machine == "x86_64" else 41, b".", b".old"), "pivot_root")
+    os.chdir("/")
+    _check(_LIBC.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    except OSError:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        notes.append("/proc without hidepid")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    return notes
+
+
+# ---- the child -----------------------------------------------------------------------------------
+def _set_limits(lim):
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (lim["cpu_s"], lim["cpu_s"] + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (lim["address_space_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"],) * 2)
+
+
+def _child(cfg, job, fds, drivers, seccomp_code):
+    """Runs in the forked child; never returns."""
+    code = 71
+    try:
+        out_w, err_w, res_w = fds[:3]
+        reply_r = fds[3] if len(fds) > 3 else None
+        lim, uid, gid = job["limits"], cfg.get("uid"), cfg.get("gid")
+        if cfg["sealed"]:
+            _check(_LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+            own = f",uid={uid},gid={gid}" if uid is not None else ""
+            size = lim["scratch_bytes"]
+            _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=1777")
+            _mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{own}")
+            workdir = "/work"
+        else:
+            os.setsid()
+            workdir = job["workdir"]
+        os.chdir(workdir)
+        for rel, text in (job.get("files") or {}).items():
+            path = os.path.join(workdir, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(text)
+            if uid is not None:
+                os.chown(path, uid, gid)
+        null = os.open("/dev/null", os.O_RDONLY)
+        for fd, num in ((null, 0), (out_w, 1), (err_w, 2), (res_w, 3)):
+            os.dup2(fd, num)
+        if reply_r is not None:
+            os.dup2(reply_r, 4)
+        os.closerange(5 if reply_r is not None else 4, 1 << 16)
+        _set_limits(lim)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+        os.umask(0o077)
+        if seccomp_code is not None:
+            sys.modules["_seccomp"].install(seccomp_code)
+        run_driver(drivers[job["driver_key"]], job, workdir)
+        code = 0
+    except BaseException:
+        try:
+            import traceback
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    os._exit(code)
+
+
+def run_driver(ns, job, workdir):
+    """The worker's part: emit records on fd 3 and call the driver's ``main``."""
+    nonce = job["nonce"]
+    me = os.getpid()
+    out = os.fdopen(3, "w", buffering=1, closefd=False)
+    os.environ.clear()
+    os.environ.update(job["env"], HOME=workdir, TMPDIR="/tmp" if job.get("sealed") else workdir)
+
+    def emit(record):
+        """Send one JSON record to the parent; silently dropped in processes the program forked."""
+        if os.getpid() != me:
+            return
+        record = dict(record)
+        record["nonce"] = nonce
+        out.write(json.dumps(record, separators=(",", ":")) + "\n")
+        out.flush()
+
+    payload = job["payload"]
+    del job
+    try:
+        ns["main"](payload, emit)
+        emit({"kind": "done"})
+    except BaseException as exc:  # the driver should catch everything; this is the last resort
+        try:
+            emit({"kind": "driver_error", "error": repr(exc)[:500]})
+        except BaseException:
+            pass
+    for stream in (sys.stdout, sys.stderr):  # os._exit skips the flush of Python's buffers
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+# ---- the zygote loop -----------------------------------------------------------------------------
+def _send(sock, msg):
+    data = json.dumps(msg).encode()
+    sock.sendall(struct.pack("!I", len(data)) + data)
+
+
+def _recv(sock):
+    """One message and the fds that came with it; None on EOF."""
+    head, fds, _, _ = socket.recv_fds(sock, 4, 8)
+    if not head:
+        return None, []
+    while len(head) < 4:
+        more = sock.recv(4 - len(head))
+        if not more:
+            return None, fds
+        head += more
+    (n,) = struct.unpack("!I", head)
+    buf = bytearray()
+    while len(buf) < n:
+        chunk, more_fds, _, _ = socket.recv_fds(sock, n - len(buf), 8)
+        if not chunk:
+            return None, fds
+        buf += chunk
+        fds += more_fds
+    return json.loads(buf), fds
+
+
+def _load_driver(source):
+    ns = {"__name__": "sandbox_driver", "__builtins__": __builtins__}
+    exec(compile(source, "<sandbox-driver>", "exec"), ns)
+    warm = ns.get("warm")
+    if callable(warm):  # imports the driver wants done once (LCB: the prelude's modules)
+        warm()
+    return ns
+
+
+def _sweep(cfg, child_pgid):
+    """Kill everything the run left behind and reap it."""
+    if cfg["sealed"]:
+        try:
+            os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return 0  # no process left in the namespace: the common case
+        try:
+            os.kill(-1, signal.SIGKILL)  # PID 1 of the namespace: everyone here but us
+        except OSError:
+            pass
+    else:
+        try:
+            os.killpg(child_pgid, signal.SIGKILL)
+        except OSError:
+            pass
+        for p in _orphans():  # setsid'd descendants re-parented to us (subreaper)
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        uid = cfg.get("uid")
+        if uid is not None:  # setsid'd grandchildren: find them by their (slot-private) uid
+            for _ in range(10):
+                pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _owned(p, uid)]
+                if not pids:
+                    break
+                for p in pids:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except OSError:
+                        pass
+                time.sleep(0.01)
+    n = 0
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0 if cfg["sealed"] else os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:  # unsafe mode: SIGKILLed children not dead yet
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.002)
+            continue
+        n += 1
+    return n
+
+
+def _orphans():
+    me = str(os.getpid()).encode()
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat", "rb") as fh:
+                    if fh.read().rsplit(b")", 1)[1].split()[1] == me:
+                        out.append(int(p))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def _owned(pid, uid):
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != uid:
+            return False
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def _run_job(sock, cfg, job, fds, drivers, seccomp_code):
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        sock.close()
+        _child(cfg, job, fds, drivers, seccomp_code)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(sock.fileno(), select.POLLIN)
+    deadline = t0 + job["limits"]["wall_s"]
+    timed_out = killed = False
+    status = None
+    while status is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        events = poller.poll(max(1, int(left * 1000)))
+        for fd, _ in events:
+            if fd == sock.fileno():  # the harness asked for a kill (result flood), or went away
+                msg, extra = _recv(sock)
+                for x in extra:
+                    os.close(x)
+                killed = True
+                if msg is None:
+                    os.kill(pid, signal.SIGKILL)
+                    raise SystemExit(0)
+        if killed:
+            break
+        got, st, ru = os.wait4(pid, os.WNOHANG)
+        if got == pid:
+            status, maxrss = st, ru.ru_maxrss
+    if status is None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _, status, ru = os.wait4(pid, 0)
+        maxrss = ru.ru_maxrss
+    os.close(pidfd)
+    leftovers = _sweep(cfg, pid)
+    return {"status": status, "timed_out": timed_out, "killed": killed, "maxrss_kb": maxrss,
+            "leftovers": leftovers, "wall_s": time.monotonic() - t0}
+
+
+def main():
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    cfg, _ = _recv(sock)
+    notes = []
+    seccomp_code = None
+    try:
+        if cfg.get("pdeathsig"):
+            _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the harness's helper
+        _LIBC.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a run become ours (unsafe mode)
+        sys.path[:0] = [cfg["here"]]
+        import _seccomp  # noqa: F401  (before sealing: this folder is not inside the sealed root)
+        if cfg.get("seccomp", True):
+            seccomp_code = _seccomp.build_filter()
+        del sys.path[0]
+        drivers = {}
+        for key, src in cfg.get("drivers", {}).items():
+            drivers[key] = _load_driver(src)
+        if cfg["sealed"]:
+            notes += seal(cfg["expose"])
+        sys.path.extend(p for p in cfg.get("sys_path", []) if p not in sys.path)
+    except BaseException as exc:
+        _send(sock, {"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        os._exit(70)
+    _send(sock, {"ready": True, "notes": notes, "pid": os.getpid()})
+    while True:
+        msg, fds = _recv(sock)
+        if msg is None:
+            os._exit(0)
+        if msg.get("op") == "driver":
+            try:
+                drivers[msg["key"]] = _load_driver(msg["source"])
+                _send(sock, {"ok": True})
+            except BaseException as exc:
+                _send(sock, {"ok": False, "error": repr(exc)[:500]})
+            continue
+        if msg.get("op") == "kill":  # a late kill for a run that already ended
+            continue
+        msg["sealed"] = cfg["sealed"]
+        _send(sock, _run_job(sock, cfg, msg, fds, drivers, seccomp_code))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""A run folder as per-problem candidate pools, and every per-problem metric the reports compare.
+
+Comparisons are paired over problems, so everything here is per problem (one value per problem and
+metric); means and intervals are taken by the callers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness import metrics
+from harness.selection import Pool, answer_key, applicable, selected_at_k, split_visible, visible_mask
+
+#: strategies shown next to best@k when a run carries what they need
+DEFAULT_STRATEGIES = ("majority", "random", "public-tests")
+
+
+def run_facts(config: dict[str, Any]) -> dict[str, Any]:
+    """The facts reports need from a config.json, flat, from either layout: the nested one
+    (``identity: {task, model, sampling, ...}``) or the older flat one."""
+    ident = config.get("identity")
+    if isinstance(ident, dict):
+        task, model, samp = ident.get("task") or {}, ident.get("model") or {}, ident.get("sampling") or {}
+        res = ident.get("resolved_sampling") or {}
+        return {
+            "task": task.get("name"), "split": task.get("split"), "task_options": task.get("options") or {},
+            "prompt_style": task.get("prompt_style"), "data_path": task.get("data_path"), "limit": task.get("limit"),
+            "model": model.get("spec"), "model_args": model.get("args") or {}, "base_url": model.get("base_url"),
+            "m": samp.get("m"), "n": samp.get("n"), "ks": samp.get("ks") or [], "seed": samp.get("seed"),
+            "temperature": res.get("temperature", samp.get("temperature")),
+            "top_p": res.get("top_p", samp.get("top_p")), "max_tokens": samp.get("max_tokens"),
+            "components": ident.get("components") or [], "task_info": ident.get("task_info") or {},
+            "model_fingerprint": ident.get("model_fingerprint"), "metric_seed": ident.get("metric_seed"),
+            "problem_ids": (ident.get("problems") or {}).get("ids"),
+            "problems_sha256": (ident.get("problems") or {}).get("sha256"),
+            "created": config.get("created"), "git": config.get("git"), "versions": config.get("versions"),
+            "command": config.get("command"), "rescored_from": ident.get("rescored_from"),
+            "kind": config.get("kind", "run"),
+        }
+    flat = dict(config)
+    flat.setdefault("task_options", {})
+    flat.setdefault("kind", "run")
+    return flat
+
+
+@dataclass
+class RunPools:
+    """One run: config, stored results and, per problem (in file order), its pool of candidates."""
+
+    path: Path
+    config: dict[str, Any]
+    results: dict[str, Any] | None
+    problem_ids: list[str]
+    rewards: list[np.ndarray]  # (n_p, d_p) reward vectors
+    scalars: list[np.ndarray]  # (n_p,) task scalars
+    passed: list[np.ndarray]  # (n_p,) pass flags
+    answers: list[list[Any]]  # (n_p,) parsed answers as stored
+    n_errors: int = 0
+    _pools: list[Pool] | None = field(default=None, repr=False)
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return run_facts(self.config)
+
+    @property
+    def task(self) -> str:
+        return str(self.facts.get("task") or "?")
+
+    @property
+    def metric_seed(self) -> int:
+        f = self.facts
+        return int(f.get("metric_seed") if f.get("metric_seed") is not None else f.get("seed") or 0)
+
+    @property
+    def label(self) -> str:
+        return self.path.name
+
+    @property
+    def ks(self) -> list[int]:
+        return [int(k) for k in self.facts.get("ks") or []]
+
+    @property
+    def min_pool(self) -> int:
+        return min((s.size for s in self.scalars), default=0)
+
+    def pools(self) -> list[Pool]:
+        """Selection pools: answer keys for voting, the visible/hidden test split when configured."""
+        if self._pools is None:
+            mode = (self.facts.get("task_options") or {}).get("visible_tests")
+            public = self._public_flags() if mode == "public" else {}
+            out = []
+            for pid, r, s, ans in zip(self.problem_ids, self.rewards, self.scalars, self.answers):
+                mask = visible_mask(r.shape[1] if r.ndim == 2 else 0, mode, public.get(pid))
+                vis, hid = split_visible(r, mask)
+                out.append(Pool(scores=s, keys=[answer_key(self.task, a) for a in ans], visible=vis, hidden=hid))
+            self._pools = out
+        return self._pools
+
+
+    def _public_flags(self) -> dict[str, list[bool]]:
+        """Per problem, which tests are public: read from the task's problems (the rows hold only
+        verdicts). Loads the problems the way the run did."""
+        from benchmarks import get_task
+
+        f = self.facts
+        with get_task(f["task"], **(f.get("task_options") or {})) as task:
+            problems = task.load(f["split"], path=f.get("data_path"), limit=f.get("limit"))
+        return {p.id: p.data["public"] for p in problems if "public" in p.data}
+
+
+def load_pools(folder: str | Path) -> RunPools:
+    """A run folder through the one reader: config (RunStore.read_config), typed results
+    (harness.results.read_results) and the latest rows in the ChainRow schema; errored chains are
+    counted and left out of the pools."""
+    from harness.results import read_results
+    from harness.rows import ChainRow
+    from harness.store import CONFIG, RunStore, RunStoreError, latest_rows
+
+    folder = Path(folder)
+    if not (folder / CONFIG).exists():
+        raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
+    config = RunStore(folder).read_config()
+    summary = read_results(folder)
+    results = summary.raw if summary is not None else None
+    by_pid: dict[str, list[ChainRow]] = {}
+    n_errors = 0
+    for raw in latest_rows(folder):
+        row = ChainRow.from_json(raw)
+        by_pid.setdefault(row.problem_id, [])
+        if not row.ok:
+            n_errors += 1
+            continue
+        by_pid[row.problem_id].append(row)
+    facts = run_facts(config)
+    order = facts.get("problem_ids") or []
+    rank = {p: i for i, p in enumerate(order)}
+    ids, rewards, scalars, passed, answers = [], [], [], [], []
+    for pid, rows in sorted(by_pid.items(), key=lambda kv: rank.get(kv[0], len(order))):
+        rows.sort(key=lambda r: r.chain_index)
+        rew = [np.asarray(r.rewards, dtype=float) for r in rows if r.rewards]
+        ids.append(pid)
+        rewards.append(np.concatenate(rew) if rew else np.zeros((0, len(facts.get("components") or []))))
+        scalars.append(np.asarray([s for r in rows for s in r.scalars], dtype=float))
+        passed.append(np.asarray([p for r in rows for p in r.passed], dtype=bool))
+        answers.append([a for r in rows for a in r.answers])
+    return RunPools(folder, config, results, ids, rewards, scalars, passed, answers, n_errors)
+
+
+def strategies_for(runs: Sequence[RunPools], wanted: Sequence[str] = DEFAULT_STRATEGIES) -> list[str]:
+    """The requested strategies that every run can evaluate."""
+    return [s for s in wanted if all(applicable(s, r.pools()) for r in runs)]
+
+
+def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[str], seed: int = 0,
+                        objective_seed: int = 0) -> dict[str, np.ndarray]:
+    """metric name -> (P,) values in ``run.problem_ids`` order (NaN where undefined).
+
+    Names: ``best@k``, ``pass@k``, ``selected@k[strategy]``, ``diversity``, ``pareto_fraction``,
+    ``vpo_objective``, ``mean_scalar``. The VPO objective uses one seeded Dirichlet weight set per
+    reward dimension, so two runs compared with the same ``objective_seed`` share their weights.
+    """
+    out: dict[str, np.ndarray] = {}
+    best = metrics.best_at_k_curve(run.scalars, ks)
+    for k in ks:
+        out[f"best@{k}"] = best[k]
+        out[f"pass@{k}"] = metrics.pass_at_k(run.passed, k)
+    for strat in strategies:
+        for k in ks:
+            out[f"selected@{k}[{strat}]"] = selected_at_k(run.pools(), k, strat, seed)[0]
+    out["diversity"] = np.array([metrics.mean_pairwise_l1(r) if len(r) > 1 else np.nan for r in run.rewards])
+    out["pareto_fraction"] = np.array([metrics.pareto_fraction(r) for r in run.rewards])
+    weights: dict[int, np.ndarray] = {}
+    obj = []
+    for r in run.rewards:
+        if not len(r):
+            obj.append(np.nan)
+            continue
+        w = weights.setdefault(r.shape[1], metrics.dirichlet_weights(r.shape[1], 100, 1.0, objective_seed))
+        obj.append(metrics.vpo_objective(r, w))
+    out["vpo_objective"] = np.asarray(obj)
+    out["mean_scalar"] = np.array([s.mean() if s.size else np.nan for s in run.scalars])
+    return out

@@ -1,0 +1,106 @@
+"""selected@k[strategy] curves of runs, for `vpo show` (a table) and `vpo plot --metric selected:NAME`.
+
+Computed from the stored candidates (the answers a deployment would vote on), so they are available
+for every run folder, old ones included, without re-running anything.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness.selection import selected_at_k, summarize_selected
+from reports.pools import RunPools, load_pools, strategies_for
+
+
+def curves(run: RunPools, strategies: Sequence[str], seed: int = 0) -> dict[str, dict[int, dict[str, float]]]:
+    """strategy -> k -> {mean, stderr, n, mc_stderr}, for the run's ks that fit its pools."""
+    ks = [k for k in run.ks if 1 <= k <= run.min_pool] or [1]
+    out: dict[str, dict[int, dict[str, float]]] = {}
+    for s in ["oracle", *strategies_for([run], strategies)]:
+        out[s] = {k: summarize_selected(*selected_at_k(run.pools(), k, s, seed)) for k in ks}
+    return out
+
+
+def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed: int = 0) -> str:
+    """Table: one line per run and strategy, one column per k (mean ± standard error over problems;
+    Monte Carlo strategies add their simulation error in brackets when it is visible at 3 decimals)."""
+    lines: list[list[str]] = []
+    ks_all: list[int] = []
+    per_run = []
+    for p in paths:
+        run = load_pools(p)
+        if not run.problem_ids:
+            continue
+        cur = curves(run, strategies, seed)
+        per_run.append((run.label, cur))
+        ks_all = sorted(set(ks_all) | {k for c in cur.values() for k in c})
+    if not per_run:
+        return "(no candidates to select from)"
+    head = ["run", "selected@k"] + [f"k={k}" for k in ks_all]
+    for label, cur in per_run:
+        for s, by_k in cur.items():
+            cells = []
+            for k in ks_all:
+                e = by_k.get(k)
+                if e is None or e["mean"] != e["mean"]:
+                    cells.append("-")
+                    continue
+                mc = f"[mc {e['mc_stderr']:.3f}]" if e["mc_stderr"] >= 5e-4 else ""
+                cells.append(f"{e['mean']:.3f}±{e['stderr']:.3f}{mc}")
+            lines.append([label, s + (" (=best@k)" if s == "oracle" else "")] + cells)
+    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+
+
+def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, labels: Sequence[str] | None = None,
+                  title: str | None = None, seed: int = 0) -> Path:
+    """selected@k[strategy] vs k, one line per run with ±1 standard-error band; best@k of the same run
+    dashed in the same colour, so the gap to the oracle is visible."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
+
+    if labels is not None and len(labels) != len(paths):
+        raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
+    fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
+    all_ks: set[int] = set()
+    drawn = 0
+    for i, p in enumerate(paths):
+        run = load_pools(p)
+        cur = curves(run, [strategy], seed)
+        if strategy not in cur:
+            raise ValueError(f"{p}: strategy {strategy!r} needs what this run does not store "
+                             "(answers to vote on, or a visible/hidden test split: --task-args visible_tests=half)")
+        ks = sorted(cur[strategy])
+        all_ks |= set(ks)
+        mean = np.array([cur[strategy][k]["mean"] for k in ks])
+        se = np.array([cur[strategy][k]["stderr"] for k in ks])
+        best = np.array([cur["oracle"][k]["mean"] for k in ks])
+        lab = labels[i] if labels else run.label
+        ax.plot(ks, mean, marker="o", ms=3, color=f"C{i}", label=f"{lab}: selected@k [{strategy}]")
+        ax.fill_between(ks, mean - se, mean + se, color=f"C{i}", alpha=0.2, lw=0)
+        ax.plot(ks, best, ls="--", lw=1, color=f"C{i}", label=f"{lab}: best@k (oracle)")
+        drawn += 1
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(all_ks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.minorticks_off()
+    ax.set_xlabel("k (candidates per problem)")
+    ax.set_ylabel("task scalar of the selected candidate")
+    ax.set_title(title or f"selected@k [{strategy}] vs best@k")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+__all__: list[Any] = ["curves", "format_selected", "plot_selected"]

@@ -1,0 +1,99 @@
+"""The LiveCodeBench judge is total: whatever a program prints or returns, and whatever records reach
+the parent (forged ones included), every comparison gives a verdict and nothing raises in the parent.
+Fuzzed with hypothesis, plus the named cases of issue 9 (sNaN and friends)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from benchmarks.livecodebench_judge import (PASS, RTE, VERDICTS, WRONG, grade_program, judge_record,
+                                            stdout_matches, value_matches)
+from harness.sandbox.sandbox import SandboxResult
+
+SPECIAL = ["sNaN", "-sNaN", "NaN", "-NaN", "nan", "Infinity", "-Infinity", "inf", "1e999999999999999999",
+           "1e-999999999999999999", "9" * 5000, "0x10", "1_000", "\udcff", "\x00", "", " ", "\n", "3", "3.0",
+           "-0", "+3", "1E+2", "１２"]
+tokens = st.one_of(st.sampled_from(SPECIAL), st.text(max_size=8),
+                   st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=3))
+outputs = st.lists(st.lists(tokens, max_size=6).map(" ".join), max_size=6).map("\n".join)
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+              st.text(max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=4)),
+    max_leaves=20)
+json_texts = st.one_of(json_values.map(json.dumps), st.text(max_size=30), st.sampled_from(
+    ['{"t": 5}', '{"d": [[1]]}', '{"d": [[[1], 2]]}', '{"s": [[1]]}', '{"d": 5}', '[' * 5000 + ']' * 5000,
+     "1" * 5000, "NaN", "-Infinity", '{"o": 1}', "[1, 2" + "]", "1e400"]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(outputs, outputs)
+def test_stdout_comparison_is_total(got, expected):
+    assert stdout_matches(got, expected) in (True, False)
+    assert stdout_matches(got, got) is True  # reflexive, even for NaN and sNaN lines
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_texts, json_texts)
+def test_value_comparison_is_total(pred, expected):
+    assert value_matches(pred, expected) in (True, False)
+
+
+records = st.one_of(
+    st.dictionaries(st.sampled_from(["kind", "i", "status", "out", "err", "t"]),
+                    st.one_of(json_values, st.sampled_from(["test", "ok", "timeout", "error", "compile"]),
+                              st.integers(-3, 5), st.just(10 ** 400), outputs), max_size=6),
+    json_values)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records, st.sampled_from(["stdin", "functional"]), outputs)
+def test_any_record_gets_a_verdict(rec, mode, expected):
+    v, detail, secs = judge_record(rec, expected, mode)
+    assert v in VERDICTS and isinstance(detail, str) and (secs is None or isinstance(secs, float))
+
+
+class _Replay:
+    """A runner that returns the given records as if a child had emitted them (forgeries included)."""
+
+    def __init__(self, recs: list[Any], done: bool):
+        self.recs, self.done = recs, done
+
+    def run(self, driver, payload, limits=None, on_record=None):
+        for r in self.recs:
+            if on_record is not None and isinstance(r, dict):
+                on_record(r)
+        return SandboxResult(records=self.recs, isolation={}, wall_s=0.01, exit_code=0, signal=None,
+                             timed_out=False, done=self.done)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(records, max_size=8), st.booleans(), st.sampled_from(["stdin", "functional"]),
+       st.integers(1, 4), st.booleans())
+def test_grade_program_is_total_on_any_record_stream(recs, done, mode, n, ff):
+    recs = [{"kind": "compile", "status": "ok"}] + recs
+    tests = [{"input": "1", "output": "3" if mode == "stdin" else "3"} for _ in range(n)]
+    g = grade_program(_Replay(recs, done), "x", mode, "f", tests, first_failure=ff, max_restarts=1)
+    assert len(g.verdicts) == n and all(v in VERDICTS for v in g.verdicts)
+
+
+@pytest.mark.parametrize("printed", ["sNaN", "-sNaN", "sNaN 3", "NaN", "Infinity", "1e999999999999999999",
+                                     "9" * 200000, "\udcff", " ".join(["3"] * 10 ** 6)])
+def test_issue9_outputs_are_wrong_answers_not_crashes(printed):
+    rec = {"kind": "test", "i": 0, "status": "ok", "out": printed + "\n"}
+    assert judge_record(rec, "3", "stdin")[0] == WRONG
+
+
+def test_lcb_semantics_kept():
+    assert stdout_matches("Infinity\n", "inf")  # Decimal('Infinity') == Decimal('inf'), as in LCB
+    assert stdout_matches("3.0", "3") and not stdout_matches("3.0000000001", "3")
+    assert stdout_matches("sNaN", "sNaN")  # the same line is equal before any Decimal is built
+    big = "1" + "0" * 5000
+    assert value_matches(big, big) and not value_matches(big, big + "1")
+    assert value_matches(json.dumps([1, 2]), "[1, 2]")
+    assert judge_record({"status": "ok", "out": "3"}, "3", "stdin")[0] == PASS
+    assert judge_record({"status": "weird"}, "3", "stdin")[0] == RTE
+    assert judge_record({"status": "ok", "out": "3", "t": 10 ** 400}, "3", "stdin") == (PASS, "", None)

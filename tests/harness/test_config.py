@@ -1,0 +1,132 @@
+"""RunConfig sections and run identity: what a folder records, what a resume may change, what it refuses."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import pytest
+
+import harness.runner as runner
+from benchmarks import get_task
+from benchmarks.maze import Maze
+from harness.config import ExecutionSpec, RunConfig
+from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.results import read_results
+from harness.store import RunStoreError
+from tests.harness.scripted import ScriptedBackend
+
+
+def cfg(tmp_path: Path, **kw) -> RunConfig:
+    base = dict(task="maze", model="scripted:x", limit=3, n=4, m=1, ks=(1, 2, 4), out=str(tmp_path / "run"),
+                progress=False)
+    base.update(kw)
+    return RunConfig.of(**base)
+
+
+def test_flat_keywords_land_in_their_sections() -> None:
+    c = RunConfig.of(task="musique", model="hf:x", task_options={"a": 1}, model_args={"b": 2}, n=3, m=2,
+                     temperature=0.5, concurrency=4, limit=7, base_url="http://h")
+    assert (c.task.name, c.task.options, c.task.limit) == ("musique", {"a": 1}, 7)
+    assert (c.model.spec, c.model.args, c.model.base_url) == ("hf:x", {"b": 2}, "http://h")
+    assert (c.sampling.n, c.sampling.m, c.sampling.temperature) == (3, 2, 0.5)
+    assert c.execution.concurrency == 4 and c.pool_size == 6
+    with pytest.raises(TypeError, match="unknown field 'bogus'"):
+        RunConfig.of(task="maze", model="hf:x", bogus=1)
+    assert RunConfig.from_json(json.loads(json.dumps(c.to_json()))) == c
+
+
+def test_identity_is_everything_but_execution(tmp_path: Path) -> None:
+    a = cfg(tmp_path)
+    b = cfg(tmp_path, concurrency=1, flush_every=1, score_workers=3, retry_errors=True)
+    assert a.identity() == b.identity() and a.default_out() == b.default_out() and "execution" not in a.identity()
+    assert cfg(tmp_path, n=5).default_out() != a.default_out()
+    assert cfg(tmp_path, seed=1).default_out() != a.default_out()
+    # a resume with other execution settings is the same run
+    run = runner.run
+    run(a, backend=ScriptedBackend())
+    b2 = ScriptedBackend()
+    run(b, backend=b2)
+    assert b2.calls == []
+
+
+def test_config_records_backend_problems_and_metric_seed(tmp_path: Path) -> None:
+    folder = runner.run(cfg(tmp_path), backend=ScriptedBackend())
+    rec = json.loads((folder / "config.json").read_text())
+    ident = rec["identity"]
+    assert rec["backends"] == [{"backend": "scripted"}]
+    assert ident["problems"]["n"] == 3 and ident["problems"]["source"] == "loaded"
+    assert ident["problems"]["ids"] == ["maze-test-0000", "maze-test-0001", "maze-test-0002"]
+    assert len(ident["problems"]["sha256"]) == 64 and ident["metric_seed"] == 0
+    assert ident["resolved_sampling"]["temperature"] == 0.7 and rec["execution"]["progress"] is False
+
+
+def test_given_problems_are_recorded_and_a_data_change_is_refused(tmp_path: Path) -> None:
+    problems = get_task("maze").load("test", limit=3)
+    c = cfg(tmp_path)
+    folder = runner.run(c, backend=ScriptedBackend(), problems=problems)
+    ident = json.loads((folder / "config.json").read_text())["identity"]
+    assert ident["problems"]["source"] == "given"
+    # the same problems: a no-op; edited problem data: refused (it used to say "already complete")
+    b = ScriptedBackend()
+    runner.run(c, backend=b, problems=problems)
+    assert b.calls == []
+    edited = [problems[0].__class__(problems[0].id, {**problems[0].data, "budget": 1}, problems[0].meta)] + problems[1:]
+    with pytest.raises(RunStoreError, match=r"problems\.sha256"):
+        runner.run(c, backend=ScriptedBackend(), problems=edited)
+
+
+class SameText(Backend):
+    """Every chain is the same route whatever its seed: the pool does not depend on the run seed."""
+
+    name = "same"
+
+    def __init__(self, texts: dict[str, str]):
+        self.texts = texts
+
+    def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
+        for req in requests:
+            for c in req.chain_indices:
+                yield Generation(req.problem_id, c, self.texts[req.problem_id][c % 2])
+
+
+def test_vpo_objective_does_not_depend_on_the_run_seed(tmp_path: Path) -> None:
+    """The metric's Dirichlet weights use a fixed seed: equal pools give equal VPO objectives across
+    run seeds (they used the run seed before, so two seeds of one model were not comparable)."""
+    from benchmarks.maze import MazeInstance, best_route
+
+    task = get_task("maze")
+    probs = task.load("test", limit=3)
+    texts = {p.id: [f"<answer>{', '.join(best_route(MazeInstance.from_problem(p), w))}</answer>"
+                    for w in ([1, 0, 0, 0], [0, 1, 0, 1])] for p in probs}
+    objs = []
+    for seed in (0, 1):
+        folder = runner.run(cfg(tmp_path, seed=seed, out=str(tmp_path / f"s{seed}")), backend=SameText(texts))
+        res = read_results(folder)
+        assert res is not None and res.get("vpo_objective").mean > 0
+        objs.append(res.get("vpo_objective").mean)
+    assert objs[0] == objs[1]
+
+
+def test_old_format_folder_is_a_clear_error(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"task": "maze", "model": "scripted:x", "n": 4}))
+    with pytest.raises(RunStoreError, match="older vpo-harness.*another --out"):
+        runner.run(cfg(tmp_path), backend=ScriptedBackend())
+
+
+def test_runner_closes_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[bool] = []
+
+    class Counting(Maze):
+        def close(self) -> None:
+            closed.append(True)
+
+    monkeypatch.setattr(runner, "get_task", lambda name, **kw: Counting(**kw))
+    runner.run(cfg(tmp_path), backend=ScriptedBackend())
+    assert closed == [True]
+    with pytest.raises(ValueError):  # closed on the error path too
+        runner.run(cfg(tmp_path, out=str(tmp_path / "r2")), backend=ScriptedBackend(), problems=[])
+    assert closed == [True, True]
+    assert ExecutionSpec().progress is True

@@ -1,0 +1,62 @@
+"""Run folders written the way the runner writes them, with pools whose scores vary: a spread
+"VPO" policy and a collapsed "GRPO" policy on the same maze problems (real Maze rewards)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+
+def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread: float, seed: int,
+              problem_offset: int = 0, **cfg_extra) -> Path:
+    """A maze run folder scored by the real Maze task (so answers, rewards and scalars agree)."""
+    from benchmarks import get_task
+
+    task = get_task("maze", **cfg_extra.pop("task_options", {}))
+    problems = task.load("test", limit=n_problems + problem_offset)[problem_offset:]
+    from benchmarks.maze import MazeInstance, best_route
+
+    from harness.config import RunConfig
+    from harness.models.base import SamplingConfig
+    from harness.runner import build_config_record, compute_results
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = RunConfig.of(task="maze", model=model, split="test", task_options=dict(task.options),
+                       limit=n_problems + problem_offset, prompt_style="compact", m=m, n=n,
+                       ks=tuple(k for k in (1, 2, 4, 8) if k <= n * m), seed=0, temperature=0.7, top_p=1.0,
+                       out=str(folder), **cfg_extra)
+    record = build_config_record(cfg, task, SamplingConfig(0.7, 1.0, 110), problems, "loaded")
+    (folder / "config.json").write_text(json.dumps(record))
+    rows = []
+    for p in problems:
+        maze = MazeInstance.from_problem(p)
+        # real routes: optimal for gold only, diamonds only, the mean, the exit alone (it may collect a
+        # fraction of the items: convex_bonus then changes its reward), and a truncated one that fails
+        routes = [", ".join(best_route(maze, w)) for w in ((0.1, 0.8, 0.0, 0.1), (0.1, 0.0, 0.8, 0.1),
+                                                             (0.25, 0.25, 0.25, 0.25), (1.0, 0.0, 0.0, 0.0))]
+        routes.append(", ".join(routes[2].split(", ")[:3]))
+        # spread: any of the five; collapsed: the mean route, now and then the failing one
+        probs = np.full(5, 0.2) if spread > 0.5 else np.array([0.0, 0.0, 0.8, 0.0, 0.2])
+        for c in range(n):
+            picked = [routes[i] for i in rng.choice(5, size=m, p=probs)]
+            text = picked[0] if m == 1 else "".join(f"<route_{j + 1}>{a}</route_{j + 1}>\n" for j, a in enumerate(picked))
+            answers = task.parse(text, None if m == 1 else m)  # what the runner would store
+            r = np.stack([task.reward(p, a) for a in answers])
+            rows.append({"problem_id": p.id, "chain_index": c, "seed": c, "text": text, "answers": answers,
+                         "rewards": r.tolist(), "scalars": np.atleast_1d(task.scalar(r)).tolist(),
+                         "passed": np.atleast_1d(task.passed(r)).tolist(), "error": None})
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "results.json").write_text(json.dumps(compute_results(folder, task, problems, cfg, record)))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def demo_like_runs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    vpo = write_run(root / "maze-tiny-vpo", "hf:checkpoints/maze-tiny-vpo", 4, 2, 6, spread=0.6, seed=1)
+    grpo = write_run(root / "maze-tiny-grpo", "hf:checkpoints/maze-tiny-grpo", 8, 1, 6, spread=0.1, seed=2)
+    return vpo, grpo

@@ -1,0 +1,84 @@
+"""Report content without a browser: chosen problems, projections, evolve curves, bad input."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from reports.report import _view, choose_problems, project
+from reports.pools import load_pools
+
+
+def _data(html: str) -> dict:
+    m = re.search(r"<script type='application/json' id='vpo-data'>(.*?)</script>", html, re.S)
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def test_default_problems_are_the_largest_vpo_minus_grpo_gaps(demo_like_runs):
+    vpo, grpo = demo_like_runs
+    views = [_view(load_pools(grpo), "GRPO", ["majority"], 0), _view(load_pools(vpo), "VPO", ["majority"], 0)]
+    chosen, why = choose_problems(views, 2)
+    assert "VPO minus GRPO" in why
+    k = max(set(views[0].ks) & set(views[1].ks))
+    gap = {p: views[1].per_problem[f"best@{k}"][i] - views[0].per_problem[f"best@{k}"][views[0].pools.problem_ids.index(p)]
+           for i, p in enumerate(views[1].pools.problem_ids)}
+    assert [gap[p] for p in chosen] == sorted(gap.values(), reverse=True)[:2]
+
+
+def test_projection_pca_and_named_components():
+    rng = np.random.default_rng(0)
+    pts = rng.random((20, 4))
+    xy, (xl, yl) = project(pts, ["a", "b", "c", "d"], None)
+    assert xy.shape == (20, 2) and xl.startswith("PC1") and yl.startswith("PC2")
+    # PCA keeps pairwise distances as far as two axes can: the first axis carries the most variance
+    assert xy[:, 0].var() >= xy[:, 1].var()
+    xy2, labels = project(pts, ["a", "b", "c", "d"], "b,d")
+    assert labels == ("b", "d") and np.array_equal(xy2, pts[:, [1, 3]])
+    with pytest.raises(ValueError, match="--projection"):
+        project(pts, ["a", "b", "c", "d"], "b,zz")
+    same = np.ones((5, 4))
+    assert np.array_equal(project(same, None, None)[0], np.zeros((5, 2)))
+
+
+def test_report_with_evolve_run_and_chosen_problems(demo_like_runs, tmp_path, capsys):
+    vpo, grpo = demo_like_runs
+    evo = tmp_path / "evolve-run"
+    evo.mkdir()
+    (evo / "config.json").write_text(json.dumps({"kind": "evolve", "task": "maze", "model": "hf:x"}))
+    curve = {"x": [0, 1, 2, 3], "mean": [0.1, 0.3, 0.4, 0.5], "stderr": [0.05] * 4}
+    (evo / "results.json").write_text(json.dumps({
+        "kind": "evolve", "task": "maze", "config": {"iterations": 3},
+        "evolve": {"solved_vs_iteration": curve, "solved_vs_candidates": {**curve, "x": [1, 2, 3, 4]}},
+        "baseline": {"solved_vs_candidates": {"x": [1, 2, 3, 4], "mean": [0.1, 0.2, 0.25, 0.3], "stderr": [0.04] * 4}}}))
+    out = tmp_path / "r.html"
+    rc = main(["report", str(grpo), str(vpo), str(evo), "--out", str(out), "--resamples", "500",
+               "--problems", "maze-test-0002,maze-test-0004", "--projection", "gold,diamond"])
+    assert rc == 0
+    html = out.read_text()
+    assert "<h2>Evolutionary search</h2>" in html and html.count("data:image/png;base64,") == 5
+    assert "Problems: chosen with --problems" in html
+    data = _data(html)
+    assert [r.get("kind", "run") for r in data["runs"]] == ["run", "run", "evolve"]
+    assert data["runs"][2]["evolve"]["solved_vs_iteration"]["mean"][-1] == 0.5
+
+    rc = main(["report", str(grpo), "--out", str(out), "--problems", "nope"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--problems: nope not in any run" in err[0]
+    rc = main(["report", str(tmp_path / "missing"), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "not a run folder" in err[0]
+
+
+def test_compare_cli_refuses_other_reward_mode(demo_like_runs, tmp_path, capsys):
+    from tests.reports.conftest import write_run
+
+    vpo, _ = demo_like_runs
+    other = write_run(tmp_path / "convex", "hf:x", 4, 2, 3, spread=0.6, seed=3,
+                      task_options={"reward_mode": "convex_bonus"})
+    rc = main(["compare", str(vpo), str(other), "--resamples", "200"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert "reward_mode: 'linear' vs 'convex_bonus'" in err[0] and "differing field: reward_mode" in err[0]
