@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import uuid
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -83,13 +84,14 @@ class RayExecutor(Executor):
     name = "ray"
 
     def __init__(self, spec: BackendSpec, config: ExecutorConfig, prefetch: int = 2,
-                 init_kwargs: Mapping[str, Any] | None = None):
+                 init_kwargs: Mapping[str, Any] | None = None, ready_timeout_s: float = 1800.0):
         config.validate()
         self.spec, self.config = spec, config
         self.prefetch = max(1, int(prefetch))
         self.batch_chains = config.batch_chains or default_batch_chains(spec)
         self.max_restarts = 2 * config.replicas if config.max_restarts is None else int(config.max_restarts)
         self.init_kwargs = dict(init_kwargs or {})
+        self.ready_timeout_s = float(ready_timeout_s)  # model download + load; then it is a resource problem
         self._tag = uuid.uuid4().hex[:6]
         self._ray: Any = None
         self._started_ray = False
@@ -127,6 +129,7 @@ class RayExecutor(Executor):
     def start(self, scorer: ChainScorer) -> None:
         if self._ray is not None:
             return
+        t0 = time.perf_counter()
         ray = self._connect()
         self._ray = ray
         from harness.executors.replica import Replica
@@ -143,11 +146,18 @@ class RayExecutor(Executor):
         for slot in range(n):
             self._spawn(slot)
         try:  # surface a bad model path or missing package once, clearly, before any work is sent
-            self.placement = ray.get([a.info.remote() for a in self.actors])
+            self.placement = ray.get([a.info.remote() for a in self.actors], timeout=self.ready_timeout_s)
+        except ray.exceptions.GetTimeoutError as exc:
+            self.close()
+            raise ExecutorError(
+                f"{n} Ray replicas not ready after {self.ready_timeout_s:g}s: does the cluster have "
+                f"{self.config.cpus_per_replica:g} CPU + {self._gpus:g} GPU free per replica? (see `ray status`)") from exc
         except Exception as exc:
+            self.close()
             cause = getattr(exc, "cause", None) or exc
             raise ExecutorError(f"a Ray replica failed to start its {self.spec.kind} backend: "
                                 f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:400]}") from exc
+        self.stats["start_s"] = round(time.perf_counter() - t0, 3)  # cluster connect + actors + backends
 
     def _replace(self, slot: int, generation: int, exc: BaseException) -> None:
         """The actor of ``slot`` (its ``generation``-th) is gone; start another within the budget."""
