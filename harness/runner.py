@@ -149,8 +149,6 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
 
 def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None,
          executor: Executor | None) -> Path:
-    from tqdm.auto import tqdm
-
     s, ex = cfg.sampling, cfg.execution
     sampling = SamplingConfig(
         temperature=task.default_temperature if s.temperature is None else s.temperature,
@@ -160,6 +158,19 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
     folder = Path(ex.out) if ex.out else cfg.default_out()
     store = RunStore(folder, flush_every=ex.flush_every)
     record = build_config_record(cfg, task, sampling, problems, source)
+    store.lock()  # one writer per folder: a second `vpo run` here is refused, not run twice
+    try:
+        return _run_locked(cfg, task, problems, backend, executor, sampling, folder, store, record)
+    finally:
+        store.unlock()
+
+
+def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,
+                executor: Executor | None, sampling: SamplingConfig, folder: Path, store: RunStore,
+                record: dict[str, Any]) -> Path:
+    from tqdm.auto import tqdm
+
+    s, ex = cfg.sampling, cfg.execution
     resuming = store.init(record)
     if resuming:
         dropped = store.repair()
@@ -175,10 +186,11 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
             requests.append(GenRequest(p.id, make_prompt(task, p, cfg), tuple(todo),
                                        tuple(derive_seed(s.seed, p.id, c) for c in todo)))
     n_todo = sum(len(r.chain_indices) for r in requests)
-    if n_todo == 0 and (folder / "results.json").exists():
+    if n_todo == 0 and store.results_current():
         print(f"[vpo] {folder}: run already complete", file=sys.stderr)
         return folder
     if n_todo:
+        store.invalidate_results()  # until the rows below are summarised again, there are no metrics
         if resuming:
             print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
         own_executor = executor is None
@@ -193,13 +205,22 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
                              score_generation, task=task)
         bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not ex.progress)
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not ex.progress)
+
+        def keep(row: Any) -> None:
+            store.append(row.to_json())
+            bar_score.update(1)
+
+        rows = None
         try:
             executor.start(scorer)
             store.record_backend(executor.describe_backend())
-            for row in executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update):
-                store.append(row.to_json())
-                bar_score.update(1)
+            # on an interrupt or a failure elsewhere, chains already generated and scored are kept
+            rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update, on_leftover=keep)
+            for row in rows:
+                keep(row)
         finally:
+            if rows is not None:
+                rows.close()
             if own_executor:
                 executor.close()
             store.close()

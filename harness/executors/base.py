@@ -123,7 +123,7 @@ class ScoringPool:
     def backlog(self) -> int:
         return len(self._pending)
 
-    def drain(self, block: bool = False) -> Iterator[dict[str, Any]]:
+    def drain(self, block: bool = False) -> Iterator[Any]:
         """Rows finished so far; with ``block``, wait for at least one (or all with ``drain_all``)."""
         if not self._pending:
             return
@@ -132,14 +132,22 @@ class ScoringPool:
             self._pending.discard(f)
             yield f.result()
 
-    def drain_all(self) -> Iterator[dict[str, Any]]:
+    def drain_all(self) -> Iterator[Any]:
         while self._pending:
             yield from self.drain(block=True)
 
-    def close(self) -> None:
-        for f in self._pending:
-            f.cancel()
+    def close(self, on_leftover: Callable[[Any], None] | None = None) -> None:
+        """Stop. With ``on_leftover``, chains still being scored are finished and handed to it (an
+        interrupted run keeps every chain it already generated); without, they are dropped."""
+        if on_leftover is None:
+            for f in self._pending:
+                f.cancel()
         self._pool.shutdown(wait=True)
+        if on_leftover is not None:
+            for f in self._pending:
+                if not f.cancelled() and f.exception() is None:
+                    on_leftover(f.result())
+        self._pending.clear()
 
 
 class Executor(ABC):
@@ -156,8 +164,10 @@ class Executor(ABC):
 
     @abstractmethod
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,
-             scorer: ChainScorer, on_generated: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
-        """Yield one scored row per (request, chain index). ``on_generated(k)`` reports k chains sampled."""
+             scorer: ChainScorer, on_generated: Callable[[int], None] | None = None,
+             on_leftover: Callable[[Any], None] | None = None) -> Iterator[Any]:
+        """Yield one scored row per (request, chain index). ``on_generated(k)`` reports k chains sampled;
+        when the iteration stops early, rows already scored but not yet yielded go to ``on_leftover``."""
 
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name}

@@ -34,7 +34,8 @@ class LocalExecutor(Executor):
         return self.backend.describe()  # the executor's settings are in config.json's execution section
 
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,
-             scorer: ChainScorer, on_generated: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
+             scorer: ChainScorer, on_generated: Callable[[int], None] | None = None,
+             on_leftover: Callable[[Any], None] | None = None) -> Iterator[Any]:
         pool = ScoringPool(scorer, problems, seeds_of(requests), self.score_workers)
         try:
             for gen in self.backend.generate(requests, sampling):
@@ -45,7 +46,7 @@ class LocalExecutor(Executor):
                 yield from pool.drain(block=pool.backlog >= 4 * pool.workers)
             yield from pool.drain_all()
         finally:
-            pool.close()
+            pool.close(on_leftover)
 
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name, "score_workers": self.score_workers}

@@ -174,7 +174,8 @@ class RayExecutor(Executor):
 
     # ---- the dispatch loop ---------------------------------------------------------------------------
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,
-             scorer: ChainScorer, on_generated: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
+             scorer: ChainScorer, on_generated: Callable[[int], None] | None = None,
+             on_leftover: Callable[[Any], None] | None = None) -> Iterator[Any]:
         self.start(scorer)
         ray = self._ray
         lost = _lost_errors(ray)
@@ -228,7 +229,7 @@ class RayExecutor(Executor):
                 yield from pool.drain_all()
         finally:
             if pool is not None:
-                pool.close()
+                pool.close(on_leftover)
             self._sent_gen.clear()
 
     def describe(self) -> dict[str, Any]:
