@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -23,7 +24,10 @@ def vpo(*args: str) -> float:
     cmd = [sys.executable, "-m", "harness.cli", *args]
     print("$ vpo " + " ".join(args), flush=True)
     t0 = time.time()
-    subprocess.run(cmd, cwd=REPO, check=True)
+    # one torch thread: on a shared 2-core machine torch's default (spin-waiting on every core) is
+    # many times slower than one thread; `vpo evolve`'s own server child already uses one
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    subprocess.run(cmd, cwd=REPO, check=True, env=env)
     return time.time() - t0
 
 

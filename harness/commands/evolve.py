@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     except LLMUnreachable as exc:
         print(f"vpo evolve: error: {exc}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        print("vpo evolve: interrupted; the rows so far are kept, re-run the same command to resume",
+              file=sys.stderr)
+        return 130
     res = json.loads((folder / "results.json").read_text())
     print(format_summary([res]))
     print(f"\nrun folder: {folder}")
