@@ -27,7 +27,8 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from benchmarks.livecodebench_judge import TIMEOUT_S  # one per-test timeout: the judge's
 from benchmarks.rowfiles import Row, read_rows
 from harness.paths import shared_data_dir
 
@@ -39,7 +40,6 @@ DEFAULT_FILE = "code_generation_lite.v5v6.public.jsonl"
 TEST_WINDOW = (_dt.datetime(2025, 2, 1), _dt.datetime(2025, 5, 1))
 MAX_TESTS = 16
 MAX_TEST_BYTES = 8192
-TIMEOUT_S = 6.0
 
 SYSTEM_PROMPT = ("You are an expert Python programmer. You solve competitive-programming problems with "
                  "correct, efficient Python 3 code that passes every hidden test.")
@@ -304,6 +304,18 @@ class LiveCodeBench(Benchmark):
     default_temperature = 0.8
     variable_d = True  # one reward component per selected test of the problem
     default_top_p = 0.95
+    options_spec: ClassVar[dict[str, Option]] = {
+        "path": Option(None, "data file or folder, or 'hub'"),
+        "trust_private_tests": Option(False, "decode the pickled private tests"),
+        "test_source": Option("auto", "which tests grade", ("auto", "public", "private", "all")),
+        "test_window": Option(None, "contest-date window 'YYYY-MM-DD..YYYY-MM-DD'"),
+        "workers": Option(None, "sandbox pool size (default one per core)"),
+        "timeout_s": Option(TIMEOUT_S, "wall-clock limit per test"),
+        "max_tests": Option(MAX_TESTS, "tests per problem"),
+        "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
+        "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
+        "revision": Option(None, "hub revision"),
+    }
 
     def __init__(self, **options: Any):
         super().__init__(**options)

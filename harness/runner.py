@@ -145,8 +145,6 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
 
 
 def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None) -> Path:
-    from tqdm.auto import tqdm
-
     s, ex = cfg.sampling, cfg.execution
     sampling = SamplingConfig(
         temperature=task.default_temperature if s.temperature is None else s.temperature,
@@ -156,6 +154,18 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
     folder = Path(ex.out) if ex.out else cfg.default_out()
     store = RunStore(folder, flush_every=ex.flush_every)
     record = build_config_record(cfg, task, sampling, problems, source)
+    store.lock()  # one writer per folder: a second `vpo run` here is refused, not run twice
+    try:
+        return _run_locked(cfg, task, problems, backend, sampling, folder, store, record)
+    finally:
+        store.unlock()
+
+
+def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,
+                sampling: SamplingConfig, folder: Path, store: RunStore, record: dict[str, Any]) -> Path:
+    from tqdm.auto import tqdm
+
+    s, ex = cfg.sampling, cfg.execution
     resuming = store.init(record)
     if resuming:
         dropped = store.repair()
@@ -171,10 +181,11 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
             requests.append(GenRequest(p.id, make_prompt(task, p, cfg), tuple(todo),
                                        tuple(derive_seed(s.seed, p.id, c) for c in todo)))
     n_todo = sum(len(r.chain_indices) for r in requests)
-    if n_todo == 0 and (folder / "results.json").exists():
+    if n_todo == 0 and store.results_current():
         print(f"[vpo] {folder}: run already complete", file=sys.stderr)
         return folder
     if n_todo:
+        store.invalidate_results()  # until the rows below are summarised again, there are no metrics
         if resuming:
             print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
         own_backend = backend is None
@@ -211,6 +222,11 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
                 while pending:
                     drain(block=True)
         finally:
+            # chains generated but not yet stored (an interrupt, or a failure elsewhere): the pool has
+            # finished scoring them on exit from the `with`, so keep every one that scored
+            for f in pending:
+                if not f.cancelled() and f.exception() is None:
+                    store.append(f.result().to_json())
             store.close()
             bar_gen.close()
             bar_score.close()

@@ -69,10 +69,10 @@ def test_every_command_module_registers_and_dispatches() -> None:
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(COMMANDS) <= set(sub.choices)
+    funcs = {p.get_default("func") for p in sub.choices.values()}
+    assert len(sub.choices) >= len(COMMANDS)  # a module may name its command differently (export-verl)
     for name in COMMANDS:
-        mod = load(name)
-        assert sub.choices[name].get_default("func") is mod.run
+        assert load(name).run in funcs, f"harness.commands.{name}.run is not dispatched"
 
 
 def test_cli_import_is_light() -> None:
