@@ -22,6 +22,9 @@ WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
          "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango")
 
 FAULTS = ("500", "429", "timeout", "disconnect", "garbage", "shape")
+#: opt-in faults (not in the default mix): a 200 whose content is null; a good reply sent one byte
+#: every ``trickle_s`` seconds (never trips a per-read client timeout)
+EXTRA_FAULTS = ("null", "trickle")
 
 
 def fake_text(prompt: str, seed: int | None, index: int, max_tokens: int) -> str:
@@ -43,6 +46,7 @@ class FakeServerConfig:
     ignore_n: bool = False         # True: silently return one choice whatever n is
     rng_seed: int = 0
     delay_s: float = 0.0           # latency of every good reply
+    trickle_s: float = 0.05        # seconds between bytes of a "trickle" reply
 
 
 @dataclass
@@ -173,6 +177,27 @@ class FakeOpenAIServer:
                     self._send(200, b'{"id": "x", "choices": [{"index": 0, "mess')
                 elif fault == "shape":
                     self._send(200, b'{"object": "list", "data": [], "choices": null}')
+                elif fault == "null":
+                    reply = self._reply(path, body, n)
+                    for ch in reply["choices"]:
+                        if "message" in ch:
+                            ch["message"]["content"] = None
+                        else:
+                            ch["text"] = None
+                    self._send(200, json.dumps(reply).encode())
+                elif fault == "trickle":
+                    payload = json.dumps(self._reply(path, body, n)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    try:
+                        for i in range(len(payload)):
+                            self.wfile.write(payload[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(server.config.trickle_s)
+                    except OSError:  # the client gave up
+                        self.close_connection = True
                 else:
                     if server.config.delay_s:
                         time.sleep(server.config.delay_s)

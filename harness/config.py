@@ -106,6 +106,10 @@ class RunConfig:
             raise ValueError(f"n (chains per problem) must be >= 1, got {s.n}")
         if not s.ks or any(k < 1 for k in s.ks):
             raise ValueError(f"every k must be >= 1, got {list(s.ks)}")
+        too_big = [k for k in s.ks if k > s.n * s.m]
+        if too_big:  # best@k / pass@k of k > pool size are undefined (they came out NaN)
+            raise ValueError(f"k = {', '.join(map(str, too_big))} exceeds the pool of {s.n * s.m} candidates per "
+                             f"problem (n={s.n} chains x m={s.m} answers); use k <= {s.n * s.m} or raise -n / -m")
         if self.task.limit is not None and self.task.limit < 1:
             raise ValueError(f"limit must be >= 1, got {self.task.limit}")
 

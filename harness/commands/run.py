@@ -54,4 +54,26 @@ def run(args: argparse.Namespace) -> int:
     folder = run_eval(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")
+    return report_failures(folder)
+
+
+def report_failures(folder) -> int:
+    """When chains failed, say how many and show the first error; every chain failed is exit 1
+    (a server that is down, a wrong URL or model name) instead of a table of "-" and exit 0."""
+    import sys
+
+    from harness.store import latest_rows
+
+    rows = latest_rows(folder)
+    failed = [r for r in rows if r.get("error")]
+    if not failed:
+        return 0
+    first = failed[0]
+    where = f"{first['problem_id']} chain {first['chain_index']}"
+    msg = " ".join(str(first["error"]).split())[:300]
+    if len(failed) == len(rows):
+        print(f"vpo run: error: all {len(rows)} chains failed; first error ({where}): {msg}", file=sys.stderr)
+        return 1
+    print(f"vpo run: warning: {len(failed)} of {len(rows)} chains failed and are left out of the metrics; "
+          f"first error ({where}): {msg}. Re-run with --retry-errors to sample them again.", file=sys.stderr)
     return 0

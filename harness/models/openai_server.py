@@ -41,6 +41,10 @@ class GarbageResponse(Exception):
     """A 2xx reply we cannot read (bad JSON, no choices). Retried like a 5xx: usually transient."""
 
 
+class RequestDeadline(Exception):
+    """An attempt ran past its wall-clock deadline (a slow or trickling server). Retried."""
+
+
 class _TooFewChoices(Exception):
     """The server ignored ``n``; the request is redone per chain."""
 
@@ -85,6 +89,7 @@ class OpenAIServerBackend(Backend):
         concurrency: int = 32,
         max_retries: int = 6,
         timeout: float = 600.0,
+        deadline: float | None = None,
         use_n: bool | str = "auto",
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
@@ -107,6 +112,11 @@ class OpenAIServerBackend(Backend):
         self.concurrency = int(concurrency)
         self.max_retries = int(max_retries)
         self.timeout = float(timeout)
+        # the client's timeout is per read: a server trickling a byte a second never trips it, so
+        # every attempt also gets a wall-clock deadline (default: the timeout) and is retried past it
+        self.deadline = float(deadline) if deadline is not None else self.timeout
+        if self.deadline <= 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
         self.use_n = use_n
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
@@ -180,6 +190,7 @@ class OpenAIServerBackend(Backend):
                 "concurrency": self.concurrency,
                 "max_retries": self.max_retries,
                 "timeout": self.timeout,
+                "deadline": self.deadline,
                 "use_n": self.use_n,
                 "tokenizer": self._tokenizer_path,
                 "extra_body": self.extra_body,
@@ -261,7 +272,8 @@ class OpenAIServerBackend(Backend):
 
         if isinstance(exc, (GarbageResponse, json.JSONDecodeError, openai.APIResponseValidationError)):
             return True
-        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError)):
+        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError,
+                            RequestDeadline)):
             return True
         status = _status(exc)
         if status is not None:
@@ -282,7 +294,11 @@ class OpenAIServerBackend(Backend):
             try:
                 async with sem:
                     self.stats["requests"] += 1
-                    gens = await self._once(unit, sampling)
+                    try:
+                        gens = await asyncio.wait_for(self._once(unit, sampling), self.deadline)
+                    except asyncio.TimeoutError:
+                        raise RequestDeadline(f"no complete reply within the {self.deadline:g} s deadline "
+                                              "(model_args deadline=...)") from None
                 elapsed = time.perf_counter() - t0
                 for g in gens:
                     g.attempts = attempts
@@ -358,9 +374,14 @@ class OpenAIServerBackend(Backend):
                     reasoning = getattr(ch.message, "reasoning_content", None) or getattr(ch.message, "reasoning", None)
                 else:
                     text = ch.text
-                if text is not None and not isinstance(text, str):
+                if text is None:
+                    # a 200 without text is not an empty answer: scoring it would be a silent zero
+                    raise GarbageResponse(f"choice {getattr(ch, 'index', '?')} has null "
+                                          f"{'message.content' if self.mode == 'chat' else 'text'} "
+                                          f"(finish_reason {ch.finish_reason!r})")
+                if not isinstance(text, str):
                     raise GarbageResponse(f"choice text is {type(text).__name__}")
-                texts.append((text or "", ch.finish_reason, reasoning if isinstance(reasoning, str) else None))
+                texts.append((text, ch.finish_reason, reasoning if isinstance(reasoning, str) else None))
         except (AttributeError, TypeError) as exc:
             raise GarbageResponse(f"malformed choices: {exc}") from exc
         if len(texts) < n:
