@@ -24,6 +24,7 @@ from harness import metrics
 from harness.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
 from harness.models.base import Backend, GenRequest, SamplingConfig
 from harness.paths import REPO_ROOT
+from harness.rows import ChainRow
 from harness.seeding import derive_seed
 from harness.store import RunStore, dumps, latest_rows
 
@@ -101,24 +102,24 @@ def make_prompt(task: Benchmark, problem: Problem, cfg: RunConfig) -> list[dict[
 def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], cfg: RunConfig,
                     config_record: dict[str, Any]) -> dict[str, Any]:
     """results.json from the rows on disk (the latest row of every (problem, chain))."""
-    rows = latest_rows(folder)
-    by_problem: dict[str, list[dict[str, Any]]] = {}
+    rows = [ChainRow.from_json(r) for r in latest_rows(folder)]
+    by_problem: dict[str, list[ChainRow]] = {}
     for row in rows:
-        by_problem.setdefault(row["problem_id"], []).append(row)
+        by_problem.setdefault(row.problem_id, []).append(row)
     pools, scalars, passes = [], [], []
     n_errors = 0
     for p in problems:
-        prow = sorted(by_problem.get(p.id, []), key=lambda r: r["chain_index"])
-        good = [r for r in prow if not r.get("error")]
+        prow = sorted(by_problem.get(p.id, []), key=lambda r: r.chain_index)
+        good = [r for r in prow if r.ok]
         n_errors += len(prow) - len(good)
-        rew = [np.asarray(r["rewards"], dtype=float) for r in good if r["rewards"]]
+        rew = [np.asarray(r.rewards, dtype=float) for r in good if r.rewards]
         pools.append(np.concatenate(rew) if rew else np.zeros((0, task.d)))
-        scalars.append(np.concatenate([np.asarray(r["scalars"], dtype=float) for r in good]) if good else np.zeros(0))
-        passes.append(np.concatenate([np.asarray(r["passed"], dtype=bool) for r in good]) if good else np.zeros(0, bool))
+        scalars.append(np.concatenate([np.asarray(r.scalars, dtype=float) for r in good]) if good else np.zeros(0))
+        passes.append(np.concatenate([np.asarray(r.passed, dtype=bool) for r in good]) if good else np.zeros(0, bool))
     s = cfg.sampling
     summary = metrics.summarize(pools, scalars, passes, list(s.ks), task.component_names,
                                 objective_seed=config_record["identity"]["metric_seed"])
-    tokens = [r.get("completion_tokens") or 0 for r in rows if not r.get("error")]
+    tokens = [r.completion_tokens or 0 for r in rows if r.ok]
     return {
         "task": cfg.task.name, "split": cfg.task.split, "model": cfg.model.spec, "m": s.m, "n": s.n,
         "pool_size": cfg.pool_size, "metrics": summary,
