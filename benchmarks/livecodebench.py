@@ -29,7 +29,7 @@ import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
 from benchmarks.livecodebench_judge import TIMEOUT_S  # one per-test timeout: the judge's
-from benchmarks.rowfiles import Row, read_rows
+from benchmarks.rowfiles import Row, duplicate_id, read_rows
 from harness.paths import shared_data_dir
 
 HUB_ID = "livecodebench/code_generation_lite"
@@ -350,18 +350,25 @@ class LiveCodeBench(Benchmark):
         window = self.options.get("test_window")
         win = TEST_WINDOW if window is None else tuple(parse_contest_date(w) for w in window)
         out: list[Problem] = []
-        seen: set[str] = set()
-        for f in self._files(path):
+        seen: dict[str, tuple[int, Row]] = {}
+        for fi, f in enumerate(self._files(path)):
             for row in read_rows(f):
                 prob = problem_from_row(
                     row, trust_private_tests=bool(self.options.get("trust_private_tests", False)),
                     test_source=self.options.get("test_source", "auto"),
                     max_tests=int(self.options.get("max_tests", MAX_TESTS)),
                     max_test_bytes=int(self.options.get("max_test_bytes", MAX_TEST_BYTES)))
-                if prob is None or prob.id in seen:
+                if prob is None:
                     continue
+                if prob.id in seen:
+                    # the same row in two release files (overlapping hub releases) is one problem;
+                    # any other repeat was dropped silently before and is an error now
+                    first_file, first = seen[prob.id]
+                    if first_file != fi and first.data == row.data:
+                        continue
+                    raise duplicate_id(prob.id, row, first, "question_id")
+                seen[prob.id] = (fi, row)
                 if in_split(parse_contest_date(prob.data["contest_date"]), split, win):  # type: ignore[arg-type]
-                    seen.add(prob.id)
                     out.append(prob)
         out.sort(key=lambda p: (p.data["contest_date"], p.id))
         return out[:limit] if limit is not None else out

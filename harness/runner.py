@@ -7,6 +7,7 @@ Generation streams from the backend; scoring runs beside it in worker threads so
 from __future__ import annotations
 
 import concurrent.futures as cf
+from collections import Counter
 import datetime as _dt
 import hashlib
 import importlib.metadata as md
@@ -142,6 +143,9 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
             problems = task.load(cfg.task.split, path=cfg.task.data_path, limit=cfg.task.limit)
         if not problems:
             raise ValueError(f"task {cfg.task.name!r} split {cfg.task.split!r} has no problems")
+        dup, count = Counter(p.id for p in problems).most_common(1)[0]
+        if count > 1:  # chains are keyed by problem id: two problems would merge
+            raise ValueError(f"problem id {dup!r} appears {count} times in the problems to run; ids must be unique")
         return _run(cfg, task, list(problems), source, backend)
 
 
