@@ -29,7 +29,7 @@ import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
 from benchmarks.livecodebench_judge import TIMEOUT_S  # one per-test timeout: the judge's
-from benchmarks.rowfiles import Row, read_rows
+from benchmarks.rowfiles import Row, duplicate_id, read_rows
 from harness.paths import shared_data_dir
 
 HUB_ID = "livecodebench/code_generation_lite"
@@ -315,17 +315,15 @@ class LiveCodeBench(Benchmark):
         "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
         "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
         "revision": Option(None, "hub revision"),
+        "visible_tests": Option(None, "tests a deployment may run for `public-tests` selection: 'public' "
+                                      "(needs test_source=all) or 'half' (offline)", (None, "half", "public")),
     }
 
     def __init__(self, **options: Any):
         super().__init__(**options)
-        # ``visible_tests``: which tests a deployment may run when it selects without an oracle
-        # (harness/selection.py, strategy public-tests): "public" (needs test_source=all: the public
-        # tests, hidden = private), or "half" (offline, without private tests: every other test)
-        vis = options.get("visible_tests")
-        if vis not in (None, "half", "public"):
-            raise ValueError(f"visible_tests must be 'half' or 'public', got {vis!r}")
-        if vis == "public" and options.get("test_source") != "all":
+        # ``visible_tests`` (harness/selection.py, strategy public-tests): "public" ranks on the public
+        # tests and scores on the private ones, so both must be graded
+        if options.get("visible_tests") == "public" and options.get("test_source") != "all":
             raise ValueError("visible_tests=public needs test_source=all (and trust_private_tests=true) so that "
                              "both public and private tests are graded")
         self._pool = None
@@ -352,18 +350,25 @@ class LiveCodeBench(Benchmark):
         window = self.options.get("test_window")
         win = TEST_WINDOW if window is None else tuple(parse_contest_date(w) for w in window)
         out: list[Problem] = []
-        seen: set[str] = set()
-        for f in self._files(path):
+        seen: dict[str, tuple[int, Row]] = {}
+        for fi, f in enumerate(self._files(path)):
             for row in read_rows(f):
                 prob = problem_from_row(
                     row, trust_private_tests=bool(self.options.get("trust_private_tests", False)),
                     test_source=self.options.get("test_source", "auto"),
                     max_tests=int(self.options.get("max_tests", MAX_TESTS)),
                     max_test_bytes=int(self.options.get("max_test_bytes", MAX_TEST_BYTES)))
-                if prob is None or prob.id in seen:
+                if prob is None:
                     continue
+                if prob.id in seen:
+                    # the same row in two release files (overlapping hub releases) is one problem;
+                    # any other repeat was dropped silently before and is an error now
+                    first_file, first = seen[prob.id]
+                    if first_file != fi and first.data == row.data:
+                        continue
+                    raise duplicate_id(prob.id, row, first, "question_id")
+                seen[prob.id] = (fi, row)
                 if in_split(parse_contest_date(prob.data["contest_date"]), split, win):  # type: ignore[arg-type]
-                    seen.add(prob.id)
                     out.append(prob)
         out.sort(key=lambda p: (p.data["contest_date"], p.id))
         return out[:limit] if limit is not None else out
