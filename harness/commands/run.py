@@ -33,11 +33,15 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true")
     add_unsafe_sandbox(p)
+    from harness.executors.cli_args import add_executor_arguments
+
+    add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ... (issue 14)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.commands.show import format_table
+    from harness.executors.cli_args import executor_config
     from harness.metrics import default_ks
     from harness.results import load_run
     from harness.runner import RunConfig, run as run_eval
@@ -50,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                     seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
-                    retry_errors=args.retry_errors, progress=not args.no_progress)
+                    retry_errors=args.retry_errors, progress=not args.no_progress,
+                    executor=executor_config(args))
     folder = run_eval(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")

@@ -56,8 +56,9 @@ class ZooEntry:
     name: str
     description: str
     resolve: Callable[[], Path]
-    #: the file or folder whose bytes are the model (found without converting anything)
-    weights: Callable[[], Path]
+    #: the file or folder whose bytes are the model, found without converting anything (None: resolve
+    #: is cheap and its folder is the model)
+    weights: Callable[[], Path] | None = None
     #: prompt style and token budgets the model was trained with (None: the task's defaults)
     defaults: GenerationDefaults | None = None
 
@@ -223,7 +224,7 @@ def weights_location(name_or_path: str) -> Path | None:
     entry = ZOO.get(name_or_path)
     if entry is not None:
         try:
-            return entry.weights()
+            return (entry.weights or entry.resolve)()
         except FileNotFoundError:
             return None
     p = Path(name_or_path).expanduser()

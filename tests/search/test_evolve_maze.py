@@ -145,3 +145,58 @@ def test_log_handlers_do_not_pile_up(tmp_path: Path) -> None:
         for i in range(2):
             run_evolve(_cfg(srv.base_url, tmp_path / f"e{i}", m=1, iterations=2, baseline=False, limit=2))
     assert root.handlers == before
+
+
+def _route_block(body: dict, idx: int) -> str:
+    """An evolve-mode reply: OpenEvolve asks for a rewrite in a fenced block; -m asks for several."""
+    import random
+
+    rng = random.Random(body.get("seed"))
+    user = body["messages"][-1]["content"]
+    k = 2 if "2 different complete new versions" in user else 1
+    blocks = [", ".join(rng.choice(("UP", "DOWN", "LEFT", "RIGHT")) for _ in range(rng.randint(4, 20)))
+              for _ in range(k)]
+    if body["messages"][0]["role"] != "system":  # iteration 0: the task's own prompt
+        return "".join(f"<route_{i}>{b}</route_{i}>" for i, b in enumerate(blocks, 1)) if k > 1 or "route_2" in user \
+            else f"<answer>{blocks[0]}</answer>"
+    return "\n---\n".join(f"```text\n{b}\n```" for b in blocks)
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_evolve_mode_routes_evolve_as_text(tmp_path: Path, m: int) -> None:
+    with ScriptedOpenAIServer(_route_block) as srv:
+        folder = run_evolve(_cfg(srv.base_url, tmp_path / "evo", prompt_mode="evolve", m=m, iterations=3,
+                                 limit=2, baseline=False))
+        bodies = list(srv.requests)
+    rows = _rows(folder)
+    assert len(rows) == 2 * 4 * m
+    later = [r for r in rows if r["iteration"] > 0]
+    assert {r["evolution_mode"] for r in later} == {"full_rewrite"}  # text answers: rewrites, not diffs
+    assert all(r["answers"][0] is not None and r["parent_id"] for r in later)
+    sys_msgs = [b["messages"][0]["content"] for b in bodies if b["messages"][0]["role"] == "system"]
+    assert len(sys_msgs) == 2 * 3 and all("# The task" in s and "Budget" in s for s in sys_msgs)
+    users = [b["messages"][-1]["content"] for b in bodies if b["messages"][0]["role"] == "system"]
+    # OpenEvolve's template: the parent's fitness and MAP-Elites coordinates (gold, diamond by default)
+    assert all("Fitness:" in u and "Feature coordinates: gold=" in u and "# Current Program" in u for u in users)
+    assert sum("reward" in u and "gold=" in u for u in users) > 0  # the parent's artifacts
+
+
+def test_same_seed_same_run(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:
+        a = run_evolve(_cfg(srv.base_url, tmp_path / "a", limit=2, iterations=5, baseline=False))
+        b = run_evolve(_cfg(srv.base_url, tmp_path / "b", limit=2, iterations=5, baseline=False))
+        c = run_evolve(_cfg(srv.base_url, tmp_path / "c", limit=2, iterations=5, baseline=False, seed=1))
+    key = lambda rows: sorted((r["problem_id"], r["chain_index"], r["answers"][0], r["parent_id"]) for r in rows)  # noqa: E731
+    assert key(_rows(a)) == key(_rows(b))
+    assert key(_rows(a)) != key(_rows(c))
+
+
+def test_plot_draws_evolve_runs(tmp_path: Path) -> None:
+    from harness.cli import main
+
+    with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:
+        f1 = run_evolve(_cfg(srv.base_url, tmp_path / "a", limit=2, iterations=3))
+        f2 = run_evolve(_cfg(srv.base_url, tmp_path / "b", limit=2, iterations=3, seed=4))
+    out = tmp_path / "evo.png"
+    assert main(["plot", str(f1), str(f2), "--labels", "a,b", "--out", str(out)]) == 0
+    assert out.stat().st_size > 10_000
