@@ -71,6 +71,13 @@ def test_task_mode_rows_checkpoints_and_curves(tmp_path: Path) -> None:
     assert means[-1] == pytest.approx(np.mean(solved))
     assert res["baseline"]["pool"] == 21 and len(res["baseline"]["solved_vs_candidates"]["x"]) == 21
     assert (folder / "openevolve.yaml").exists() and (folder / "baseline" / "results.json").exists()
+    # the baseline is a real `vpo run` folder: it ranks problems for a follow-up search
+    from benchmarks import get_task
+    from search.problems import select
+
+    probs = get_task("maze").load("test", limit=3)
+    hardest = select(f"hardest:2@{folder / 'baseline'}", probs, "maze")
+    assert len(hardest) == 2
     # `vpo show` reads it like any run folder
     from harness.cli import main
 
