@@ -46,6 +46,7 @@ class FakeServerConfig:
     ignore_n: bool = False         # True: silently return one choice whatever n is
     rng_seed: int = 0
     delay_s: float = 0.0           # latency of every good reply
+    fail_after: int | None = None  # after this many completions requests the server is down: 503 to everything
     trickle_s: float = 0.05        # seconds between bytes of a "trickle" reply
 
 
@@ -98,6 +99,12 @@ class FakeOpenAIServer:
             counts[entry.outcome] = counts.get(entry.outcome, 0) + 1
         return counts
 
+    def is_down(self) -> bool:
+        """``fail_after`` completions requests were answered: from now on the server fails everything."""
+        limit = self.config.fail_after
+        with self._lock:
+            return limit is not None and sum(1 for e in self.log if e.outcome != "down") >= limit
+
     def _pick_fault(self) -> str | None:
         with self._lock:
             if self._rng.random() < self.config.fault_rate:
@@ -131,7 +138,9 @@ class FakeOpenAIServer:
                 self._send(status, body, headers)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/") == "/v1/models":
+                if server.is_down():
+                    self._error(503, "server is down")
+                elif self.path.rstrip("/") == "/v1/models":
                     self._send(200, json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}).encode())
                 else:
                     self._error(404, "not found")
@@ -149,6 +158,10 @@ class FakeOpenAIServer:
                 if path not in ("/v1/chat/completions", "/v1/completions"):
                     server._record(path, body, "404")
                     self._error(404, f"no route {path}")
+                    return
+                if server.is_down():
+                    server._record(path, body, "down")
+                    self._error(503, "server is down")
                     return
                 n = int(body.get("n") or 1)
                 if n > 1 and not server.config.support_n:

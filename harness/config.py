@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from harness.executors.config import ExecutorConfig
 from harness.metrics import DEFAULT_KS
 
 #: config.json layout version; older folders (flat config) are refused for resume with a clear message
@@ -63,6 +64,11 @@ class ExecutionSpec:
     retry_errors: bool = False
     score_workers: int = 1
     progress: bool = True
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # local | ray (replicas, ...)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.executor, dict):  # read back from config.json
+            self.executor = ExecutorConfig(**self.executor)
 
 
 #: the sections that identify a run, in config.json order
@@ -112,6 +118,7 @@ class RunConfig:
                              f"problem (n={s.n} chains x m={s.m} answers); use k <= {s.n * s.m} or raise -n / -m")
         if self.task.limit is not None and self.task.limit < 1:
             raise ValueError(f"limit must be >= 1, got {self.task.limit}")
+        self.execution.executor.validate()
 
     def identity(self) -> dict[str, Any]:
         """The sections that make a run what it is (JSON-ready)."""

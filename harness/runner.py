@@ -6,9 +6,9 @@ Generation streams from the backend; scoring runs beside it in worker threads so
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 from collections import Counter
 import datetime as _dt
+import functools
 import hashlib
 import importlib.metadata as md
 import subprocess
@@ -22,6 +22,7 @@ import numpy as np
 from benchmarks import Benchmark, Problem, get_task
 from benchmarks.scoring import score_generation
 from harness import metrics
+from harness.executors import BackendSpec, ChainScorer, Executor, make_executor
 from harness.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
 from harness.models.base import Backend, GenRequest, SamplingConfig
 from harness.paths import REPO_ROOT
@@ -130,11 +131,13 @@ def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], 
     }
 
 
-def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Problem] | None = None) -> Path:
+def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Problem] | None = None,
+        executor: Executor | None = None) -> Path:
     """Run (or resume) an evaluation; returns the run folder. A finished run is a no-op.
 
     ``problems`` replaces the task's own split (validation sets, search candidates); the config then
     records them as given, with their fingerprint and ids, so the folder says what it ran.
+    ``backend`` or ``executor`` (borrowed: not closed here) replace the ones ``cfg`` would build.
     """
     cfg.validate()
     with get_task(cfg.task.name, **cfg.task.options) as task:
@@ -146,10 +149,11 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
         dup, count = Counter(p.id for p in problems).most_common(1)[0]
         if count > 1:  # chains are keyed by problem id: two problems would merge
             raise ValueError(f"problem id {dup!r} appears {count} times in the problems to run; ids must be unique")
-        return _run(cfg, task, list(problems), source, backend)
+        return _run(cfg, task, list(problems), source, backend, executor)
 
 
-def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None) -> Path:
+def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None,
+         executor: Executor | None) -> Path:
     s, ex = cfg.sampling, cfg.execution
     sampling = SamplingConfig(
         temperature=task.default_temperature if s.temperature is None else s.temperature,
@@ -161,13 +165,14 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
     record = build_config_record(cfg, task, sampling, problems, source)
     store.lock()  # one writer per folder: a second `vpo run` here is refused, not run twice
     try:
-        return _run_locked(cfg, task, problems, backend, sampling, folder, store, record)
+        return _run_locked(cfg, task, problems, backend, executor, sampling, folder, store, record)
     finally:
         store.unlock()
 
 
 def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,
-                sampling: SamplingConfig, folder: Path, store: RunStore, record: dict[str, Any]) -> Path:
+                executor: Executor | None, sampling: SamplingConfig, folder: Path, store: RunStore,
+                record: dict[str, Any]) -> Path:
     from tqdm.auto import tqdm
 
     s, ex = cfg.sampling, cfg.execution
@@ -193,50 +198,49 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         store.invalidate_results()  # until the rows below are summarised again, there are no metrics
         if resuming:
             print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
-        own_backend = backend is None
-        if own_backend:
-            from harness.models import load_backend
-
+        own_executor = executor is None
+        if executor is None:
             args = dict(cfg.model.args)
             if cfg.model.spec.startswith("openai:"):  # --concurrency is a default; explicit model_args win
                 args.setdefault("concurrency", ex.concurrency)
-            backend = load_backend(cfg.model.spec, base_url=cfg.model.base_url, model_args=args)
-        store.record_backend(backend.describe())
-        seeds = {(r.problem_id, c): sd for r in requests for c, sd in zip(r.chain_indices, r.seeds)}
+            executor = make_executor(ex.executor, BackendSpec(cfg.model.spec, cfg.model.base_url, args),
+                                     backend=backend, score_workers=ex.score_workers)
+        # a replica rebuilds the task from its name and options (a Benchmark does not travel)
+        scorer = ChainScorer(functools.partial(get_task, cfg.task.name, **cfg.task.options), s.m,
+                             score_generation, task=task)
         bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not ex.progress)
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not ex.progress)
-        pending: set[cf.Future] = set()
-        try:
-            with cf.ThreadPoolExecutor(max_workers=max(1, ex.score_workers)) as pool:
-                def drain(block: bool) -> None:
-                    if not pending:
-                        return
-                    done_f, _ = cf.wait(pending, timeout=None if block else 0,
-                                        return_when=cf.FIRST_COMPLETED)
-                    for f in done_f:
-                        pending.discard(f)
-                        store.append(f.result().to_json())
-                        bar_score.update(1)
+        # backends that decode in batches (hf) report tokens as they go, so the bar moves (with a rate
+        # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
+        bar_tok = None
+        if hasattr(backend, "on_tokens") and ex.progress:
+            bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
+                           unit_scale=True)
+            backend.on_tokens = bar_tok.update
 
-                for gen in backend.generate(requests, sampling):
-                    bar_gen.update(1)
-                    prob = by_id[gen.problem_id]
-                    pending.add(pool.submit(score_generation, task, prob, gen, s.m,
-                                            seeds[(gen.problem_id, gen.chain_index)]))
-                    drain(block=len(pending) >= 4 * max(1, ex.score_workers))
-                while pending:
-                    drain(block=True)
+        def keep(row: Any) -> None:
+            store.append(row.to_json())
+            bar_score.update(1)
+
+        rows = None
+        try:
+            executor.start(scorer)
+            store.record_backend(executor.describe_backend())
+            # on an interrupt or a failure elsewhere, chains already generated and scored are kept
+            rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update, on_leftover=keep)
+            for row in rows:
+                keep(row)
         finally:
-            # chains generated but not yet stored (an interrupt, or a failure elsewhere): the pool has
-            # finished scoring them on exit from the `with`, so keep every one that scored
-            for f in pending:
-                if not f.cancelled() and f.exception() is None:
-                    store.append(f.result().to_json())
+            if rows is not None:
+                rows.close()
+            if own_executor:
+                executor.close()
             store.close()
             bar_gen.close()
             bar_score.close()
-            if own_backend and backend is not None:
-                backend.close()
+            if bar_tok is not None:
+                bar_tok.close()
+                backend.on_tokens = None
     results = compute_results(folder, task, problems, cfg, record)
     store.write_results(results)
     return folder

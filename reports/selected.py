@@ -6,7 +6,7 @@ for every run folder, old ones included, without re-running anything.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -103,4 +103,4 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
     return out
 
 
-__all__: list[Any] = ["curves", "format_selected", "plot_selected"]
+__all__ = ["curves", "format_selected", "plot_selected"]

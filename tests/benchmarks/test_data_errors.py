@@ -10,10 +10,10 @@ from benchmarks import DataError, get_task
 from benchmarks.rowfiles import read_rows
 from harness.cli import main
 
-LCB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "livecodebench" / \
-    "code_generation_lite.v5v6.public.jsonl"
-MUSIQUE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "musique" / \
-    "musique_ans_v1.0_dev.sample.jsonl"
+from harness.paths import shared_data_dir
+
+LCB = shared_data_dir() / "livecodebench" / "code_generation_lite.v5v6.public.jsonl"
+MUSIQUE = shared_data_dir() / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 
 
 def _one_line(capsys) -> str:

