@@ -155,8 +155,10 @@ class RayExecutor(Executor):
         except Exception as exc:
             self.close()
             cause = getattr(exc, "cause", None) or exc
-            raise ExecutorError(f"a Ray replica failed to start its {self.spec.kind} backend: "
-                                f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:400]}") from exc
+            detail = (str(cause).strip().splitlines() or ["?"])[-1][:400]
+            if not isinstance(cause, ray.exceptions.RayError):  # Ray's own text already ends "Type: msg"
+                detail = f"{type(cause).__name__}: {detail}"
+            raise ExecutorError(f"a Ray replica failed to start its {self.spec.kind} backend: {detail}") from exc
         self.stats["start_s"] = round(time.perf_counter() - t0, 3)  # cluster connect + actors + backends
 
     def _replace(self, slot: int, generation: int, exc: BaseException) -> None:

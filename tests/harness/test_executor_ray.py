@@ -77,13 +77,16 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return ref
 
 
-def ray_executor(replicas: int) -> RayExecutor:
-    return RayExecutor(BackendSpec(f"hf:{CKPT}", None, MODEL_ARGS), ExecutorConfig(kind="ray", replicas=replicas))
+def ray_executor(replicas: int, score_on: str = "driver") -> RayExecutor:
+    return RayExecutor(BackendSpec(f"hf:{CKPT}", None, MODEL_ARGS),
+                       ExecutorConfig(kind="ray", replicas=replicas, score_on=score_on))
 
 
-@pytest.mark.parametrize("replicas", [1, 2])
-def test_rows_equal_single_process_run(cluster: str, reference: dict, tmp_path: Path, replicas: int) -> None:
-    ex = ray_executor(replicas)
+@pytest.mark.parametrize("replicas,score_on", [(1, "driver"), (2, "replica")])
+def test_rows_equal_single_process_run(cluster: str, reference: dict, tmp_path: Path, replicas: int,
+                                       score_on: str) -> None:
+    """Same rows for 1 and 2 replicas, scored on the driver or on the replicas (task rebuilt there)."""
+    ex = ray_executor(replicas, score_on)
     try:
         folder = run(RunConfig.of(model=f"hf:{CKPT}", model_args=MODEL_ARGS, out=str(tmp_path / "run"),
                                executor=ex.config, **WORK), executor=ex)
@@ -154,3 +157,13 @@ def test_driver_killed_with_sigkill_then_resumed(cluster: str, reference: dict, 
     while time.time() < deadline and ray.available_resources().get("CPU", 0) < 2:
         time.sleep(0.5)
     assert ray.available_resources().get("CPU", 0) == 2
+
+
+def test_replica_that_cannot_build_its_backend_is_one_clear_error(cluster: str, tmp_path: Path) -> None:
+    from harness.executors.ray_executor import ExecutorError
+
+    ex = RayExecutor(BackendSpec("hf:/nonexistent/model", None, {}), ExecutorConfig(kind="ray", replicas=1))
+    with pytest.raises(ExecutorError, match="failed to start its hf backend: FileNotFoundError"):
+        run(RunConfig.of(model="hf:/nonexistent/model", out=str(tmp_path / "run"), executor=ex.config, **WORK),
+            executor=ex)
+    assert not ex.actors  # cleaned up
