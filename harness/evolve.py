@@ -137,11 +137,10 @@ def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem]
 
 def _apply_model_defaults(cfg: EvolveConfig) -> None:
     """Prompt style and token budget a zoo model was trained with, where the flags left them open."""
-    from harness.models.zoo import ZOO
+    from harness.models.zoo import generation_defaults
 
-    name = cfg.model.split(":", 1)[-1]
-    entry = ZOO.get(name) if cfg.model.split(":", 1)[0] in ("hf", "vllm") else None
-    d = entry.defaults if entry is not None else None
+    found = generation_defaults(cfg.model)
+    d = found[0] if found is not None else None
     if cfg.prompt_style is None:
         cfg.prompt_style = d.prompt_style if d is not None else "full"
     if cfg.max_tokens is None:

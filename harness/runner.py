@@ -210,6 +210,13 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
                              score_generation, task=task)
         bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not ex.progress)
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not ex.progress)
+        # backends that decode in batches (hf) report tokens as they go, so the bar moves (with a rate
+        # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
+        bar_tok = None
+        if hasattr(backend, "on_tokens") and ex.progress:
+            bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
+                           unit_scale=True)
+            backend.on_tokens = bar_tok.update
 
         def keep(row: Any) -> None:
             store.append(row.to_json())
@@ -231,6 +238,9 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
             store.close()
             bar_gen.close()
             bar_score.close()
+            if bar_tok is not None:
+                bar_tok.close()
+                backend.on_tokens = None
     results = compute_results(folder, task, problems, cfg, record)
     store.write_results(results)
     return folder

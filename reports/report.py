@@ -21,6 +21,7 @@ import numpy as np
 from harness.metrics import mean_se
 from reports.compare import Comparison, compare_runs, default_ks
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
+from reports.selected import k_axis
 
 CURVE_METRICS = ("best", "pass")
 
@@ -132,11 +133,7 @@ def fig_curves(views: Sequence[RunView]) -> str:
             if metric.startswith("selected"):  # the oracle for reference, same colour, dashed
                 best = np.array([v.estimate(f"best@{k}")["mean"] for k in v.ks])
                 ax.plot(v.ks, best, ls="--", lw=0.8, color=f"C{i}", alpha=0.7)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted({k for v in views for k in v.ks}))
-        ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())
-        ax.minorticks_off()
-        ax.set_xlabel("k (candidates per problem)")
+        k_axis(ax, sorted({k for v in views for k in v.ks}))
         ax.set_ylabel("task scalar" if metric != "pass" else "fraction of problems")
         ax.set_title(title + ("  (dashed: best@k)" if metric.startswith("selected") else ""), fontsize=10)
         ax.grid(alpha=0.3)

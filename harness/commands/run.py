@@ -17,14 +17,16 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--data-path", default=None, help="local data file/folder or hub id (task-specific)")
     p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... (e.g. reward_mode=convex_bonus)")
     p.add_argument("--limit", type=int, default=None, help="only the first N problems")
-    p.add_argument("--prompt-style", default="full", help="full | compact (task-specific)")
+    p.add_argument("--prompt-style", default=None,
+                   help="full | compact (task-specific); default: the model's own (bundled checkpoints), else full")
     p.add_argument("-n", "--num-chains", dest="n", type=int, default=10, help="chains per problem")
     p.add_argument("-m", "--answers", dest="m", type=int, default=1,
                    help="answers per chain (1 = single-answer prompt); pool = n*m candidates")
     p.add_argument("--k", dest="ks", type=int_list, default=None, help="best@k / pass@k values, e.g. 1,2,4,8,16,30")
     p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
     p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="completion budget; default: the model's own (bundled checkpoints), else 1024")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1)
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     apply_unsafe_sandbox(args)
 
     ks = args.ks or default_ks(args.n * args.m)
+    apply_model_defaults(args)
     cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
                     data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
@@ -60,6 +63,26 @@ def run(args: argparse.Namespace) -> int:
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")
     return report_failures(folder)
+
+
+def apply_model_defaults(args: argparse.Namespace) -> None:
+    """Prompt style and token budget the model was trained with, where the flags leave them open
+    (the bundled Maze policies with the full prompt and 1024 tokens overflow their 512-token context)."""
+    import sys
+
+    from harness.models.zoo import generation_defaults
+
+    found = generation_defaults(args.model) if args.prompt_style is None or args.max_tokens is None else None
+    if found is not None:
+        d, source = found
+        if args.prompt_style is None:
+            args.prompt_style = d.prompt_style
+        if args.max_tokens is None:
+            args.max_tokens = d.max_tokens(args.m)
+        print(f"[vpo] {args.model}: prompt style {args.prompt_style}, max tokens {args.max_tokens} "
+              f"(from {source}; --prompt-style / --max-tokens override)", file=sys.stderr)
+    args.prompt_style = args.prompt_style or "full"
+    args.max_tokens = args.max_tokens or 1024
 
 
 def report_failures(folder) -> int:

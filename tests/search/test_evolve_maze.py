@@ -71,6 +71,13 @@ def test_task_mode_rows_checkpoints_and_curves(tmp_path: Path) -> None:
     assert means[-1] == pytest.approx(np.mean(solved))
     assert res["baseline"]["pool"] == 21 and len(res["baseline"]["solved_vs_candidates"]["x"]) == 21
     assert (folder / "openevolve.yaml").exists() and (folder / "baseline" / "results.json").exists()
+    # the baseline is a real `vpo run` folder: it ranks problems for a follow-up search
+    from benchmarks import get_task
+    from search.problems import select
+
+    probs = get_task("maze").load("test", limit=3)
+    hardest = select(f"hardest:2@{folder / 'baseline'}", probs, "maze")
+    assert len(hardest) == 2
     # `vpo show` reads it like any run folder
     from harness.cli import main
 
@@ -200,3 +207,32 @@ def test_plot_draws_evolve_runs(tmp_path: Path) -> None:
     out = tmp_path / "evo.png"
     assert main(["plot", str(f1), str(f2), "--labels", "a,b", "--out", str(out)]) == 0
     assert out.stat().st_size > 10_000
+
+
+def test_server_errors_end_the_run_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A server that keeps failing (HTTP 500 after the client's retries) stops the run with one
+    line; the rows written before stay, and the same command resumes."""
+    from harness.cli import main
+
+    state = {"n": 0}
+    ok = maze_routes_responder(3)
+
+    def flaky(body: dict, idx: int) -> str:
+        state["n"] += 1
+        if state["n"] > 4:
+            raise RuntimeError("boom")  # the fake answers HTTP 500
+        return ok(body, idx)
+
+    with ScriptedOpenAIServer(flaky) as srv:
+        args = ["evolve", "--task", "maze", "--model", "openai:s", "--base-url", srv.base_url, "--limit", "2",
+                "--iterations", "5", "-m", "3", "--prompt-mode", "task", "--out", str(tmp_path / "e"),
+                "--no-progress", "--no-baseline", "--timeout", "5"]
+        rc = main(args)
+        err = capsys.readouterr().err
+        assert rc != 0 and "Traceback" not in err
+        assert len([ln for ln in err.splitlines() if "error" in ln]) == 1
+        n_rows = len(_rows(tmp_path / "e"))
+        assert 3 <= n_rows < 2 * 6 * 3
+        srv.respond = ok
+        assert main(args) == 0
+    assert len(_rows(tmp_path / "e")) >= 2 * 6 * 3
