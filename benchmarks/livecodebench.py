@@ -290,8 +290,10 @@ class LiveCodeBench(Benchmark):
     ("auto": private tests when trusted and present, else public), ``workers`` (sandbox pool size;
     default one per core), ``timeout_s`` (6), ``max_tests`` (16), ``max_test_bytes`` (8192),
     ``first_failure`` (False: run every test for the per-test reward vector; True: stop at the first
-    failing test as LiveCodeBench does, for pass@k-only runs), ``hub_files`` / ``revision`` for hub
-    downloads."""
+    failing test as LiveCodeBench does, for pass@k-only runs), ``wall_factor`` (1.0: a test ends after
+    ``timeout_s`` of wall or CPU time, LCB's semantics; e.g. 3.0: CPU time decides and wall time may
+    reach 3x, so a loaded machine does not turn slow-but-correct programs into time limits),
+    ``hub_files`` / ``revision`` for hub downloads."""
 
     name = "livecodebench"
     #: generic labels; a problem's reward vector has ``n_tests`` <= 16 entries, named by components_for
@@ -415,12 +417,13 @@ class LiveCodeBench(Benchmark):
         """Full grade of one program (verdict per test, isolation, timings); None code -> None."""
         if code is None:
             return None
-        from benchmarks.livecodebench_judge import grade_program
+        from benchmarks.livecodebench_judge import WALL_FACTOR, grade_program
 
         d = problem.data
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
                              timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)),
-                             first_failure=bool(self.options.get("first_failure", False)))
+                             first_failure=bool(self.options.get("first_failure", False)),
+                             wall_factor=float(self.options.get("wall_factor", WALL_FACTOR)))
 
     def grade_many(self, problem: Problem, codes: Sequence[str | None]) -> list[Any]:
         """Grades of several programs of one problem, in parallel on the sandbox pool. Identical
