@@ -8,12 +8,12 @@ the expected outputs never enter the process that runs untrusted code and a prog
 pass. Inputs arrive in the payload over the sandbox's pipe; the program reads them as its stdin.
 
 Payload: {"code": str, "mode": "stdin"|"functional", "func_name": str|None, "inputs": [str],
-"timeout_s": float, "wall_factor": float, "out_cap": int, "first_failure": bool}. Records: {"kind": "compile", "status":
-"ok"|"error"|"timeout"} then one {"kind": "test", "i", "status": "ok"|"error"|"timeout"|
-"output_limit", "out", "err", "t"} per test run, and {"kind": "restart", "at": j} when the
-remaining tests need a fresh process (threads of a timed-out test still running). With ``first_failure`` the driver stops after the
-first test that did not run cleanly, and after each clean one waits for the parent's judgement on
-fd 4 (b"c": continue, anything else: stop), as LiveCodeBench stops at the first failing test.
+"timeout_s": float, "wall_factor": float, "out_cap": int, "first_failure": bool}. Records:
+{"kind": "compile", "status": "ok"|"error"|"timeout"}, then one {"kind": "test", "i", "status":
+"ok"|"error"|"timeout"|"output_limit", "out", "err", "t"} per test run, and {"kind": "restart",
+"at": j} when the remaining tests need a fresh process (threads of a timed-out test still running).
+With ``first_failure`` the driver stops after the first test that did not run cleanly; a wrong
+answer is only known to the parent, which then ends the run (the sandbox's ``STOP``).
 """
 import ast
 import io
@@ -160,13 +160,6 @@ def _join_new_threads(before):
             t.join()
 
 
-def _parent_says_continue():
-    try:
-        return os.read(4, 1) == b"c"
-    except OSError:
-        return False
-
-
 def main(payload, emit):
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.signal(signal.SIGPROF, _on_alarm)
@@ -270,7 +263,7 @@ def main(payload, emit):
                 except (AttributeError, TypeError):
                     pass
         emit(rec)
-        if first_failure and (rec["status"] != "ok" or not _parent_says_continue()):
+        if first_failure and rec["status"] != "ok":
             return
         if rec["status"] == "timeout" and threading.active_count() > 1:
             # threads of the timed-out test still run and would slow (or print into) the next

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from harness.sandbox.limits import Limits
-from harness.sandbox.sandbox import SandboxResult
+from harness.sandbox.sandbox import STOP, SandboxResult
 
 PASS, WRONG, TLE, RTE, CE = "pass", "wrong_answer", "time_limit", "runtime_error", "compile_error"
 VERDICTS = (PASS, WRONG, TLE, RTE, CE)
@@ -260,12 +260,13 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
                    "first_failure": first_failure}
         on_record = None
         if first_failure:
-            def on_record(rec: dict[str, Any], todo: list[int] = todo) -> bytes | None:
+            def on_record(rec: dict[str, Any], todo: list[int] = todo) -> Any:
+                """Judge as the records stream in; end the run at the first wrong answer (the
+                child goes on with the next test meanwhile: no round trip per test)."""
                 j = _test_index(rec, len(todo))
                 if j is None or rec.get("status") != "ok":
                     return None
-                v = judge_record(rec, tests[todo[j]]["output"], mode)[0]
-                return b"c" if v == PASS else b"s"
+                return None if judge_record(rec, tests[todo[j]]["output"], mode)[0] == PASS else STOP
         res: SandboxResult = runner.run(lcb_driver_source(), payload,
                                         limits=run_limits(len(todo), timeout_s, base_limits, wall_factor),
                                         on_record=on_record)
