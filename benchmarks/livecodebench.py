@@ -27,8 +27,9 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem
-from benchmarks.rowfiles import Row, read_rows
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from benchmarks.livecodebench_judge import TIMEOUT_S  # one per-test timeout: the judge's
+from benchmarks.rowfiles import Row, duplicate_id, read_rows
 from harness.paths import shared_data_dir
 
 HUB_ID = "livecodebench/code_generation_lite"
@@ -39,7 +40,6 @@ DEFAULT_FILE = "code_generation_lite.v5v6.public.jsonl"
 TEST_WINDOW = (_dt.datetime(2025, 2, 1), _dt.datetime(2025, 5, 1))
 MAX_TESTS = 16
 MAX_TEST_BYTES = 8192
-TIMEOUT_S = 6.0
 
 SYSTEM_PROMPT = ("You are an expert Python programmer. You solve competitive-programming problems with "
                  "correct, efficient Python 3 code that passes every hidden test.")
@@ -153,7 +153,9 @@ def problem_from_row(row: Row, *, trust_private_tests: bool = False, test_source
     elif test_source == "private" or test_source == "auto":
         tests, source = private, "private"
     elif test_source == "all":
-        tests, source = public + private, ("public+private" if private else "public")
+        # each test remembers its origin, so `public-tests` selection can rank on the public ones
+        tests = [{**t, "public": True} for t in public] + [{**t, "public": False} for t in private]
+        source = "public+private" if private else "public"
     else:
         raise ValueError(f"unknown test_source {test_source!r}; known: auto, public, private, all")
     types = {t["testtype"] for t in tests}
@@ -172,6 +174,8 @@ def problem_from_row(row: Row, *, trust_private_tests: bool = False, test_source
         "contest_date": date.isoformat(), "mode": mode, "func_name": func_name if mode == "functional" else None,
         "tests": [{"input": t["input"], "output": t["output"]} for t in kept], "n_tests": len(kept),
     }
+    if test_source == "all":
+        data["public"] = [bool(t.get("public", True)) for t in kept]
     info = {"platform": platform, "difficulty": data["difficulty"], "contest_date": data["contest_date"],
             "n_tests": len(kept), "test_source": source, "source": f"{row.path}:{row.line}"}
     return Problem(id=qid, data=data, meta=info)
@@ -300,10 +304,30 @@ class LiveCodeBench(Benchmark):
     component_names: ClassVar[tuple[str, ...]] = tuple(f"test_{i}" for i in range(1, MAX_TESTS + 1))
     splits = {"train": None, "test": None, "all": None}
     default_temperature = 0.8
+    variable_d = True  # one reward component per selected test of the problem
     default_top_p = 0.95
+    options_spec: ClassVar[dict[str, Option]] = {
+        "path": Option(None, "data file or folder, or 'hub'"),
+        "trust_private_tests": Option(False, "decode the pickled private tests"),
+        "test_source": Option("auto", "which tests grade", ("auto", "public", "private", "all")),
+        "test_window": Option(None, "contest-date window 'YYYY-MM-DD..YYYY-MM-DD'"),
+        "workers": Option(None, "sandbox pool size (default one per core)"),
+        "timeout_s": Option(TIMEOUT_S, "wall-clock limit per test"),
+        "max_tests": Option(MAX_TESTS, "tests per problem"),
+        "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
+        "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
+        "revision": Option(None, "hub revision"),
+        "visible_tests": Option(None, "tests a deployment may run for `public-tests` selection: 'public' "
+                                      "(needs test_source=all) or 'half' (offline)", (None, "half", "public")),
+    }
 
     def __init__(self, **options: Any):
         super().__init__(**options)
+        # ``visible_tests`` (harness/selection.py, strategy public-tests): "public" ranks on the public
+        # tests and scores on the private ones, so both must be graded
+        if options.get("visible_tests") == "public" and options.get("test_source") != "all":
+            raise ValueError("visible_tests=public needs test_source=all (and trust_private_tests=true) so that "
+                             "both public and private tests are graded")
         self._pool = None
         self._lock = threading.Lock()
 
@@ -328,18 +352,25 @@ class LiveCodeBench(Benchmark):
         window = self.options.get("test_window")
         win = TEST_WINDOW if window is None else tuple(parse_contest_date(w) for w in window)
         out: list[Problem] = []
-        seen: set[str] = set()
-        for f in self._files(path):
+        seen: dict[str, tuple[int, Row]] = {}
+        for fi, f in enumerate(self._files(path)):
             for row in read_rows(f):
                 prob = problem_from_row(
                     row, trust_private_tests=bool(self.options.get("trust_private_tests", False)),
                     test_source=self.options.get("test_source", "auto"),
                     max_tests=int(self.options.get("max_tests", MAX_TESTS)),
                     max_test_bytes=int(self.options.get("max_test_bytes", MAX_TEST_BYTES)))
-                if prob is None or prob.id in seen:
+                if prob is None:
                     continue
+                if prob.id in seen:
+                    # the same row in two release files (overlapping hub releases) is one problem;
+                    # any other repeat was dropped silently before and is an error now
+                    first_file, first = seen[prob.id]
+                    if first_file != fi and first.data == row.data:
+                        continue
+                    raise duplicate_id(prob.id, row, first, "question_id")
+                seen[prob.id] = (fi, row)
                 if in_split(parse_contest_date(prob.data["contest_date"]), split, win):  # type: ignore[arg-type]
-                    seen.add(prob.id)
                     out.append(prob)
         out.sort(key=lambda p: (p.data["contest_date"], p.id))
         return out[:limit] if limit is not None else out
@@ -460,13 +491,18 @@ class LiveCodeBench(Benchmark):
         grades = self.grade_many(problem, list(answers))
         details = [{"verdicts": None, "reason": "no code block"} if g is None else
                    {"verdicts": list(g.verdicts), "times": list(g.times), "wall_s": round(g.wall_s, 4),
-                    "runs": g.runs, "isolation": g.isolation, **({"notes": list(g.notes)} if g.notes else {})}
+                    "runs": g.runs, "isolation": g.isolation, **({"notes": list(g.notes)} if g.notes else {}),
+                    **({"errors": [e[-300:] for e in g.details]} if any(g.details) else {})}
                    for g in grades]
         return np.stack([self._vector(g, n) for g in grades]), details
 
+    @property
+    def max_d(self) -> int:
+        return int(self.options.get("max_tests", MAX_TESTS))
+
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d["reward_length"] = "per problem: n_tests (<= 16); see components_for"
+        d["reward_length"] = f"per problem: n_tests (<= {self.max_d}); see components_for"
         from harness.sandbox import Sandbox
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when

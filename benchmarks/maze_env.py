@@ -1,29 +1,22 @@
-"""Maze world: seeded generator, the instance record and the move simulator (no prompts, no parsing).
+"""Maze world: the paper's seeded generator, the instance record and the move simulator.
 
 Conventions
 -----------
 * Positions are ``(row, col)``; row 0 is the top, so ``UP`` is ``row - 1`` and ``RIGHT`` is ``col + 1``.
 * ``grid`` holds only the structure: ``'#'`` wall, ``'.'`` free. Start, exit, items, lava and the bonus
-  tile are separate fields and are drawn on top by :meth:`MazeInstance.render`.
-* A maze is a pure function of its seed: attempt ``a`` (0, 1, 2, ...) draws from
-  ``numpy.random.default_rng([seed, a])`` and the first attempt that passes the rejection rules is kept.
+  tile are separate fields and are drawn on top by :meth:`MazeInstance.render` with the paper's symbols
+  (S E G D L B).
+* A maze is a pure function of its generator seed; a split of size n from base seed b is the first n
+  seeds b, b+1, ... that the generator accepts (:func:`maze_split`).
 
-Generation (docs/benchmarks.md, "Maze")
----------------------------------------
-1. 9x9 all walls; randomized Prim's algorithm carves a perfect maze on the cells with two even
-   coordinates (25 rooms; the cells between two rooms are the passages). All four corners and the centre
-   are rooms, hence free.
-2. 18-28 of the remaining wall cells (drawn uniformly) are opened to make cycles.
-3. A random diagonal gives S and E (random orientation); of the two other corners one (random) is the
-   gold corner, the other the diamond corner. A zone is the free cells within Manhattan distance 2 of
-   its corner (corner included); it holds ``min(k, zone size)`` items, k uniform in 3..5.
-4. B is the centre (4, 4). 3-5 lava tiles on free cells with row and column in 2..6, never on B.
-5. Distances are BFS step counts through free cells (lava is crossable); E is never an intermediate
-   cell (the episode would end there). ``budget = max(d(S,G) + d(G,E), d(S,D) + d(D,E)) + 7`` with G, D
-   the two corners.
-6. Rejected (and redrawn with the next attempt) when a zone has fewer than 3 free cells, when both
-   corners fit in one route within the budget (``min(d(S,G)+d(G,D)+d(D,E), d(S,D)+d(D,G)+d(G,E)) <=
-   budget``), or when no lava-free S->E path fits in the budget.
+Generation: the VPO authors' generator (``ryanboldi/vpo`` ``vpo_tasks/maze.py``), reproduced call for
+call with Python's ``random.Random(seed)`` as ``docs/maze_generator.md`` describes it: randomized Prim on
+cells, 18-28 extra openings, S/E on a random diagonal, the other two corners shuffled into the gold and
+diamond corners, B at the centre; rejected unless E is reachable, every corner/centre detour is at most
+90 moves, the gold-then-diamond route does not fit in ``budget = max(via gold, via diamond) + 7``, both
+zones (free cells within Manhattan distance 2 of the corner) hold >= 3 cells, and a lava-free S->E path
+fits in the budget. Tested cell for cell against the authors' 1,100 mazes
+(``shared/data/maze/authors_mazes.jsonl``).
 
 Simulation
 ----------
@@ -33,10 +26,12 @@ moves after E or beyond the budget are ignored. Items (and B) count once, when s
 
 Reward ``r = [completion, gold, diamond, avoid_lava]``, the zero vector unless E is reached within the
 budget. ``linear``: gold/diamond = fraction of the zone's items collected, avoid_lava = 1 - hit/total.
-``convex_bonus``: those three are squared, multiplied by 1.5 when B was visited, clipped to [0, 1].
+``convex_bonus`` (the paper's data): those three are squared, multiplied by 1.5 when B was visited,
+clipped to [0, 1].
 """
 from __future__ import annotations
 
+import random
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -89,7 +84,6 @@ class MazeInstance:
     lava: tuple[Pos, ...]
     bonus: Pos
     budget: int
-    attempt: int = 0                    # which derived sub-seed produced it
     _free: frozenset = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -114,7 +108,7 @@ class MazeInstance:
     # ---- serialisation ---------------------------------------------------------------------------
     def to_data(self) -> dict[str, Any]:
         return {
-            "seed": self.seed, "attempt": self.attempt, "size": self.size, "grid": list(self.grid),
+            "seed": self.seed, "size": self.size, "grid": list(self.grid),
             "start": list(self.start), "exit": list(self.exit),
             "gold_corner": list(self.gold_corner), "diamond_corner": list(self.diamond_corner),
             "gold": [list(p) for p in self.gold], "diamond": [list(p) for p in self.diamond],
@@ -128,7 +122,7 @@ class MazeInstance:
                    gold_corner=_pos(data["gold_corner"]), diamond_corner=_pos(data["diamond_corner"]),
                    gold=tuple(_pos(p) for p in data["gold"]), diamond=tuple(_pos(p) for p in data["diamond"]),
                    lava=tuple(_pos(p) for p in data["lava"]), bonus=_pos(data["bonus"]),
-                   budget=int(data["budget"]), attempt=int(data.get("attempt", 0)))
+                   budget=int(data["budget"]))
 
     @classmethod
     def from_problem(cls, problem: Any) -> "MazeInstance":
@@ -140,12 +134,12 @@ class MazeInstance:
 
     # ---- text ------------------------------------------------------------------------------------
     def symbol_rows(self, *, show_bonus: bool = True) -> list[str]:
-        """Rows of one symbol per cell: # . S E G D ~ (and B when ``show_bonus``)."""
+        """Rows of one symbol per cell: # . S E G D L (and B when ``show_bonus``), the paper's symbols."""
         cells = [list(row) for row in self.grid]
         if show_bonus:
             cells[self.bonus[0]][self.bonus[1]] = "B"
         for p in self.lava:
-            cells[p[0]][p[1]] = "~"
+            cells[p[0]][p[1]] = "L"
         for p in self.gold:
             cells[p[0]][p[1]] = "G"
         for p in self.diamond:
@@ -194,114 +188,126 @@ def bfs(grid: Sequence[str], source: Pos, *, blocked: Iterable[Pos] = (),
     return dist
 
 
-_INF = 10**9
+_UNREACHABLE = 98          # a leg with no path counts as 98 moves (the paper's generator)
+_MAX_VIA = 90              # reject when any corner/centre detour is longer
+_NEIGHBOURS = ((-1, 0), (1, 0), (0, -1), (0, 1))     # up, down, left, right: the order of every scan
 
 
-def _prim(rng: np.random.Generator, n: int) -> list[list[str]]:
+def _open_neighbours(cells: list[list[str]], r: int, c: int) -> int:
+    n = len(cells)
+    return sum(1 for dr, dc in _NEIGHBOURS
+               if 0 <= r + dr < n and 0 <= c + dc < n and cells[r + dr][c + dc] != "#")
+
+
+def _prim(rng: random.Random, n: int) -> list[list[str]]:
+    """Randomised Prim on cells (step 1 of docs/maze_generator.md): a frontier list that may hold
+    duplicates; a frontier wall opens only when exactly one of its neighbours is open."""
     cells = [["#"] * n for _ in range(n)]
-    rooms = [(r, c) for r in range(0, n, 2) for c in range(0, n, 2)]
-    first = rooms[int(rng.integers(len(rooms)))]
-    in_maze = {first}
-    cells[first[0]][first[1]] = "."
-    frontier: list[Pos] = []
-
-    def add_frontier(p: Pos) -> None:
-        for dr, dc in ((-2, 0), (2, 0), (0, -2), (0, 2)):
-            q = (p[0] + dr, p[1] + dc)
-            if 0 <= q[0] < n and 0 <= q[1] < n and q not in in_maze and q not in frontier:
-                frontier.append(q)
-
-    add_frontier(first)
+    sr = rng.randrange(n)
+    sc = rng.randrange(n)
+    cells[sr][sc] = "."
+    frontier = [(sr + dr, sc + dc) for dr, dc in _NEIGHBOURS if 0 <= sr + dr < n and 0 <= sc + dc < n]
     while frontier:
-        q = frontier.pop(int(rng.integers(len(frontier))))
-        nbrs = [(q[0] + dr, q[1] + dc) for dr, dc in ((-2, 0), (2, 0), (0, -2), (0, 2))]
-        nbrs = [p for p in nbrs if p in in_maze]
-        p = nbrs[int(rng.integers(len(nbrs)))]
-        cells[q[0]][q[1]] = "."
-        cells[(p[0] + q[0]) // 2][(p[1] + q[1]) // 2] = "."
-        in_maze.add(q)
-        add_frontier(q)
+        r, c = frontier.pop(rng.randrange(len(frontier)))
+        if cells[r][c] != "#" or _open_neighbours(cells, r, c) != 1:
+            continue
+        cells[r][c] = "."
+        frontier.extend((r + dr, c + dc) for dr, dc in _NEIGHBOURS
+                        if 0 <= r + dr < n and 0 <= c + dc < n and cells[r + dr][c + dc] == "#")
     return cells
 
 
-def _attempt(seed: int, attempt: int) -> tuple[MazeInstance | None, str]:
-    """One draw; returns (instance, "") or (None, reason)."""
+def build_maze(seed: int) -> MazeInstance | None:
+    """The paper's maze for one generator seed, or None when the seed is rejected.
+
+    Follows docs/maze_generator.md call for call with ``random.Random(seed)`` (the draws happen in this
+    exact order, so every accepted seed reproduces the authors' instance cell for cell).
+    """
+    rng = random.Random(int(seed))
     n = SIZE
-    rng = np.random.default_rng([int(seed), int(attempt)])
     cells = _prim(rng, n)
-    walls = [(r, c) for r in range(n) for c in range(n) if cells[r][c] == "#"]
-    k = int(rng.integers(EXTRA_OPEN_RANGE[0], EXTRA_OPEN_RANGE[1] + 1))
-    for i in sorted(rng.choice(len(walls), size=min(k, len(walls)), replace=False).tolist()):
-        r, c = walls[i]
+    k = rng.randint(*EXTRA_OPEN_RANGE)
+    walls = [(r, c) for r in range(n) for c in range(n) if cells[r][c] == "#" and _open_neighbours(cells, r, c) >= 2]
+    rng.shuffle(walls)
+    for r, c in walls[:k]:
+        cells[r][c] = "."
+    start, exit_ = rng.choice((((0, 0), (n - 1, n - 1)), ((0, n - 1), (n - 1, 0))))
+    others = [c for c in CORNERS if c not in (start, exit_)]
+    rng.shuffle(others)
+    gold_corner, diamond_corner = others
+    for r, c in (start, exit_, gold_corner, diamond_corner, CENTER):
         cells[r][c] = "."
     grid = tuple("".join(row) for row in cells)
+    d_s = bfs(grid, start)
+    if exit_ not in d_s:
+        return None
 
-    diag = int(rng.integers(2))
-    a, b = ((0, 0), (n - 1, n - 1)) if diag == 0 else ((0, n - 1), (n - 1, 0))
-    start, exit_ = (a, b) if int(rng.integers(2)) == 0 else (b, a)
-    others = [c for c in CORNERS if c not in (start, exit_)]
-    if int(rng.integers(2)) == 1:
-        others.reverse()
-    gold_corner, diamond_corner = others
+    def d(a: Pos, b: Pos) -> int:
+        return (d_s if a == start else bfs(grid, a)).get(b, _UNREACHABLE)
 
-    zones = {}
-    items = {}
-    for name, corner in (("gold", gold_corner), ("diamond", diamond_corner)):
-        z = zone_cells(grid, corner)
-        zones[name] = z
-        want = int(rng.integers(ITEMS_RANGE[0], ITEMS_RANGE[1] + 1))
-        if len(z) < ITEMS_RANGE[0]:
-            return None, f"{name} zone has {len(z)} free cells"
-        idx = rng.choice(len(z), size=min(want, len(z)), replace=False)
-        items[name] = tuple(sorted(z[i] for i in idx.tolist()))
-
-    bonus = CENTER
-    lo, hi = LAVA_BAND
-    cand = [(r, c) for r in range(lo, hi + 1) for c in range(lo, hi + 1)
-            if grid[r][c] != "#" and (r, c) != bonus]
-    want = int(rng.integers(LAVA_RANGE[0], LAVA_RANGE[1] + 1))
-    if len(cand) < LAVA_RANGE[0]:
-        return None, "too few lava candidates"
-    idx = rng.choice(len(cand), size=min(want, len(cand)), replace=False)
-    lava = tuple(sorted(cand[i] for i in idx.tolist()))
-
-    d_s = bfs(grid, start, no_pass=[exit_])
-    d_e = bfs(grid, exit_)
-    d_g = bfs(grid, gold_corner, no_pass=[exit_])
-    via_g = d_s.get(gold_corner, _INF) + d_e.get(gold_corner, _INF)
-    via_d = d_s.get(diamond_corner, _INF) + d_e.get(diamond_corner, _INF)
+    via_g = d(start, gold_corner) + d(gold_corner, exit_)
+    via_d = d(start, diamond_corner) + d(diamond_corner, exit_)
+    via_c = d(start, CENTER) + d(CENTER, exit_)
+    if max(via_g, via_d, via_c) > _MAX_VIA:
+        return None
     budget = max(via_g, via_d) + BUDGET_SLACK
-    gd = d_g.get(diamond_corner, _INF)
-    both = min(d_s.get(gold_corner, _INF) + gd + d_e.get(diamond_corner, _INF),
-               d_s.get(diamond_corner, _INF) + gd + d_e.get(gold_corner, _INF))
-    if both <= budget:
-        return None, "both corners fit in one route"
-    safe = bfs(grid, start, blocked=lava).get(exit_, _INF)
-    if safe > budget:
-        return None, "no lava-free route within the budget"
+    if d(start, gold_corner) + d(gold_corner, diamond_corner) + d(diamond_corner, exit_) <= budget:
+        return None
+    marked = {start, exit_, CENTER}
+    zones = [[p for p in zone_cells(grid, corner) if p not in marked] for corner in (gold_corner, diamond_corner)]
+    if min(len(z) for z in zones) < ITEMS_RANGE[0]:
+        return None
+    n_gold = rng.randint(ITEMS_RANGE[0], min(ITEMS_RANGE[1], len(zones[0])))
+    n_diamond = rng.randint(ITEMS_RANGE[0], min(ITEMS_RANGE[1], len(zones[1])))
+    gold = rng.sample(zones[0], n_gold)
+    diamond = rng.sample(zones[1], n_diamond)
+    taken = marked | set(gold) | set(diamond)
+    lo, hi = LAVA_BAND
+    interior = [(r, c) for r in range(lo, hi + 1) for c in range(lo, hi + 1)
+                if grid[r][c] != "#" and (r, c) not in taken]
+    n_lava = min(rng.randint(*LAVA_RANGE), len(interior))
+    lava = rng.sample(interior, n_lava)
+    safe = bfs(grid, start, blocked=lava).get(exit_)
+    if safe is None or safe > budget:
+        return None
     return MazeInstance(seed=int(seed), grid=grid, start=start, exit=exit_, gold_corner=gold_corner,
-                        diamond_corner=diamond_corner, gold=items["gold"], diamond=items["diamond"],
-                        lava=lava, bonus=bonus, budget=int(budget), attempt=attempt), ""
+                        diamond_corner=diamond_corner, gold=tuple(sorted(gold)), diamond=tuple(sorted(diamond)),
+                        lava=tuple(sorted(lava)), bonus=CENTER, budget=int(budget))
 
 
-_CACHE: dict[int, MazeInstance] = {}
+_SPLITS: dict[int, list[MazeInstance]] = {}
+
+
+def maze_split(base_seed: int, n: int) -> list[MazeInstance]:
+    """The first ``n`` accepted mazes counting seeds up from ``base_seed`` (index i = i-th accepted seed).
+
+    Cached per base seed and extended on demand, so asking for 5 then 100 mazes generates each seed once.
+    """
+    base_seed, n = int(base_seed), int(n)
+    if base_seed < 0:
+        raise ValueError(f"maze base seed must be >= 0, got {base_seed}")
+    got = _SPLITS.setdefault(base_seed, [])
+    seed = got[-1].seed + 1 if got else base_seed
+    tries = 0
+    while len(got) < n:
+        inst = build_maze(seed)
+        seed += 1
+        tries += 1
+        if inst is not None:
+            got.append(inst)
+            tries = 0
+        elif tries > MAX_ATTEMPTS:
+            raise RuntimeError(f"no accepted maze in {MAX_ATTEMPTS} seeds after seed {seed - tries}")
+    return got[:n]
 
 
 def generate_maze(seed: int) -> MazeInstance:
-    """The maze of ``seed`` (deterministic; rejected draws are redrawn with sub-seeds [seed, attempt])."""
-    seed = int(seed)
-    if seed < 0:
-        raise ValueError(f"maze seed must be >= 0, got {seed}")
-    hit = _CACHE.get(seed)
-    if hit is not None:
-        return hit
-    for attempt in range(MAX_ATTEMPTS):
-        inst, _ = _attempt(seed, attempt)
-        if inst is not None:
-            if len(_CACHE) < 100_000:
-                _CACHE[seed] = inst
-            return inst
-    raise RuntimeError(f"no valid maze for seed {seed} after {MAX_ATTEMPTS} attempts")
+    """The maze of an accepted generator ``seed`` (ValueError when the generator rejects that seed)."""
+    inst = build_maze(int(seed))
+    if inst is None:
+        raise ValueError(f"the maze generator rejects seed {seed}; split seeds are the accepted ones "
+                         "(see maze_split)")
+    return inst
 
 
 # ---- simulation and reward -------------------------------------------------------------------------

@@ -9,10 +9,18 @@ r = [hop_1, hop_2, hop_3, hop_4, answer_f1] (benchmarks.md):
   a never-answer policy).
 Task scalar = (sum of hops + 3 * answer_f1) / 7: the answer weighs as much as three hops.
 
-Parsing choices (documented because models are messy): a closed ``<think>`` block is dropped first
-(reasoning often drafts tags), then the *last* ``<support>`` / ``<answer>`` win (models restate their
-final answer). Cited indices are every run of digits in ``<support>``, so "3, 7", "[3] [7]" and "3 and 7"
-all read as (3, 7).
+Parsing, option ``parse``:
+- ``paper`` (default; the VPO authors' scorer ``vpo_tasks/musique.py``, which produced the paper's
+  numbers and ``shared/data/musique/authors_scores.jsonl``): the *first* ``<support>`` and the *first*
+  ``<answer>`` (tags case-sensitive, reasoning not removed: a draft inside ``<think>`` counts); cited
+  indices are the comma-separated items that are all digits ("3, 7"; "[3] [7]", "3 and 7" or "3 7"
+  cite nothing); an empty or missing answer gives the zero vector (no hop credit); answer F1 normalises
+  lower -> articles -> punctuation (so "the-Stanley" matches "Stanley"). Chains: the first
+  ``<response_i>`` of each i (case-sensitive).
+- ``lenient`` (benchmarks.md's wording, this project's earlier reading): a closed ``<think>`` block is
+  dropped first, then the *last* ``<support>`` / ``<answer>`` win; every run of digits in ``<support>``
+  is a citation; an empty ``<answer></answer>`` still earns hop credit; SQuAD's normalisation order
+  (punctuation before articles).
 """
 from __future__ import annotations
 
@@ -23,9 +31,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Problem, extract_tag, user
-from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
-from benchmarks.textnorm import best_token_f1, strip_think
+from benchmarks.base import Benchmark, Messages, Option, Problem, extract_tag, user
+from benchmarks.tags import first_block, numbered_blocks
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
+from benchmarks.textnorm import authors_token_f1, best_token_f1, strip_think
 from harness.paths import shared_data_dir
 
 HUB_ID = "dgslibisey/MuSiQue"
@@ -42,8 +51,48 @@ _INSTRUCTIONS = (
 )
 
 
+PARSE_MODES = ("paper", "lenient")
+
+
+def paper_cited(support: str | None) -> list[int]:
+    """The authors' citation reading: comma-separated items that are all digits, in order (duplicates
+    kept here; :func:`hop_scores` callers cap to the first MAX_HOPS distinct ones)."""
+    out: list[int] = []
+    for tok in (support or "").split(","):
+        tok = tok.strip()
+        if tok.isdigit():
+            try:
+                out.append(int(tok))
+            except ValueError:      # a digit character int() does not read (e.g. superscripts)
+                continue
+    return out
+
+
+def first_distinct(cited: list[int], k: int = MAX_HOPS) -> list[int]:
+    out: list[int] = []
+    for i in cited:
+        if i not in out:
+            out.append(i)
+            if len(out) == k:
+                break
+    return out
+
+
+def paper_reward(text: str, support: list[int], golds: list[str]) -> np.ndarray:
+    """[hop_1..hop_4, answer_f1] of one reply as the authors' ``score_one`` computes it."""
+    ans = first_block(text, "answer", ignore_case=False)
+    pred = ans.strip() if ans is not None else ""
+    if not pred:
+        return np.zeros(MAX_HOPS + 1)
+    sup = first_block(text, "support", ignore_case=False)
+    hops = hop_scores(first_distinct(paper_cited(sup)), support)
+    f1 = max(authors_token_f1(pred, g, strip_articles=True) for g in golds)
+    return np.array(hops + [f1], dtype=float)
+
+
 def cited_indices(support: str | None) -> list[int]:
-    """Distinct cited paragraph indices in citation order, capped at the first MAX_HOPS."""
+    """Lenient reading: distinct cited paragraph indices (every run of digits) in citation order,
+    capped at the first MAX_HOPS."""
     out: list[int] = []
     if not support:
         return out
@@ -72,7 +121,8 @@ def format_answer(support: list[int], answer: str) -> str:
 class MuSiQue(Benchmark):
     """Options: ``hop_stratified`` (bool, default False; the paper's 100 x {2,3,4}-hop split),
     ``per_hop`` (100), ``seed`` (0, for the stratified selection), ``answerable_only`` (True),
-    ``hub`` (False: load from the hub even when local data exists)."""
+    ``hub`` (False: load from the hub even when local data exists), ``parse`` (``paper`` default, or
+    ``lenient``: see the module docstring)."""
 
     name: ClassVar[str] = "musique"
     component_names: ClassVar[tuple[str, ...]] = ("hop_1", "hop_2", "hop_3", "hop_4", "answer_f1")
@@ -81,13 +131,18 @@ class MuSiQue(Benchmark):
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 1.0
 
+    options_spec: ClassVar[dict[str, Option]] = {
+        "hop_stratified": Option(False, "the paper's 100 x {2,3,4}-hop split"),
+        "per_hop": Option(100, "questions per hop count when hop_stratified"),
+        "seed": Option(0, "seed of the stratified selection"),
+        "answerable_only": Option(True, "drop unanswerable questions"),
+        "hub": Option(False, "load from the hub even when local data exists"),
+        "parse": Option("paper", "how answers are read: the authors' scorer or the lenient reader", PARSE_MODES),
+    }
+
     def __init__(self, **options: Any):
-        opts = {"hop_stratified": False, "per_hop": 100, "seed": 0, "answerable_only": True, "hub": False}
-        unknown = set(options) - set(opts)
-        if unknown:
-            raise ValueError(f"unknown MuSiQue options {sorted(unknown)}; known: {sorted(opts)}")
-        opts.update(options)
-        super().__init__(**opts)
+        super().__init__(**options)
+        self.parse_mode = self.options["parse"]
         #: what the last load selected (e.g. "took 24 of 100 3-hop questions: only 24 in the data")
         self.selection_note: str | None = None
 
@@ -96,8 +151,9 @@ class MuSiQue(Benchmark):
         if split not in _HUB_SPLIT:
             raise ValueError(f"unknown MuSiQue split {split!r}; known: {sorted(_HUB_SPLIT)}")
         rows = self._rows(split, path)
-        problems = [p for p in (self._problem(r) for r in rows)
-                    if p.meta["answerable"] or not self.options["answerable_only"]]
+        every = [self._problem(r) for r in rows]
+        check_unique_ids(((p.id, r) for p, r in zip(every, rows)), "id")  # were merged silently
+        problems = [p for p in every if p.meta["answerable"] or not self.options["answerable_only"]]
         self.selection_note = None
         if self.options["hop_stratified"]:
             problems = self._stratify(problems)
@@ -200,10 +256,22 @@ class MuSiQue(Benchmark):
         return user(text)
 
     # ---- parsing ----------------------------------------------------------------------------------
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None or self.parse_mode != "paper":
+            return super().parse(completion, m)
+        if not isinstance(completion, str):
+            return [None] * m
+        blocks = numbered_blocks(completion, "response", m, which="first", ignore_case=False)
+        return [self.parse_single(b) if b is not None else None for b in blocks]
+
     def parse_single(self, completion: str) -> str | None:
-        """The reply minus reasoning, or None when it holds no closed ``<answer>``."""
+        """paper: the reply as written when its first ``<answer>`` is non-empty, else None. lenient: the
+        reply minus reasoning, or None when it holds no closed ``<answer>``."""
         if not isinstance(completion, str):
             return None
+        if self.parse_mode == "paper":
+            found = first_block(completion, "answer", ignore_case=False)
+            return completion if found is not None and found.strip() else None
         body = strip_think(completion).strip()
         return body if extract_tag(body, "answer") is not None else None
 
@@ -211,6 +279,8 @@ class MuSiQue(Benchmark):
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
         if not isinstance(answer, str):
             return np.zeros(self.d)
+        if self.parse_mode == "paper":
+            return paper_reward(answer, problem.data["support"], [problem.data["answer"], *problem.data["aliases"]])
         body = strip_think(answer)
         pred = extract_tag(body, "answer")
         if pred is None:
@@ -237,4 +307,4 @@ def _check_style(style: str) -> None:
         raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
 
 
-__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores"]
+__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores", "paper_cited", "paper_reward", "PARSE_MODES"]

@@ -11,8 +11,9 @@ import string
 from collections import Counter
 from typing import Any, Hashable, Iterable
 
+from benchmarks.tags import strip_blocks
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _PUNCT = set(string.punctuation)
 
 
@@ -27,6 +28,25 @@ def squad_normalize(text: Any) -> str:
     s = "".join(ch for ch in s if ch not in _PUNCT)
     s = _ARTICLES.sub(" ", s)
     return " ".join(s.split())
+
+
+def authors_normalize(text: Any, *, strip_articles: bool) -> str:
+    """The VPO authors' ``normalize_text`` (``vpo/utils/text_metrics.py``): lower, then articles (when
+    asked), *then* punctuation, collapse whitespace. The order differs from SQuAD's: "the-end" -> "end".
+    MuSiQue answers strip articles; ToolRL argument values do not."""
+    if text is None:
+        return ""
+    s = str(text).lower()
+    if strip_articles:
+        s = _ARTICLES.sub(" ", s)
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    return " ".join(s.split())
+
+
+def authors_token_f1(pred: Any, gold: Any, *, strip_articles: bool) -> float:
+    """Token F1 after :func:`authors_normalize` (1.0 when both sides have no tokens)."""
+    return multiset_f1(authors_normalize(pred, strip_articles=strip_articles).split(),
+                       authors_normalize(gold, strip_articles=strip_articles).split())
 
 
 def entity_normalize(text: Any) -> str:
@@ -76,4 +96,4 @@ def best_token_f1(pred: Any, golds: Iterable[Any]) -> float:
 
 def strip_think(text: str) -> str:
     """Drop closed ``<think>..</think>`` blocks: tags drafted while reasoning are not the answer."""
-    return _THINK.sub(" ", text)
+    return strip_blocks(text, "think")

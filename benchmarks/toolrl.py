@@ -23,10 +23,27 @@ A row holds a system prompt (tool list + output format), the user dialogue, and 
 - Gold without calls (response-only turns): tool_name = arg_keys = arg_values = 1 iff the answer has no
   calls either, else 0.
 
-Parsing is lenient: everything up to the last ``</think>`` is reasoning (R1-style think text often
-mentions ``<tool_call>``); every ``<tool_call>`` block after it counts; a block may hold one JSON object
-per line, objects separated by commas, or a JSON array; ``arguments`` is accepted for ``parameters``
-(also as a JSON string). Unparseable text inside a block is skipped.
+Option ``parse``:
+- ``paper`` (default): the VPO authors' training scorer (``vpo_tasks/tool.py`` ``score_one``), which
+  ``shared/data/toolrl/authors_scores.jsonl`` pins row for row. Only the *first* ``<tool_call>`` block
+  counts (tags case-sensitive, reasoning not skipped: a call mentioned inside ``<think>`` is the call);
+  "has a think block" needs both ``<think>`` and ``</think>``; a block is a JSON array or a stream of
+  objects (whitespace/commas between them) read until the first malformed object (which ends the
+  stream: a malformed first call loses the calls after it too); ``arguments`` is accepted for
+  ``parameters`` (not as a JSON string). Gold calls are read the same way. Names and values are
+  normalised lower -> punctuation removed -> spaces collapsed, *no* article removal ("the 1" vs "1" is
+  F1 2/3); value match: booleans by truthiness (``"no"`` matches ``true``), numbers exact or as numeric
+  strings, lists multiset F1, objects key-set F1, strings token F1. Alignment is always "loose" (a
+  same-name call scores 100 plus key overlap, any leftover call can pair); tool_name / arg_keys /
+  arg_values are 1 when neither side has calls, even for an empty reply (format is then 0). The
+  authors' single-answer *evaluation* also prepends an empty ``<think>\n\n</think>`` to each reply
+  (Qwen3's no-thinking prefill); a template that prefills it belongs to the backend, not here.
+- ``lenient`` (benchmarks.md's wording, this project's earlier reading): everything up to the last
+  ``</think>`` is reasoning (R1-style think text often mentions ``<tool_call>``); every ``<tool_call>``
+  block after it counts; a block may hold one JSON object per line, objects separated by commas, or a
+  JSON array, and unparseable text inside a block is skipped; ``arguments`` is accepted for
+  ``parameters`` (also as a JSON string); an empty reply is the zero vector; the rules above the
+  ``parse`` option (SQuAD normalisation, typed value match, ``align`` option) apply.
 """
 from __future__ import annotations
 
@@ -37,14 +54,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem
-from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, read_rows
-from benchmarks.textnorm import multiset_f1, set_f1, squad_normalize, token_f1
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from benchmarks.tags import find_tags, first_block, numbered_blocks
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, read_rows
+from benchmarks.textnorm import authors_normalize, authors_token_f1, multiset_f1, set_f1, squad_normalize, token_f1
 from harness.paths import shared_data_dir
 
 GITHUB_RAW = "https://raw.githubusercontent.com/qiancheng0/ToolRL/main/dataset/rlla_4k/{split}.parquet"
 LOCAL_FILES = {"test": "toolrl/rlla_4k_test.jsonl", "sft": "toolrl/rlla_sft.jsonl"}
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S | re.I)
 _THINK_END = re.compile(r"</think>", re.I)
 _DECODER = json.JSONDecoder()
 
@@ -69,6 +86,11 @@ def split_think(text: str) -> tuple[bool, str]:
     return True, text[ends[-1].end():]
 
 
+#: a block with this many ``{`` that start no JSON value is garbage; stop looking for calls in it
+#: (every failed attempt may scan to the end, so without a cap ``"{" * n`` is quadratic)
+MAX_FAILED_STARTS = 256
+
+
 def _json_objects(block: str) -> list[Any]:
     """JSON values in a block: an array's items, or a stream of values; garbage is skipped."""
     text = block.strip()
@@ -78,14 +100,15 @@ def _json_objects(block: str) -> list[Any]:
             return arr if isinstance(arr, list) else []
         except (json.JSONDecodeError, RecursionError):
             pass
-    out, i, n = [], 0, len(text)
-    while i < n:
+    out, i, n, failures = [], 0, len(text), 0
+    while i < n and failures < MAX_FAILED_STARTS:
         j = text.find("{", i)
         if j < 0:
             break
         try:
             obj, end = _DECODER.raw_decode(text, j)
         except (json.JSONDecodeError, RecursionError):
+            failures += 1  # each failed start may cost O(len): capped so the scan stays linear
             i = j + 1
             continue
         out.append(obj)
@@ -115,7 +138,7 @@ def parse_calls(text: str) -> tuple[list[Call], bool]:
     _, body = split_think(text)
     calls: list[Call] = []
     nonempty = False
-    for block in _TOOL_CALL.findall(body):
+    for block in find_tags(body, "tool_call"):
         nonempty = nonempty or bool(block.strip())
         calls.extend(c for c in map(_as_call, _json_objects(block)) if c is not None)
     return calls, nonempty
@@ -231,10 +254,147 @@ def score_calls(pred: list[Call], gold: list[Call], *, strict: bool = False) -> 
     return name_f1, sum(keys) / len(keys), sum(values) / len(values)
 
 
+# ---- the authors' scorer (parse=paper) ------------------------------------------------------------------
+PARSE_MODES = ("paper", "lenient")
+
+
+def _object_stream(text: str) -> list[Any]:
+    """JSON objects one after another (whitespace / commas between), read until the first thing that is
+    not a complete, valid object: the authors' ``_parse_json_object_stream``."""
+    out: list[Any] = []
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] != "{":
+            break
+        depth, in_str, escape, start = 0, False, False, i
+        while i < n:
+            c = text[i]
+            if escape:
+                escape = False
+            elif c == "\\":
+                escape = True
+            elif c == '"':
+                in_str = not in_str
+            elif not in_str:
+                if c == "{":
+                    depth += 1
+                elif c == "}":
+                    depth -= 1
+                    if depth == 0:
+                        i += 1
+                        break
+            i += 1
+        if depth != 0:
+            break
+        try:
+            obj = json.loads(text[start:i])
+        except (json.JSONDecodeError, RecursionError):
+            break
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def paper_calls(block: str | None) -> list[Call]:
+    """Calls of one ``<tool_call>`` body as the authors read it."""
+    text = (block or "").strip()
+    if not text:
+        return []
+    if text.startswith("["):
+        try:
+            arr = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            arr = []
+        objs = [o for o in arr if isinstance(o, dict)] if isinstance(arr, list) else []
+    else:
+        objs = _object_stream(text)
+    calls = []
+    for obj in objs:
+        params = obj.get("parameters", obj.get("arguments", {}))
+        calls.append({"name": str(obj.get("name", "")), "parameters": params if isinstance(params, dict) else {}})
+    return calls
+
+
+def paper_structure(text: str) -> tuple[bool, bool, list[Call]]:
+    """(has ``<think>..</think>``, first ``<tool_call>`` body non-empty, its calls)."""
+    block = first_block(text, "tool_call", ignore_case=False)
+    body = block.strip() if block is not None else ""
+    return first_block(text, "think", ignore_case=False) is not None, bool(body), paper_calls(body)
+
+
+def _pnorm(x: Any) -> str:
+    return authors_normalize(x, strip_articles=False)
+
+
+def paper_value_match(pred: Any, gold: Any) -> float:
+    """The authors' ``_value_match`` (types decide the rule; see the module docstring)."""
+    if isinstance(gold, bool) or isinstance(pred, bool):
+        return float(bool(gold) == bool(pred))
+    if isinstance(gold, (int, float)):
+        if isinstance(pred, (int, float)):
+            return float(gold == pred)
+        try:
+            return float(abs(float(str(pred)) - float(gold)) < 1e-9)
+        except (ValueError, TypeError, OverflowError):
+            return float(_pnorm(pred) == _pnorm(gold))
+    if isinstance(gold, list):
+        preds = pred if isinstance(pred, list) else [pred]
+        return multiset_f1([_pnorm(x) for x in preds], [_pnorm(x) for x in gold])
+    if isinstance(gold, dict):
+        return set_f1(pred.keys(), gold.keys()) if isinstance(pred, dict) else 0.0
+    if isinstance(gold, str):
+        if not isinstance(pred, str):
+            return float(_pnorm(pred) == _pnorm(gold))
+        return authors_token_f1(pred, gold, strip_articles=False)
+    return float(_pnorm(pred) == _pnorm(gold))
+
+
+def paper_score_calls(pred: list[Call], gold: list[Call]) -> tuple[float, float, float]:
+    """The authors' ``_score_calls``: (tool_name, arg_keys, arg_values)."""
+    if not pred and not gold:
+        return 1.0, 1.0, 1.0
+    name_f1 = multiset_f1([_pnorm(c["name"]) for c in pred], [_pnorm(c["name"]) for c in gold])
+    used = [False] * len(pred)
+    pairs: list[tuple[Call | None, Call | None]] = []
+    for g in gold:
+        gname, gkeys = _pnorm(g["name"]), set(g["parameters"])
+        best, best_score = -1, -1
+        for j, p in enumerate(pred):
+            if used[j]:
+                continue
+            pname = _pnorm(p["name"])
+            score = (100 if pname and pname == gname else 0) + len(set(p["parameters"]) & gkeys)
+            if score > best_score:
+                best, best_score = j, score
+        if best >= 0:
+            used[best] = True
+        pairs.append((g, pred[best] if best >= 0 else None))
+    pairs.extend((None, p) for j, p in enumerate(pred) if not used[j])
+    keys = values = 0.0
+    for g, p in pairs:
+        if g is None or p is None:
+            continue
+        gp, pp = g["parameters"], p["parameters"]
+        keys += set_f1(pp.keys(), gp.keys())
+        values += 1.0 if not gp else sum(paper_value_match(pp[k], gp[k]) for k in gp if k in pp) / len(gp)
+    n = max(len(pairs), 1)
+    return name_f1, keys / n, values / n
+
+
+def paper_reward(text: str, gold: list[Call]) -> np.ndarray:
+    """[format, tool_name, arg_keys, arg_values] of one reply: the authors' ``score_response``."""
+    has_think, nonempty, calls = paper_structure(text)
+    fmt = has_think and (bool(calls) if gold else not nonempty)
+    return np.array([float(fmt), *paper_score_calls(calls, gold)], dtype=float)
+
+
 # ---- the task -----------------------------------------------------------------------------------
 
 class ToolRL(Benchmark):
-    """Options: ``align`` ("loose" | "strict", see the module doc), ``hub`` (False)."""
+    """Options: ``parse`` ("paper" | "lenient"), ``align`` ("loose" | "strict", lenient only), ``hub``
+    (False); see the module doc."""
 
     name: ClassVar[str] = "toolrl"
     component_names: ClassVar[tuple[str, ...]] = ("format", "tool_name", "arg_keys", "arg_values")
@@ -244,15 +404,15 @@ class ToolRL(Benchmark):
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 0.95
 
+    options_spec: ClassVar[dict[str, Option]] = {
+        "align": Option("loose", "how predicted calls are matched to gold calls", ("loose", "strict")),
+        "hub": Option(False, "load from the hub even when local files exist"),
+        "parse": Option("paper", "how calls are read: the authors' scorer or the lenient reader", PARSE_MODES),
+    }
+
     def __init__(self, **options: Any):
-        opts = {"align": "loose", "hub": False}
-        unknown = set(options) - set(opts)
-        if unknown:
-            raise ValueError(f"unknown ToolRL options {sorted(unknown)}; known: {sorted(opts)}")
-        opts.update(options)
-        if opts["align"] not in ("loose", "strict"):
-            raise ValueError(f"align must be 'loose' or 'strict', got {opts['align']!r}")
-        super().__init__(**opts)
+        super().__init__(**options)
+        self.parse_mode = self.options["parse"]
 
     # ---- data -------------------------------------------------------------------------------------
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
@@ -272,11 +432,7 @@ class ToolRL(Benchmark):
         else:
             rows = hub_rows("parquet", split, data_files={split: GITHUB_RAW.format(split=split)}, how_to_fix=how)
         problems = [self._problem(split, r) for r in rows]
-        seen: dict[str, Row] = {}
-        for p, r in zip(problems, rows):
-            if p.id in seen:
-                raise r.error(f"duplicate index (id {p.id!r} also at line {seen[p.id].line})", "extra_info.index")
-            seen[p.id] = r
+        check_unique_ids(((p.id, r) for p, r in zip(problems, rows)), "extra_info.index")
         return problems[:limit] if limit is not None else problems
 
     def _problem(self, split: str, row: Row) -> Problem:
@@ -301,7 +457,9 @@ class ToolRL(Benchmark):
             raise row.error("neither a processed row (prompt, reward_model) nor an SFT item "
                             "(instruction, input, output)", "prompt")
         calls = _gold_calls(row, gold, gold_field)
-        data = {"system": system, "user": user_msg, "gold": gold, "gold_calls": calls}
+        _, _, paper_gold = paper_structure(gold)
+        data = {"system": system, "user": user_msg, "gold": gold, "gold_calls": calls,
+                "paper_gold_calls": json.loads(json.dumps(paper_gold))}
         return Problem(id=f"toolrl-{split}-{index}", data=data, meta={"index": index, "num_calls": len(calls)})
 
     @staticmethod
@@ -335,10 +493,29 @@ class ToolRL(Benchmark):
         return msgs
 
     # ---- parsing and scoring ----------------------------------------------------------------------
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None or self.parse_mode != "paper":
+            return super().parse(completion, m)
+        if not isinstance(completion, str):
+            return [None] * m
+        blocks = numbered_blocks(completion, "response", m, which="first", ignore_case=False)
+        return [b if b is not None and b.strip() else None for b in blocks]
+
     def parse_single(self, completion: str) -> str | None:
+        """paper: the reply as written (an empty reply is scored too: format 0, and 1 on the call
+        components when the gold has no calls); lenient: None for an empty reply."""
+        if self.parse_mode == "paper":
+            return completion if isinstance(completion, str) else None
         return completion if isinstance(completion, str) and completion.strip() else None
 
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
+        if self.parse_mode == "paper":
+            if not isinstance(answer, str):
+                return np.zeros(self.d)
+            gold = problem.data.get("paper_gold_calls")
+            if gold is None:
+                gold = json.loads(json.dumps(paper_structure(problem.data["gold"])[2]))
+            return paper_reward(answer, gold)
         if not isinstance(answer, str) or not answer.strip():
             return np.zeros(self.d)
         gold = problem.data["gold_calls"]
@@ -370,7 +547,7 @@ def _gold_calls(row: Row, gold: str, field_name: str) -> list[Call]:
     """Gold calls, strictly: every non-empty line of a gold ``<tool_call>`` block is one call object."""
     _, body = split_think(gold)
     calls: list[Call] = []
-    for block in _TOOL_CALL.findall(body):
+    for block in find_tags(body, "tool_call"):
         for line in block.strip().splitlines():
             if not line.strip():
                 continue
@@ -391,4 +568,5 @@ def _check_style(style: str) -> None:
         raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
 
 
-__all__ = ["ToolRL", "align_calls", "parse_calls", "score_calls", "sft_to_row", "split_think", "value_match"]
+__all__ = ["ToolRL", "align_calls", "parse_calls", "score_calls", "sft_to_row", "split_think", "value_match",
+           "paper_calls", "paper_reward", "paper_score_calls", "paper_value_match", "PARSE_MODES"]

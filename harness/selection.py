@@ -112,7 +112,8 @@ def _majority(pool: Pool, k: int, rng: np.random.Generator, draws: int = MC_DRAW
         return float(group_mean[top].mean()), 0.0
     subsets = np.argpartition(rng.random((draws, n)), k - 1, axis=1)[:, :k]  # uniform k-subsets
     lab = labels[subsets]  # (draws, k)
-    counts = (lab[:, :, None] == np.arange(g)).sum(axis=1).astype(float)  # (draws, g)
+    counts = np.bincount((lab + g * np.arange(draws)[:, None]).ravel(), minlength=draws * g)
+    counts = counts.reshape(draws, g).astype(float)  # (draws, g) votes per answer group
     eff = np.where(counts > 0, counts, -np.inf)
     if none_label >= 0:  # unparsable answers only win when nothing parsed was drawn
         eff[:, none_label] = np.where(counts[:, none_label] > 0, 0.5, -np.inf)
@@ -255,15 +256,21 @@ def answer_key(task: str, answer: Any) -> Hashable | None:
 
 # ---------------------------------------------------------------------------------------------------
 # visible / hidden tests (public-tests)
-def visible_mask(n_tests: int, mode: str | None) -> np.ndarray | None:
-    """Which of a problem's tests a deployment may run. ``half``: the even-indexed half (tests are
-    stored smallest first, so both halves span the size range); None: no split, strategy unavailable.
-    A problem with a single test has no hidden test and gets None too."""
+def visible_mask(n_tests: int, mode: str | None, public: Sequence[bool] | None = None) -> np.ndarray | None:
+    """Which of a problem's tests a deployment may run. ``public``: the tests the problem statement
+    publishes (``public`` flags of the kept tests; hidden = private); ``half``: the even-indexed half
+    (tests are stored smallest first, so both halves span the size range); None: no split, strategy
+    unavailable. A problem without a hidden (or without a visible) test gets None too."""
     if mode in (None, "", "none") or n_tests < 2:
         return None
     if mode == "half":
         return np.arange(n_tests) % 2 == 0
-    raise ValueError(f"unknown visible_tests mode {mode!r}; known: half")
+    if mode == "public":
+        if public is None or len(public) != n_tests:
+            return None
+        mask = np.asarray(public, dtype=bool)
+        return mask if 0 < mask.sum() < n_tests else None
+    raise ValueError(f"unknown visible_tests mode {mode!r}; known: half, public")
 
 
 def split_visible(rewards: np.ndarray, mask: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:

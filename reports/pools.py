@@ -60,6 +60,7 @@ class RunPools:
     answers: list[list[Any]]  # (n_p,) parsed answers as stored
     n_errors: int = 0
     _pools: list[Pool] | None = field(default=None, repr=False)
+    _metrics: dict[tuple, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @property
     def facts(self) -> dict[str, Any]:
@@ -90,46 +91,62 @@ class RunPools:
         """Selection pools: answer keys for voting, the visible/hidden test split when configured."""
         if self._pools is None:
             mode = (self.facts.get("task_options") or {}).get("visible_tests")
+            public = self._public_flags() if mode == "public" else {}
             out = []
-            for r, s, ans in zip(self.rewards, self.scalars, self.answers):
-                vis, hid = split_visible(r, visible_mask(r.shape[1] if r.ndim == 2 else 0, mode))
+            for pid, r, s, ans in zip(self.problem_ids, self.rewards, self.scalars, self.answers):
+                mask = visible_mask(r.shape[1] if r.ndim == 2 else 0, mode, public.get(pid))
+                vis, hid = split_visible(r, mask)
                 out.append(Pool(scores=s, keys=[answer_key(self.task, a) for a in ans], visible=vis, hidden=hid))
             self._pools = out
         return self._pools
 
 
-def load_pools(folder: str | Path) -> RunPools:
-    """Read a run folder's config, results and latest chain rows (errored chains left out)."""
-    import json
+    def _public_flags(self) -> dict[str, list[bool]]:
+        """Per problem, which tests are public: read from the task's problems (the rows hold only
+        verdicts). Loads the problems the way the run did."""
+        from benchmarks import get_task
 
-    from harness.store import CONFIG, RESULTS, RunStoreError, latest_rows
+        f = self.facts
+        with get_task(f["task"], **(f.get("task_options") or {})) as task:
+            problems = task.load(f["split"], path=f.get("data_path"), limit=f.get("limit"))
+        return {p.id: p.data["public"] for p in problems if "public" in p.data}
+
+
+def load_pools(folder: str | Path) -> RunPools:
+    """A run folder through the one reader: config (RunStore.read_config), typed results
+    (harness.results.read_results) and the latest rows in the ChainRow schema; errored chains are
+    counted and left out of the pools."""
+    from harness.results import read_results
+    from harness.rows import ChainRow
+    from harness.store import CONFIG, RunStore, RunStoreError, latest_rows
 
     folder = Path(folder)
-    cfg_path = folder / CONFIG
-    if not cfg_path.exists():
+    if not (folder / CONFIG).exists():
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
-    config = json.loads(cfg_path.read_text())
-    res_path = folder / RESULTS
-    results = json.loads(res_path.read_text()) if res_path.exists() else None
-    by_pid: dict[str, list[dict[str, Any]]] = {}
+    config = RunStore(folder).read_config()
+    summary = read_results(folder)
+    results = summary.raw if summary is not None else None
+    by_pid: dict[str, list[ChainRow]] = {}
     n_errors = 0
-    for row in latest_rows(folder):
-        by_pid.setdefault(row["problem_id"], [])
-        if row.get("error"):
+    for raw in latest_rows(folder):
+        row = ChainRow.from_json(raw)
+        by_pid.setdefault(row.problem_id, [])
+        if not row.ok:
             n_errors += 1
             continue
-        by_pid[row["problem_id"]].append(row)
+        by_pid[row.problem_id].append(row)
+    facts = run_facts(config)
+    order = facts.get("problem_ids") or []
+    rank = {p: i for i, p in enumerate(order)}
     ids, rewards, scalars, passed, answers = [], [], [], [], []
-    order = run_facts(config).get("problem_ids") or []
-    known = set(order)
-    for pid, rows in sorted(by_pid.items(), key=lambda kv: order.index(kv[0]) if kv[0] in known else len(order)):
-        rows.sort(key=lambda r: int(r["chain_index"]))
-        rew = [np.asarray(r["rewards"], dtype=float) for r in rows if r.get("rewards")]
+    for pid, rows in sorted(by_pid.items(), key=lambda kv: rank.get(kv[0], len(order))):
+        rows.sort(key=lambda r: r.chain_index)
+        rew = [np.asarray(r.rewards, dtype=float) for r in rows if r.rewards]
         ids.append(pid)
-        rewards.append(np.concatenate(rew) if rew else np.zeros((0, len(run_facts(config).get("components") or []))))
-        scalars.append(np.asarray([s for r in rows for s in r.get("scalars", [])], dtype=float))
-        passed.append(np.asarray([p for r in rows for p in r.get("passed", [])], dtype=bool))
-        answers.append([a for r in rows for a in r.get("answers", [])])
+        rewards.append(np.concatenate(rew) if rew else np.zeros((0, len(facts.get("components") or []))))
+        scalars.append(np.asarray([s for r in rows for s in r.scalars], dtype=float))
+        passed.append(np.asarray([p for r in rows for p in r.passed], dtype=bool))
+        answers.append([a for r in rows for a in r.answers])
     return RunPools(folder, config, results, ids, rewards, scalars, passed, answers, n_errors)
 
 
@@ -146,6 +163,9 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
     ``vpo_objective``, ``mean_scalar``. The VPO objective uses one seeded Dirichlet weight set per
     reward dimension, so two runs compared with the same ``objective_seed`` share their weights.
     """
+    key = (tuple(ks), tuple(strategies), seed, objective_seed)
+    if key in run._metrics:  # the report and its comparison table ask for the same numbers
+        return run._metrics[key]
     out: dict[str, np.ndarray] = {}
     best = metrics.best_at_k_curve(run.scalars, ks)
     for k in ks:
@@ -166,4 +186,5 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
         obj.append(metrics.vpo_objective(r, w))
     out["vpo_objective"] = np.asarray(obj)
     out["mean_scalar"] = np.array([s.mean() if s.size else np.nan for s in run.scalars])
+    run._metrics[key] = out
     return out

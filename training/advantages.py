@@ -6,8 +6,19 @@ Shapes (the same for every estimator, so the RL trainer has one code path):
                                     single-answer methods use m = 1; missing answers are zero rows
     advantages  (groups, G)         one scalar per rollout, applied to every token of the rollout
 
-Every estimator ends with the same GRPO group z-score, which is why they differ only in the scalar
-set reward R (groups, G) they feed into it. The definitions follow docs/vpo.md line by line.
+Every estimator ends with a group z-score, which is why they differ only in the scalar set reward R
+(groups, G) they feed into it. Two z-scores, as in the authors' code (``ryanboldi/vpo@767db79``):
+
+* VPO (:func:`group_zscore`): population std, and an exactly-zero advantage when the group's std is
+  below 1e-6 (docs/vpo.md; the authors' ``vpo/utils/vpo.py``).
+* GRPO and the baselines built on it (Multi-RLVR, random-weighting and goal-conditioned GRPO)
+  (:func:`grpo_group_norm`): the paper's baseline trainer is veRL's ``compute_grpo_outcome_advantage``,
+  which divides by the *Bessel-corrected* std (``torch.std``, n - 1) plus 1e-6 and treats a
+  one-rollout group as mean 0, std 1. For G rollouts the GRPO advantages are therefore
+  sqrt((G-1)/G) times the population z-score (0.935x at G = 8): a smaller step at the same lr.
+
+Max@k keeps its own normalisation (see :func:`max_at_k_advantages`). The definitions follow
+docs/vpo.md line by line, except the Bessel correction above, where the authors' code wins.
 """
 from __future__ import annotations
 
@@ -40,6 +51,22 @@ def group_zscore(R: np.ndarray, eps: float = EPS) -> np.ndarray:
     std = R.std(axis=-1, keepdims=True)
     adv = (R - mean) / (std + eps)
     return np.where(std < eps, 0.0, adv)
+
+
+def grpo_group_norm(R: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """veRL's GRPO outcome advantage: (R - mean) / (std_{n-1} + eps) within each group (row).
+
+    A one-rollout group uses mean 0 and std 1 (so its advantage is R / (1 + eps)), as veRL does. A group
+    whose rewards are all identical gets exactly 0 (veRL's (R - mean) / eps is 0 up to rounding there).
+    """
+    R = np.asarray(R, dtype=float)
+    G = R.shape[-1]
+    if G == 1:
+        return R / (1.0 + eps)
+    mean = R.mean(axis=-1, keepdims=True)
+    std = R.std(axis=-1, ddof=1, keepdims=True)
+    adv = (R - mean) / (std + eps)
+    return np.where(np.ptp(R, axis=-1, keepdims=True) == 0, 0.0, adv)
 
 
 # ---- deduplication -------------------------------------------------------------------------------------
@@ -130,8 +157,8 @@ def grpo_rewards(rewards: np.ndarray, scalar: ScalarFn = mean_scalar) -> np.ndar
 
 
 def grpo_advantages(rewards: np.ndarray, scalar: ScalarFn = mean_scalar) -> np.ndarray:
-    """GRPO: z-score of the task scalar within the group."""
-    return group_zscore(grpo_rewards(rewards, scalar))
+    """GRPO: the task scalar, normalised within the group by the Bessel-corrected std (veRL)."""
+    return grpo_group_norm(grpo_rewards(rewards, scalar))
 
 
 def vpo_rewards(rewards: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -166,7 +193,7 @@ def multi_rlvr_rewards(rewards: np.ndarray, scalar: ScalarFn = mean_scalar) -> n
 
 
 def multi_rlvr_advantages(rewards: np.ndarray, scalar: ScalarFn = mean_scalar) -> np.ndarray:
-    return group_zscore(multi_rlvr_rewards(rewards, scalar))
+    return grpo_group_norm(multi_rlvr_rewards(rewards, scalar))
 
 
 def weighted_rewards(rewards: np.ndarray, row_weights: np.ndarray) -> np.ndarray:
@@ -176,16 +203,7 @@ def weighted_rewards(rewards: np.ndarray, row_weights: np.ndarray) -> np.ndarray
 
 def random_weight_advantages(rewards: np.ndarray, row_weights: np.ndarray) -> np.ndarray:
     """Random-weighting GRPO: each rollout scored by its own hidden w ~ Dir(alpha)."""
-    return group_zscore(weighted_rewards(rewards, row_weights))
-
-
-def goal_conditioned_advantages(rewards: np.ndarray, row_weights: np.ndarray) -> np.ndarray:
-    """Goal-conditioned GRPO: the same weighted reward, but the prompt showed w (see goal_prompt).
-
-    Rollouts of one group share the prompt text, so in the trainer the G rollouts of a group share w
-    (the group z-score compares like with like); the reward formula is that of random weighting.
-    """
-    return group_zscore(weighted_rewards(rewards, row_weights))
+    return grpo_group_norm(weighted_rewards(rewards, row_weights))
 
 
 def goal_prompt(messages: list[dict[str, str]], weights: Sequence[float],
@@ -196,19 +214,6 @@ def goal_prompt(messages: list[dict[str, str]], weights: Sequence[float],
     out[-1]["content"] = (out[-1]["content"].rstrip() + "\nObjective weights (higher = more important): "
                           + text + ". Maximise the weighted score.")
     return out
-
-
-def best_at_k(x: np.ndarray, k: int) -> float:
-    """Unbiased expected max of k of the n scores drawn without replacement (vpo.md formula)."""
-    xs = np.sort(np.asarray(x, dtype=float))
-    n = len(xs)
-    if not 1 <= k <= n:
-        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
-    w = np.zeros(n)
-    w[n - 1] = k / n
-    for i in range(n, k, -1):                # 1-based i: w_{i-1} = w_i (i-k)/(i-1); w[i-1] holds w_i
-        w[i - 2] = w[i - 1] * (i - k) / (i - 1)
-    return float(w @ xs)
 
 
 def max_at_k_coefficients(x: np.ndarray, k: int) -> np.ndarray:
@@ -281,6 +286,8 @@ def compute_advantages(method: str, rewards: np.ndarray, *, rng: np.random.Gener
     if method == "max_at_k":
         return max_at_k_advantages(rewards, k=k)
     if method in ("random_weight", "goal_cond"):
+        # goal-conditioned GRPO scores like random weighting; it differs in the trainer only: the prompt
+        # shows w (goal_prompt), so the G rollouts of a group share one w and the z-score compares like with like
         if row_weights is None:
             raise ValueError(f"{method} needs row_weights (groups, G, d)")
         return random_weight_advantages(rewards, row_weights)

@@ -6,9 +6,11 @@ warm start a spread of sensible trade-offs to begin RL from, instead of one favo
 stage then decides whether that spread survives (VPO) or collapses (GRPO), which is the comparison
 this project is about.
 
-Completion formats (short on purpose: one character per move, tags are single tokens):
-    single answer:  <answer>RRDDU...</answer>
-    chain of m:     <route_1>RRD...</route_1><route_2>...</route_2>...<route_m>...</route_m>
+Completion formats: the paper's (move words, space-separated; every move word and tag is one token of
+the tiny model's tokenizer). Routes are kept internally as letter strings (``RRD``: search cache,
+symmetry transforms) and spelled out as words only here.
+    single answer:  <answer>RIGHT RIGHT DOWN ...</answer>
+    chain of m:     <route_1>RIGHT DOWN ...</route_1><route_2>...</route_2>...<route_m>...</route_m>
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import torch
 from benchmarks.base import Benchmark, Problem
 
 LETTER = {"UP": "U", "DOWN": "D", "LEFT": "L", "RIGHT": "R"}
+WORD = {v: k for k, v in LETTER.items()}
 
 #: fixed weightings always searched, so every maze contributes its extreme trade-offs
 ANCHOR_WEIGHTS = np.array([
@@ -62,7 +65,7 @@ def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: in
         ws = np.concatenate([ANCHOR_WEIGHTS, rng.dirichlet(np.ones(task.d), size=n_random)])
         seen: dict[str, list[float]] = {}
         for w in ws:
-            moves = best_route(task_instance(p), w.tolist(), getattr(task, "reward_mode", "linear"))
+            moves = best_route(task_instance(p), w.tolist(), getattr(task, "reward_mode", "convex_bonus"))
             route = route_letters(moves)
             if route and route not in seen:
                 r, _ = task.simulate(p, moves)
@@ -80,12 +83,17 @@ def task_instance(problem: Problem) -> Any:
     return MazeInstance.from_problem(problem)
 
 
+def route_words(route: str) -> str:
+    """``RRD`` -> ``RIGHT RIGHT DOWN`` (the answer format of the paper's prompt)."""
+    return " ".join(WORD[ch] for ch in route)
+
+
 def single_completion(route: str) -> str:
-    return f"<answer>{route}</answer>"
+    return f"<answer>{route_words(route)}</answer>"
 
 
 def chain_completion(routes: Sequence[str]) -> str:
-    return "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, 1))
+    return "".join(f"<route_{i}>{route_words(r)}</route_{i}>" for i, r in enumerate(routes, 1))
 
 
 def make_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[str, list[dict[str, Any]]],

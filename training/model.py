@@ -1,13 +1,16 @@
-"""The tiny policy: a standard Hugging Face LlamaForCausalLM plus a character-level tokenizer.
+"""The tiny policy: a standard Hugging Face LlamaForCausalLM plus a character/word-level tokenizer.
 
 Why a stock architecture and a stock tokenizer class: the checkpoints must load through
 ``AutoModelForCausalLM`` / ``AutoTokenizer`` (the ``hf`` backend, vLLM) without special cases, and the
 harness renders prompts with the tokenizer's own ``chat_template`` (harness.models.prompting).
 
-Why characters: the maze prompt is a grid of single symbols and the answer is a string of U/D/L/R
-letters, so one symbol per token keeps the position arithmetic (one move = one column / one row) simple
-for a model this small. Two cheap tricks keep sequences short without changing that:
+Why characters for the grid and words for the moves: the maze prompt is a grid of single symbols and
+the answer is the paper's format, move words (``<answer>RIGHT RIGHT DOWN</answer>``), so one token per
+cell and one token per move keep the position arithmetic (one move = one column / one row) simple for a
+model this small. Three cheap tricks keep sequences short:
 - a few BPE merges fuse "symbol + space" so the grid "S . # ..." costs one token per cell;
+- the move words (with and without a leading space) are single added tokens: a word-level vocabulary
+  for the answer, so a route of n moves is n tokens;
 - fixed strings (answer tags, the compact prompt's instruction line, chat role markers) are single
   added tokens.
 Every printable ASCII character is in the vocabulary, so any prompt (goal weights, other tasks) still
@@ -42,10 +45,10 @@ PHRASES = (
     + [f"<route_{i}>" for i in range(1, MAX_M + 1)]
     + [f"</route_{i}>" for i in range(1, MAX_M + 1)]
     + [f"<route_{i}>...</route_{i}>" for i in range(1, MAX_M + 1)]
-    + ["Budget: ", "\nAnswer: <answer>moves as U/D/L/R, comma-separated</answer>",
-       " different routes as U/D/L/R, comma-separated: ", "\nAnswer: "]
+    + ["Budget: ", "\nAnswer: <answer>moves</answer>", " different routes: ", "\nAnswer: "]
+    + ["UP", "DOWN", "LEFT", "RIGHT", " UP", " DOWN", " LEFT", " RIGHT"]
 )
-GRID_SYMBOLS = ".#SEGD~B"
+GRID_SYMBOLS = ".#SEGDLB"
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:

@@ -1,5 +1,6 @@
-"""Evaluate checkpoints on 50 validation mazes (generator seeds 777000..777049; train = 42..1041,
-test = 4242..4341) with the demo protocol (pool 30, T 0.7, top-p 1.0, compact prompts).
+"""Evaluate checkpoints on 50 validation mazes (the first 50 of the ``val`` split: accepted generator
+seeds from base seed 777000, used by neither the train split (base 42) nor the test split (base 4242))
+with the demo protocol (pool 30, T 0.7, top-p 1.0, compact prompts, the paper's scorer).
 Used to pick the RL step of the bundled maze-tiny-vpo/grpo without looking at the test split.
 usage: python -m training.val_eval OUTDIR NAME=CKPT:vpo|grpo ...  (vpo = 10 chains x 3 answers, grpo = 30 samples)"""
 import json
@@ -7,19 +8,19 @@ import os
 import sys
 import time
 
-from benchmarks.maze import maze_problems
+from benchmarks.maze import Maze
 from harness.results import load_run
 from harness.runner import run
 from harness.demo import demo_config
 
-VAL_BASE_SEED, VAL_SIZE = 777000, 50
+VAL_SIZE = 50
 
 
 def main() -> None:
     import torch
 
     torch.set_num_threads(int(os.environ.get("VAL_THREADS", "1")))
-    probs = maze_problems("val", VAL_BASE_SEED, VAL_SIZE)
+    probs = Maze().load("val", limit=VAL_SIZE)
     out = sys.argv[1]
     res = {}
     for spec in sys.argv[2:]:

@@ -11,14 +11,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import get_task
-from benchmarks.maze import Maze, best_route, parse_moves, parse_multi, parse_single
-from benchmarks.maze_env import CORNERS, MazeInstance, _attempt, generate_maze, reward_from_counts, simulate
+from benchmarks.base import Problem
+from benchmarks.maze import (Maze, best_route, paper_moves, paper_parse_multi, paper_parse_single, parse_moves,
+                             parse_multi, parse_single)
+from benchmarks.maze_env import (CORNERS, MazeInstance, build_maze, generate_maze, maze_split, reward_from_counts,
+                                 simulate)
 from benchmarks.maze_search import best_route_detail
 
 # ---- an independent reference implementation of distances and of the optimum ---------------------
 
 def ref_dist(grid, a, b, exit_, blocked=()):
-    """BFS step count a -> b through free cells, never leaving E (E may only be the destination)."""
+    """BFS step count a -> b through free cells; ``exit_`` (when not None) is never left (E may only be
+    the destination). Unreachable: 98, as in the paper's generator."""
     n = len(grid)
     seen = {a: 0}
     q = deque([a])
@@ -26,7 +30,7 @@ def ref_dist(grid, a, b, exit_, blocked=()):
         p = q.popleft()
         if p == b:
             return seen[p]
-        if p == exit_ and p != a:
+        if exit_ is not None and p == exit_ and p != a:
             continue
         for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
             nb = (p[0] + dr, p[1] + dc)
@@ -34,7 +38,7 @@ def ref_dist(grid, a, b, exit_, blocked=()):
                     and nb not in seen:
                 seen[nb] = seen[p] + 1
                 q.append(nb)
-    return 10**9
+    return 98
 
 
 def brute_best_value(maze, w, mode):
@@ -74,15 +78,13 @@ TRAIN = Maze().load("train", limit=200)
 TEST = Maze().load("test")
 
 
-# ---- generator -----------------------------------------------------------------------------------
+# ---- generator (cell-for-cell parity with the authors' mazes: tests/benchmarks/test_maze_parity.py) ---
 
 @pytest.mark.parametrize("problem", TRAIN + TEST, ids=lambda p: p.id)
 def test_generated_maze_invariants(problem):
     m = MazeInstance.from_problem(problem)
     grid = m.grid
     assert len(grid) == 9 and all(len(row) == 9 and set(row) <= {"#", "."} for row in grid)
-    n_free = sum(row.count(".") for row in grid)
-    assert 49 + 18 <= n_free <= 49 + 28          # perfect maze on 25 rooms, then 18-28 cells opened
     corners = {m.start, m.exit, m.gold_corner, m.diamond_corner}
     assert corners == set(CORNERS)
     assert m.start[0] + m.exit[0] == 8 and m.start[1] + m.exit[1] == 8     # opposite ends of a diagonal
@@ -98,22 +100,27 @@ def test_generated_maze_invariants(problem):
     for p in m.lava:
         assert 2 <= p[0] <= 6 and 2 <= p[1] <= 6 and m.is_free(p) and p != m.bonus
     assert not set(m.lava) & (set(m.gold) | set(m.diamond))
-    # budget formula and rejection rules, recomputed independently
-    d = lambda a, b, **kw: ref_dist(grid, a, b, m.exit, **kw)  # noqa: E731
+    # budget formula and rejection rules, recomputed independently (the generator's BFS passes through E)
+    d = lambda a, b, **kw: ref_dist(grid, a, b, None, **kw)  # noqa: E731
     S, E, G, D = m.start, m.exit, m.gold_corner, m.diamond_corner
     assert m.budget == max(d(S, G) + d(G, E), d(S, D) + d(D, E)) + 7
-    assert min(d(S, G) + d(G, D) + d(D, E), d(S, D) + d(D, G) + d(G, E)) > m.budget
+    assert d(S, G) + d(G, D) + d(D, E) > m.budget
+    assert max(d(S, G) + d(G, E), d(S, D) + d(D, E), d(S, (4, 4)) + d((4, 4), E)) <= 90
     assert d(S, E, blocked=set(m.lava)) <= m.budget
     # JSON round trip and seed bookkeeping
     assert MazeInstance.from_data(json.loads(json.dumps(problem.data))) == m
-    split, idx = problem.id.split("-")[1], int(problem.id.split("-")[2])
-    assert m.seed == {"train": 42, "test": 4242}[split] + idx == problem.meta["seed"]
+    assert m.seed == problem.meta["seed"] and build_maze(m.seed) == m
 
 
 def test_splits_and_ids():
     t = Maze()
-    assert t.splits == {"train": 1000, "test": 100}
-    assert len(TEST) == 100 and TEST[7].id == "maze-test-0007" and TEST[7].data["seed"] == 4249
+    assert t.splits == {"train": 1000, "test": 100, "val": 100}
+    assert len(TEST) == 100 and TEST[7].id == "maze-test-0007"
+    seeds = [p.meta["seed"] for p in TEST]
+    assert seeds[0] == 4242 and seeds == sorted(set(seeds))
+    # index i is the i-th ACCEPTED seed: every seed skipped between two split members is rejected
+    skipped = sorted(set(range(4242, seeds[-1])) - set(seeds))
+    assert skipped and all(build_maze(s) is None for s in skipped)
     assert [p.id for p in t.load("train", limit=3)] == ["maze-train-0000", "maze-train-0001", "maze-train-0002"]
     assert len(t.load("train")) == 1000
     assert t.load("test", path="/nonexistent", limit=2)[1].id == "maze-test-0001"   # path is ignored
@@ -121,54 +128,68 @@ def test_splits_and_ids():
         t.load("validation")
 
 
+def test_any_split_by_base_seed_and_size():
+    t = get_task("maze", base_seed="777000", n="7")
+    probs = t.load("test")
+    assert [p.id for p in probs][:2] == ["maze-s777000-0000", "maze-s777000-0001"] and len(probs) == 7
+    assert probs[0].meta["seed"] >= 777000 and t.describe()["options"]["base_seed"] == 777000
+    assert [p.data for p in probs] == [i.to_data() for i in maze_split(777000, 7)]
+    # the val split is the same base seed; its label is the split name
+    assert [p.data for p in Maze().load("val", limit=7)] == [p.data for p in probs]
+    assert len(get_task("maze", n=5).load("train")) == 5
+    assert get_task("maze", base_seed=4242).load("test", limit=3)[0].id == "maze-test-0000"
+    assert len(get_task("maze", base_seed=5).load("anything", limit=2)) == 2
+    for bad in ({"base_seed": "x"}, {"n": 0}, {"base_seed": -1}, {"parse": "loose"}, {"reward_mode": "quad"}):
+        with pytest.raises(ValueError):
+            get_task("maze", **bad)
+
+
 def test_determinism_pure_function_of_seed():
-    for seed in (0, 42, 4249, 123456):
-        a = generate_maze(seed)
-        attempt = 0
-        while True:                              # regenerate without the cache
-            fresh, _ = _attempt(seed, attempt)
-            if fresh is not None:
-                break
-            attempt += 1
-        assert fresh == a and fresh.to_data() == a.to_data()
-    assert generate_maze(1) != generate_maze(2)
-    np.random.seed(0)                            # global RNG state must not matter
-    x = _attempt(77, 0)
-    np.random.seed(1)
-    assert _attempt(77, 0) == x
+    import random
+    for seed in (42, 4242, 123456):
+        a = build_maze(seed)
+        random.seed(0)                           # the global RNG state must not matter
+        assert build_maze(seed) == a
+    rejected = next(s for s in range(42, 200) if build_maze(s) is None)
+    with pytest.raises(ValueError, match="rejects seed"):
+        generate_maze(rejected)
+    assert generate_maze(4242) == MazeInstance.from_problem(TEST[0])
 
 
-def test_rejection_is_retried_deterministically():
-    seed = next((s for s in range(42, 1042) if _attempt(s, 0)[0] is None), None)
-    assert seed is not None, "expected at least one rejected first draw in the train seeds"
-    m = generate_maze(seed)
-    assert m.attempt >= 1 and _attempt(seed, m.attempt)[0] == m
-
-
-# ---- a maze worked out by hand (test split, index 0, seed 4242) ----------------------------------
+# ---- a maze worked out by hand (a fixed layout, independent of the generator) ----------------------
 #
 #   col 0 1 2 3 4 5 6 7 8
 #   0   G # G . . . . . S        S = (0,8), E = (8,0), budget 27
 #   1   G G . . . . . . .        gold:    (0,0) (0,2) (1,0) (1,1) (2,0)
-#   2   G . ~ # . . . . .        diamond: (6,8) (7,7) (7,8) (8,7) (8,8)
+#   2   G . L # . . . . .        diamond: (6,8) (7,7) (7,8) (8,7) (8,8)
 #   3   . . . . # . . . .        lava:    (2,2) (5,5) (6,5)
-#   4   . . . . . . . . .        B (convex mode only) = (4,4)
-#   5   . . . . # ~ . . .
-#   6   . . . . . ~ . . D
+#   4   . . . . B . . . .        B = (4,4)
+#   5   . . . . # L . . .
+#   6   . . . . . L . . D
 #   7   . . . # . # . D D
 #   8   E . . . . # . D D
 
-HAND = TEST[0]
+_HAND_ROWS = ["G#G.....S", "GG.......", "G.L#.....", "....#....", "....B....",
+              "....#L...", ".....L..D", "...#.#.DD", "E....#.DD"]
+
+
+def _hand_problem() -> Problem:
+    def cells(ch):
+        return [[r, c] for r, row in enumerate(_HAND_ROWS) for c, x in enumerate(row) if x == ch]
+    grid = ["".join("#" if x == "#" else "." for x in row) for row in _HAND_ROWS]
+    data = {"seed": 0, "size": 9, "grid": grid, "start": [0, 8], "exit": [8, 0], "gold_corner": [0, 0],
+            "diamond_corner": [8, 8], "gold": cells("G"), "diamond": cells("D"), "lava": cells("L"),
+            "bonus": [4, 4], "budget": 27}
+    return Problem(id="maze-hand", data=data)
+
+
+HAND = _hand_problem()
 GOLD_ROUTE = ["LEFT"] * 6 + ["DOWN", "LEFT", "LEFT", "UP", "DOWN", "DOWN"] + ["DOWN"] * 6      # 18 steps
 DIAMOND_ROUTE = ["DOWN"] * 8 + ["LEFT", "UP", "UP", "UP", "UP"] + ["LEFT"] * 7 + ["DOWN"] * 4  # 24 steps
 LAVA_ROUTE = ["DOWN"] * 8 + ["LEFT", "UP", "UP"] + ["LEFT"] * 7 + ["DOWN", "DOWN"]              # 20, via (6,5)
-
-
 def test_hand_maze_layout():
     m = MazeInstance.from_problem(HAND)
-    assert m.symbol_rows(show_bonus=False) == [
-        "G#G.....S", "GG.......", "G.~#.....", "....#....", ".........",
-        "....#~...", ".....~..D", "...#.#.DD", "E....#.DD"]
+    assert m.symbol_rows() == _HAND_ROWS
     assert m.budget == 27 and m.start == (0, 8) and m.exit == (8, 0)
 
 
@@ -276,17 +297,20 @@ def test_benchmark_protocol_and_options():
     t = get_task("maze")
     assert t.component_names == ("completion", "gold", "diamond", "avoid_lava")
     assert t.answer_tag == "route" and t.default_temperature == 0.7 and t.default_top_p == 1.0
-    assert t.describe()["options"]["reward_mode"] == "linear"
-    c = get_task("maze", reward_mode="convex_bonus")
-    assert c.describe()["options"] == {"reward_mode": "convex_bonus"}
-    with pytest.raises(ValueError):
-        get_task("maze", reward_mode="quadratic")
-    R = t.rewards(HAND, [", ".join(GOLD_ROUTE), None, "U"])
+    assert t.describe()["options"] == {"reward_mode": "convex_bonus", "parse": "paper"}   # the paper's defaults
+    lin = get_task("maze", reward_mode="linear", parse="lenient")
+    assert lin.describe()["options"] == {"reward_mode": "linear", "parse": "lenient"}
+    R = lin.rewards(HAND, [", ".join(GOLD_ROUTE), None, "U"])
     np.testing.assert_allclose(R, [[1, 1, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]])
-    assert t.scalar(R).tolist() == pytest.approx([0.75, 0, 0])
-    assert t.passed(R).tolist() == [False, False, False]
-    assert t.dedup_key(HAND, "U, R, d", None) == t.dedup_key(HAND, "UP RIGHT DOWN", None) == ("UP", "RIGHT", "DOWN")
-    assert t.dedup_key(HAND, "U R", None) != t.dedup_key(HAND, "R U", None)
+    assert lin.scalar(R).tolist() == pytest.approx([0.75, 0, 0])
+    assert lin.passed(R).tolist() == [False, False, False]
+    assert lin.dedup_key(HAND, "U, R, d", None) == lin.dedup_key(HAND, "UP RIGHT DOWN", None) == ("UP", "RIGHT", "DOWN")
+    assert lin.dedup_key(HAND, "U R", None) != lin.dedup_key(HAND, "R U", None)
+    # paper reading: letters are no moves, so they score zero and have no dedup key
+    assert t.reward(HAND, "".join(x[0] for x in GOLD_ROUTE)).tolist() == [0, 0, 0, 0]
+    np.testing.assert_allclose(t.reward(HAND, " ".join(GOLD_ROUTE).lower()), [1, 1, 0, 1])
+    assert t.dedup_key(HAND, "U R", None) is None
+    assert t.dedup_key(HAND, "up, right", None) == t.dedup_key(HAND, "UP RIGHT", None) == ("UP", "RIGHT")
 
 
 # ---- parser --------------------------------------------------------------------------------------
@@ -317,11 +341,37 @@ def test_parse_single():
     assert parse_single("<think>still thinking UP UP") is None                      # truncated reasoning
     assert parse_single("   ") is None
     assert parse_single("I go UP first. <answer>R, R, D") == "R, R, D"             # truncated answer
-    assert Maze().parse("<answer>U</answer>") == ["U"]
+    assert Maze(parse="lenient").parse("<answer>U</answer>") == ["U"]
+
+
+def test_paper_parse_single():
+    """The authors' extract_moves: first <answer>, else the whole text (reasoning included), words only."""
+    assert paper_parse_single("<answer>UP</answer> then <answer>DOWN DOWN</answer>") == "UP"
+    assert paper_parse_single("<think>LEFT LEFT</think> RIGHT") == "LEFT LEFT RIGHT"     # drafts count
+    assert paper_parse_single("I will go right then Down.") == "RIGHT DOWN"               # prose is a route
+    assert paper_parse_single("<answer>RRDD</answer>") is None
+    assert paper_parse_single("<answer>DOWN_LEFT, UPRIGHT</answer>") is None
+    assert paper_parse_single("<ANSWER>up</Answer> DOWN") == "UP"                          # tags: any case
+    assert paper_parse_single("<answer>UP UP</answer> DOWN DOWN") == "UP UP"
+    assert paper_parse_single("<answer>UP <answer>LEFT</answer>") == "UP LEFT"
+    assert paper_parse_single("") is None and paper_parse_single(None) is None
+    assert paper_moves("<answer>x</answer> UP") == []
+
+
+def test_paper_parse_multi():
+    assert paper_parse_multi("<route_2>UP</route_2> DOWN", 3) == [None, "UP", None]
+    assert paper_parse_multi("<route_1>UP</route_1><route_1>DOWN</route_1>", 2) == ["UP", None]   # first wins
+    assert paper_parse_multi("<think><route_1>LEFT</route_1></think><route_1>UP</route_1>", 1) == ["LEFT"]
+    assert paper_parse_multi("UP --- DOWN LEFT---", 3) == ["UP", "DOWN LEFT", None]     # '---' anywhere
+    assert paper_parse_multi("only UP here ---", 2) == ["UP", None]                    # one part: whole text
+    assert paper_parse_multi("<answer>UP</answer> x <answer>DOWN</answer>", 3) == ["UP", "DOWN", None]
+    assert paper_parse_multi("go UP then <answer>LEFT</answer>", 2) == ["LEFT", None]
+    assert paper_parse_multi("<route_1>RRD</route_1>", 2) == [None, None]
+    assert paper_parse_multi("", 2) == [None, None] and paper_parse_multi("UP", 0) == []
 
 
 def test_parse_multi_numbered_and_truncated():
-    t = Maze()
+    t = Maze(parse="lenient")
     text = "plan...\n<route_1>U, R</route_1>\n<route_2>D,D</route_2>\n<route_3>L, L, "
     assert t.parse(text, 3) == ["U, R", "D,D", None]
     assert t.parse("<route_2>R</route_2>", 3) == [None, "R", None]
@@ -350,15 +400,15 @@ _PIECES = list("<>/_-\n ,UDLRudlr123") + ["route_", "answer", "<route_1>", "</ro
        | st.text(max_size=200),
        st.integers(min_value=1, max_value=5))
 def test_parser_fuzz_never_raises(text, m):
-    t = Maze()
-    single = t.parse(text)
-    assert len(single) == 1
-    multi = t.parse(text, m)
-    assert len(multi) == m and all(a is None or isinstance(a, str) for a in multi)
-    for a in single + multi:
-        r = t.reward(HAND, a)
-        assert r.shape == (4,) and np.all((r >= 0) & (r <= 1))
-        t.dedup_key(HAND, a, r)
+    for t in (Maze(), Maze(parse="lenient")):
+        single = t.parse(text)
+        assert len(single) == 1
+        multi = t.parse(text, m)
+        assert len(multi) == m and all(a is None or isinstance(a, str) for a in multi)
+        for a in single + multi:
+            r = t.reward(HAND, a)
+            assert r.shape == (4,) and np.all((r >= 0) & (r <= 1))
+            t.dedup_key(HAND, a, r)
 
 
 @settings(max_examples=100, deadline=None)
@@ -380,31 +430,29 @@ def test_random_routes_rewards_in_range_and_round_trip(moves):
 # ---- prompts -------------------------------------------------------------------------------------
 
 def test_prompts_full_and_compact():
-    lin, cvx = Maze(), Maze(reward_mode="convex_bonus")
+    cvx, lin = Maze(), Maze(reward_mode="linear")
     m = MazeInstance.from_problem(HAND)
-    full = lin.prompt(HAND)[-1]["content"]
-    for row in m.render(show_bonus=False).splitlines():
-        assert row in full
-    assert "Legend" in full and "27" in full and "<answer>" in full and "lava" in full.lower()
-    assert "B" not in m.render(show_bonus=False) and "bonus" not in full.lower()
-    full_c = cvx.prompt(HAND)[-1]["content"]
-    assert "B = bonus" in full_c and "1.5" in full_c and m.render(show_bonus=True) in full_c
-    compact = lin.prompt(HAND, style="compact")[-1]["content"]
-    assert m.render(show_bonus=False) in compact and "Budget: 27" in compact and "<answer>" in compact
-    assert "Legend" not in compact and len(compact) < len(full) / 3
+    full = cvx.prompt(HAND)[-1]["content"]
+    assert m.render() in full and "You have 27 steps." in full and "<answer>UP UP RIGHT</answer>" in full
+    assert "multiplies your other scores" in full
+    full_lin = lin.prompt(HAND)[-1]["content"]
+    assert "multiplies" not in full_lin and "does not change your score" in full_lin
+    assert cvx.multi_prompt(HAND, 3)[-1]["content"].count("27 steps per route") == 1
+    compact = cvx.prompt(HAND, style="compact")[-1]["content"]
+    assert m.render() in compact and "Budget: 27" in compact and "<answer>" in compact
+    assert len(compact) < len(full) / 3
     with pytest.raises(ValueError):
-        lin.prompt(HAND, style="verbose")
+        cvx.prompt(HAND, style="verbose")
 
 
 def test_compact_prompt_format_is_pinned():
     """training/model.py turns these exact strings into single tokens: change both together."""
     t = Maze()
-    grid = MazeInstance.from_problem(HAND).render(show_bonus=False)
+    grid = MazeInstance.from_problem(HAND).render()
     assert t.prompt(HAND, style="compact") == [{"role": "user", "content":
-            grid + "\nBudget: 27\nAnswer: <answer>moves as U/D/L/R, comma-separated</answer>"}]
+            grid + "\nBudget: 27\nAnswer: <answer>moves</answer>"}]
     assert t.multi_prompt(HAND, 2, style="compact") == [{"role": "user", "content":
-            grid + "\nBudget: 27\nAnswer: 2 different routes as U/D/L/R, comma-separated: "
-            "<route_1>...</route_1> <route_2>...</route_2>"}]
+            grid + "\nBudget: 27\nAnswer: 2 different routes: <route_1>...</route_1> <route_2>...</route_2>"}]
 
 
 @pytest.mark.parametrize("m", [1, 3, 5])
@@ -413,8 +461,10 @@ def test_multi_prompt_tags(m, style):
     text = Maze().multi_prompt(HAND, m, style=style)[-1]["content"]
     for i in range(1, m + 1):
         assert f"<route_{i}>" in text and f"</route_{i}>" in text
-    assert f"<route_{m + 1}>" not in text and "27" in text
-    assert MazeInstance.from_problem(HAND).render(show_bonus=False) in text
+    if style == "compact" or m >= 3:          # the full prompt's format example always shows 3 routes
+        assert f"<route_{m + 1}>" not in text
+    assert "27" in text
+    assert MazeInstance.from_problem(HAND).render() in text
 
 
 # ---- route search --------------------------------------------------------------------------------
@@ -441,7 +491,7 @@ def test_best_route_fast_and_deterministic():
         moves = best_route(p, w, mode)
         times.append(time.perf_counter() - t0)
         assert moves == best_route(MazeInstance.from_problem(p), list(w), mode)
-        assert Maze(reward_mode=mode).reward(p, ", ".join(moves))[0] == 1
+        assert Maze(reward_mode=mode).reward(p, " ".join(moves))[0] == 1
     assert np.mean(times) < 0.05
     with pytest.raises(ValueError):
         best_route(HAND, [1, 1, 1])

@@ -98,10 +98,33 @@ def test_missing_answer_is_all_zeros(task, problems):
     assert task.reward(p, f"<support>{sup}</support>").tolist() == [0] * 5
     assert task.parse(f"<support>{sup}</support> no answer")[0] is None
     assert task.reward(p, None).tolist() == [0] * 5
-    # answer drafted inside <think> only does not count; the one after it does
-    assert task.parse("<think><answer>x</answer></think>")[0] is None
+    # paper (default): the first tags win even inside <think>, and an empty answer earns nothing
     done = f"<think><support>0</support><answer>x</answer></think>{gold_answer(p)}"
-    assert task.reward(p, task.parse(done)[0]).tolist() == [1] * 5
+    assert task.reward(p, task.parse(done)[0]).tolist() == [0, 0, 1, 1, 0]
+    assert task.parse(f"<support>{sup}</support><answer> </answer>")[0] is None
+    # lenient: an answer drafted inside <think> only does not count; the one after it does
+    lenient = get_task("musique", parse="lenient")
+    assert lenient.parse("<think><answer>x</answer></think>")[0] is None
+    assert lenient.reward(p, lenient.parse(done)[0]).tolist() == [1] * 5
+    assert lenient.reward(p, f"<support>{sup}</support><answer></answer>").tolist() == [1, 1, 1, 1, 0]
+
+
+def test_paper_citations_and_normalisation(task, problems):
+    from benchmarks.musique import paper_cited
+    from benchmarks.textnorm import authors_normalize
+
+    assert paper_cited("8, 1, 25") == [8, 1, 25] and paper_cited("[8] [1]") == [] and paper_cited("8 and 1") == []
+    assert paper_cited("8 1") == [] and paper_cited(" 3 ,x, 4 ") == [3, 4] and paper_cited(None) == []
+    assert authors_normalize("the-Stanley", strip_articles=True) == "stanley"       # articles before punctuation
+    assert authors_normalize("The Stanley.", strip_articles=False) == "the stanley"
+    p = problems[0]
+    sup = ", ".join(map(str, p.data["support"]))
+    lenient = get_task("musique", parse="lenient")
+    text = f"<support>[{sup.replace(', ', '] [')}]</support><answer>{p.data['answer']}</answer>"
+    assert task.reward(p, task.parse(text)[0]).tolist() == [0, 0, 1, 1, 1]
+    assert lenient.reward(p, lenient.parse(text)[0]).tolist() == [1] * 5
+    with pytest.raises(ValueError):
+        get_task("musique", parse="loose")
 
 
 def test_squad_normalisation_and_f1():

@@ -73,3 +73,43 @@ def test_plot_selected_and_bad_strategy(demo_like_runs, tmp_path, capsys):
     assert main(["plot", str(grpo), "--metric", "selected:psychic", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown selection strategy 'psychic'" in err[0]
+
+
+def test_public_tests_with_private_tests_ranks_on_the_public_ones(tmp_path):
+    """test_source=all: the kept tests are sorted by size, so public and private ones interleave;
+    the selection must follow each test's origin, not its position."""
+    from benchmarks import get_task
+    from harness.config import RunConfig
+    from harness.models.base import SamplingConfig
+    from harness.runner import build_config_record
+
+    def tests(sizes):
+        return json.dumps([{"input": "x" * s, "output": "1", "testtype": "stdin"} for s in sizes])
+
+    data = tmp_path / "lcb.jsonl"
+    data.write_text(json.dumps({
+        "question_id": "q1", "question_content": "echo", "platform": "atcoder", "contest_date": "2025-03-01T00:00:00",
+        "public_test_cases": tests([5, 1]), "private_test_cases": tests([3, 2, 9]), "metadata": "{}",
+        "starter_code": "", "difficulty": "easy"}) + "\n")
+    opts = {"test_source": "all", "trust_private_tests": True, "visible_tests": "public"}
+    with get_task("livecodebench", **opts) as task:
+        (prob,) = task.load("test", path=str(data))
+        assert prob.data["public"] == [True, False, False, True, False]  # sizes 1, 2, 3, 5, 9
+        cfg = RunConfig.of(task="livecodebench", model="hf:x", data_path=str(data), task_options=opts, n=4, ks=(1, 2))
+        record = build_config_record(cfg, task, SamplingConfig(), [prob], "loaded")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps(record))
+    verdicts = [[1, 0, 0, 1, 0], [1, 1, 1, 0, 1], [0, 1, 1, 1, 1], [1, 1, 0, 1, 1]]
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps(
+        {"problem_id": "q1", "chain_index": i, "answers": [f"print({i})"], "rewards": [v],
+         "scalars": [float(np.mean(v))], "passed": [all(v)], "error": None}) + "\n" for i, v in enumerate(verdicts)))
+    (pool,) = load_pools(run_dir).pools()
+    assert pool.visible.tolist() == [1.0, 0.5, 0.5, 1.0]
+    assert pool.hidden.tolist() == pytest.approx([0.0, 1.0, 1.0, 2 / 3])
+    (v,), _ = selected_at_k([pool], 1, "public-tests")
+    assert v == pytest.approx(np.mean(pool.hidden))
+    (v,), _ = selected_at_k([pool], 4, "public-tests")
+    assert v == pytest.approx((0.0 + 2 / 3) / 2)  # candidates 0 and 3 tie on the public tests
+    with pytest.raises(ValueError, match="test_source=all"):
+        get_task("livecodebench", visible_tests="public")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from harness import metrics
 from training import advantages as A
 
 rng0 = np.random.default_rng(0)
@@ -35,9 +36,26 @@ def test_constant_group_gives_zero(method):
     assert np.all(adv == 0.0)
 
 
+def test_grpo_uses_bessel_std_vpo_population_std():
+    """GRPO follows veRL (the paper's baseline trainer): std with n - 1; VPO keeps vpo.md's population std."""
+    R = np.array([[0.0, 1.0, 1.0, 3.0], [2.0, 2.0, 2.0, 2.0]])
+    g = A.grpo_group_norm(R)
+    mean, sd1 = R[0].mean(), np.sqrt(((R[0] - R[0].mean()) ** 2).sum() / 3)
+    np.testing.assert_allclose(g[0], (R[0] - mean) / (sd1 + 1e-6), rtol=1e-12)
+    assert np.all(g[1] == 0.0)
+    v = A.group_zscore(R)
+    np.testing.assert_allclose(v[0], (R[0] - mean) / (R[0].std() + 1e-6), rtol=1e-12)
+    np.testing.assert_allclose(g[0] / v[0], np.sqrt(3 / 4), rtol=1e-5)      # sqrt((G-1)/G)
+    # a one-rollout group: mean 0, std 1, as veRL does
+    np.testing.assert_allclose(A.grpo_group_norm(np.array([[0.4]])), [[0.4 / (1 + 1e-6)]])
+    r = _rand_rewards(groups=2, G=8, m=1)
+    np.testing.assert_allclose(A.grpo_advantages(r), A.grpo_group_norm(A.grpo_rewards(r)))
+    np.testing.assert_allclose(A.multi_rlvr_advantages(r), A.grpo_group_norm(A.multi_rlvr_rewards(r)))
+
+
 def test_vpo_m1_large_K_approaches_grpo():
     r = _rand_rewards(groups=4, G=8, m=1)
-    grpo = A.grpo_advantages(r)
+    grpo = A.grpo_advantages(r) / np.sqrt(7 / 8)      # undo the Bessel factor: same ranking and scale
     vpo = A.vpo_advantages(r, K=20000, rng=np.random.default_rng(0))
     np.testing.assert_allclose(vpo, grpo, atol=0.05)
     # a small K is visibly noisier, so the test above is not trivially satisfied
@@ -77,9 +95,9 @@ def test_max_at_k_coefficients_average_to_best_at_k(xs, k):
     x = np.array(xs)
     k = min(k, len(x))
     c = A.max_at_k_coefficients(x, k)
-    assert c.mean() == pytest.approx(A.best_at_k(x, k), abs=1e-9)
+    assert c.mean() == pytest.approx(metrics.best_at_k([x], k)[0], abs=1e-9)
     brute = np.mean([max(s) for s in itertools.combinations(x, k)])
-    assert A.best_at_k(x, k) == pytest.approx(brute, abs=1e-9)
+    assert metrics.best_at_k([x], k)[0] == pytest.approx(brute, abs=1e-9)
 
 
 def test_max_at_k_rewards_the_top_more_than_grpo_does():

@@ -57,7 +57,7 @@ def test_dihedral_augmentation_preserves_rewards(maze):
     assert len(grids) > 3                              # images really differ
     for q in aug_p:
         for t in aug_t[q.id]:
-            r, _ = maze.simulate(q, t["route"])
+            r, _ = maze.simulate(q, D.route_words(t["route"]))
             np.testing.assert_allclose(r, t["r"])
             assert r[0] == 1.0
 
