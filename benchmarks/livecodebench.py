@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
-from benchmarks.livecodebench_judge import TIMEOUT_S  # one per-test timeout: the judge's
+from benchmarks.livecodebench_judge import TIMEOUT_S, WALL_FACTOR  # one source: the judge
 from benchmarks.rowfiles import Row, duplicate_id, read_rows
 from harness.paths import shared_data_dir
 
@@ -312,13 +312,18 @@ class LiveCodeBench(Benchmark):
         "test_source": Option("auto", "which tests grade", ("auto", "public", "private", "all")),
         "test_window": Option(None, "contest-date window 'YYYY-MM-DD..YYYY-MM-DD'"),
         "workers": Option(None, "sandbox pool size (default one per core)"),
-        "timeout_s": Option(TIMEOUT_S, "wall-clock limit per test"),
+        "timeout_s": Option(TIMEOUT_S, "time limit per test (wall and CPU; see wall_factor)"),
         "max_tests": Option(MAX_TESTS, "tests per problem"),
         "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
         "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
         "revision": Option(None, "hub revision"),
         "visible_tests": Option(None, "tests a deployment may run for `public-tests` selection: 'public' "
                                       "(needs test_source=all) or 'half' (offline)", (None, "half", "public")),
+        "first_failure": Option(False, "stop at the first failing test, as LiveCodeBench does (pass/fail "
+                                       "only, faster); default runs every test for the reward vector",
+                                (False, True)),
+        "wall_factor": Option(WALL_FACTOR, "per-test wall-clock allowance as a multiple of timeout_s; > 1 "
+                                           "lets CPU time decide (load-independent time limits)"),
     }
 
     def __init__(self, **options: Any):
@@ -448,13 +453,13 @@ class LiveCodeBench(Benchmark):
         """Full grade of one program (verdict per test, isolation, timings); None code -> None."""
         if code is None:
             return None
-        from benchmarks.livecodebench_judge import WALL_FACTOR, grade_program
+        from benchmarks.livecodebench_judge import grade_program
 
         d = problem.data
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
                              timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)),
-                             first_failure=bool(self.options.get("first_failure", False)),
-                             wall_factor=float(self.options.get("wall_factor", WALL_FACTOR)))
+                             first_failure=bool(self.options["first_failure"]),
+                             wall_factor=float(self.options["wall_factor"]))
 
     def grade_many(self, problem: Problem, codes: Sequence[str | None]) -> list[Any]:
         """Grades of several programs of one problem, in parallel on the sandbox pool. Identical
