@@ -24,7 +24,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError, ImportError, OSError) as exc:
+        # ImportError: an optional engine that is not installed (vllm); OSError: a path we cannot use
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"vpo {args.command}: error: {msg}", file=sys.stderr)
         return 2
