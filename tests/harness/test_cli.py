@@ -98,3 +98,20 @@ def test_ls_says_livecodebench_d_is_per_problem(capsys: pytest.CaptureFixture[st
     assert main(["ls"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("livecodebench"))
     assert "per problem, <= 16" in line and "one per test" in line
+
+
+def test_closed_pipe_ends_quietly() -> None:
+    """`vpo ls | head -1`: the reader closes the pipe early; vpo must stop without a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "ls"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(1)
+    proc.stdout.close()  # like `head -c 1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err, err

@@ -93,3 +93,13 @@ def test_missing_shared_data_fails_at_once_saying_where(tmp_path: Path) -> None:
                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode != 0
     assert f"needs the offline data slices at {tmp_path / 'nowhere'}" in res.stdout and "VPO_SHARED_DATA" in res.stdout
+
+
+def test_vllm_spec_without_vllm_says_what_to_do_on_cpu_and_gpu(tmp_path: Path, monkeypatch, capsys) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # the main env has no vllm
+    rc = main(["run", "--task", "maze", "--model", "vllm:some/model", "--limit", "1", "-n", "1",
+               "--out", str(tmp_path / "r"), "--no-progress"])
+    line = _one_line_error(capsys)
+    assert rc == 2 and "pip install 'vpo-harness[vllm]'" in line and "scripts/setup_vllm_cpu.sh" in line
