@@ -210,7 +210,9 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
                              score_generation, task=task)
         bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not ex.progress)
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not ex.progress)
-        bar_tok, local_backend = None, None
+        # backends that decode in batches (hf) report tokens as they go, so the bar moves (with a rate
+        # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
+        bar_tok = live = None
 
         def keep(row: Any) -> None:
             store.append(row.to_json())
@@ -220,13 +222,11 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         try:
             executor.start(scorer)
             store.record_backend(executor.describe_backend())
-            # backends that decode in batches (hf) report tokens as they go, so a bar moves (with a rate
-            # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
-            local_backend = getattr(executor, "backend", None)  # in-process executors only
-            if hasattr(local_backend, "on_tokens") and ex.progress:
+            live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
+            if hasattr(live, "on_tokens") and ex.progress:
                 bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
                                unit_scale=True)
-                local_backend.on_tokens = bar_tok.update
+                live.on_tokens = bar_tok.update
             # on an interrupt or a failure elsewhere, chains already generated and scored are kept
             rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update, on_leftover=keep)
             for row in rows:
@@ -241,7 +241,7 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
             bar_score.close()
             if bar_tok is not None:
                 bar_tok.close()
-                local_backend.on_tokens = None
+                live.on_tokens = None
     results = compute_results(folder, task, problems, cfg, record)
     store.write_results(results)
     return folder

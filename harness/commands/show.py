@@ -64,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([r.results for r in loaded], indent=2))
     else:
         print(format_table(loaded))
+        evolve = [r.results for r in loaded if r.results and r.results.get("kind") == "evolve"]
+        if evolve:  # evolve runs: problems solved, next to plain sampling at the same budget
+            from harness.commands.evolve import format_summary
+
+            print("\n" + format_summary(evolve))
         strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
         if strategies:  # selection without an oracle, next to best@k (reports/selected.py)
             from reports.selected import format_selected
