@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
-from benchmarks.livecodebench_judge import TIMEOUT_S  # one per-test timeout: the judge's
+from benchmarks.livecodebench_judge import TIMEOUT_S, WALL_FACTOR  # one source: the judge
 from benchmarks.rowfiles import Row, duplicate_id, read_rows
 from harness.paths import shared_data_dir
 
@@ -294,8 +294,10 @@ class LiveCodeBench(Benchmark):
     ("auto": private tests when trusted and present, else public), ``workers`` (sandbox pool size;
     default one per core), ``timeout_s`` (6), ``max_tests`` (16), ``max_test_bytes`` (8192),
     ``first_failure`` (False: run every test for the per-test reward vector; True: stop at the first
-    failing test as LiveCodeBench does, for pass@k-only runs), ``hub_files`` / ``revision`` for hub
-    downloads."""
+    failing test as LiveCodeBench does, for pass@k-only runs), ``wall_factor`` (1.0: a test ends after
+    ``timeout_s`` of wall or CPU time, LCB's semantics; e.g. 3.0: CPU time decides and wall time may
+    reach 3x, so a loaded machine does not turn slow-but-correct programs into time limits),
+    ``hub_files`` / ``revision`` for hub downloads."""
 
     name = "livecodebench"
     #: generic labels; a problem's reward vector has ``n_tests`` <= 16 entries, named by components_for
@@ -310,13 +312,18 @@ class LiveCodeBench(Benchmark):
         "test_source": Option("auto", "which tests grade", ("auto", "public", "private", "all")),
         "test_window": Option(None, "contest-date window 'YYYY-MM-DD..YYYY-MM-DD'"),
         "workers": Option(None, "sandbox pool size (default one per core)"),
-        "timeout_s": Option(TIMEOUT_S, "wall-clock limit per test"),
+        "timeout_s": Option(TIMEOUT_S, "time limit per test (wall and CPU; see wall_factor)"),
         "max_tests": Option(MAX_TESTS, "tests per problem"),
         "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
         "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
         "revision": Option(None, "hub revision"),
         "visible_tests": Option(None, "tests a deployment may run for `public-tests` selection: 'public' "
                                       "(needs test_source=all) or 'half' (offline)", (None, "half", "public")),
+        "first_failure": Option(False, "stop at the first failing test, as LiveCodeBench does (pass/fail "
+                                       "only, faster); default runs every test for the reward vector",
+                                (False, True)),
+        "wall_factor": Option(WALL_FACTOR, "per-test wall-clock allowance as a multiple of timeout_s; > 1 "
+                                           "lets CPU time decide (load-independent time limits)"),
     }
 
     def __init__(self, **options: Any):
@@ -451,7 +458,8 @@ class LiveCodeBench(Benchmark):
         d = problem.data
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
                              timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)),
-                             first_failure=bool(self.options.get("first_failure", False)))
+                             first_failure=bool(self.options["first_failure"]),
+                             wall_factor=float(self.options["wall_factor"]))
 
     def grade_many(self, problem: Problem, codes: Sequence[str | None]) -> list[Any]:
         """Grades of several programs of one problem, in parallel on the sandbox pool. Identical

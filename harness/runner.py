@@ -212,11 +212,7 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not ex.progress)
         # backends that decode in batches (hf) report tokens as they go, so the bar moves (with a rate
         # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
-        bar_tok = None
-        if hasattr(backend, "on_tokens") and ex.progress:
-            bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
-                           unit_scale=True)
-            backend.on_tokens = bar_tok.update
+        bar_tok = live = None
 
         def keep(row: Any) -> None:
             store.append(row.to_json())
@@ -226,6 +222,11 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         try:
             executor.start(scorer)
             store.record_backend(executor.describe_backend())
+            live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
+            if hasattr(live, "on_tokens") and ex.progress:
+                bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
+                               unit_scale=True)
+                live.on_tokens = bar_tok.update
             # on an interrupt or a failure elsewhere, chains already generated and scored are kept
             rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update, on_leftover=keep)
             for row in rows:
@@ -240,7 +241,7 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
             bar_score.close()
             if bar_tok is not None:
                 bar_tok.close()
-                backend.on_tokens = None
+                live.on_tokens = None
     results = compute_results(folder, task, problems, cfg, record)
     store.write_results(results)
     return folder
