@@ -180,7 +180,9 @@ class Maze(Benchmark):
     default_top_p = 1.0
 
     def __init__(self, reward_mode: str = "convex_bonus", parse: str = "paper", base_seed: int | None = None,
-                 n: int | None = None):
+                 n: int | None = None, **unknown: Any):
+        if unknown:
+            raise ValueError(f"unknown maze options {sorted(unknown)}; known: base_seed, n, parse, reward_mode")
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"unknown reward_mode {reward_mode!r}; known: {', '.join(REWARD_MODES)}")
         if parse not in PARSE_MODES:
