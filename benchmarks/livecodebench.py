@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
 from benchmarks.rowfiles import Row, read_rows
 from harness.paths import shared_data_dir
 
@@ -302,7 +302,20 @@ class LiveCodeBench(Benchmark):
     component_names: ClassVar[tuple[str, ...]] = tuple(f"test_{i}" for i in range(1, MAX_TESTS + 1))
     splits = {"train": None, "test": None, "all": None}
     default_temperature = 0.8
+    variable_d = True  # one reward component per selected test of the problem
     default_top_p = 0.95
+    options_spec: ClassVar[dict[str, Option]] = {
+        "path": Option(None, "data file or folder, or 'hub'"),
+        "trust_private_tests": Option(False, "decode the pickled private tests"),
+        "test_source": Option("auto", "which tests grade", ("auto", "public", "private", "all")),
+        "test_window": Option(None, "contest-date window 'YYYY-MM-DD..YYYY-MM-DD'"),
+        "workers": Option(None, "sandbox pool size (default one per core)"),
+        "timeout_s": Option(TIMEOUT_S, "wall-clock limit per test"),
+        "max_tests": Option(MAX_TESTS, "tests per problem"),
+        "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
+        "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
+        "revision": Option(None, "hub revision"),
+    }
 
     def __init__(self, **options: Any):
         super().__init__(**options)
@@ -470,13 +483,18 @@ class LiveCodeBench(Benchmark):
         grades = self.grade_many(problem, list(answers))
         details = [{"verdicts": None, "reason": "no code block"} if g is None else
                    {"verdicts": list(g.verdicts), "times": list(g.times), "wall_s": round(g.wall_s, 4),
-                    "runs": g.runs, "isolation": g.isolation, **({"notes": list(g.notes)} if g.notes else {})}
+                    "runs": g.runs, "isolation": g.isolation, **({"notes": list(g.notes)} if g.notes else {}),
+                    **({"errors": [e[-300:] for e in g.details]} if any(g.details) else {})}
                    for g in grades]
         return np.stack([self._vector(g, n) for g in grades]), details
 
+    @property
+    def max_d(self) -> int:
+        return int(self.options.get("max_tests", MAX_TESTS))
+
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d["reward_length"] = "per problem: n_tests (<= 16); see components_for"
+        d["reward_length"] = f"per problem: n_tests (<= {self.max_d}); see components_for"
         from harness.sandbox import Sandbox
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when

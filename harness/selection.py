@@ -112,7 +112,8 @@ def _majority(pool: Pool, k: int, rng: np.random.Generator, draws: int = MC_DRAW
         return float(group_mean[top].mean()), 0.0
     subsets = np.argpartition(rng.random((draws, n)), k - 1, axis=1)[:, :k]  # uniform k-subsets
     lab = labels[subsets]  # (draws, k)
-    counts = (lab[:, :, None] == np.arange(g)).sum(axis=1).astype(float)  # (draws, g)
+    counts = np.bincount((lab + g * np.arange(draws)[:, None]).ravel(), minlength=draws * g)
+    counts = counts.reshape(draws, g).astype(float)  # (draws, g) votes per answer group
     eff = np.where(counts > 0, counts, -np.inf)
     if none_label >= 0:  # unparsable answers only win when nothing parsed was drawn
         eff[:, none_label] = np.where(counts[:, none_label] > 0, 0.5, -np.inf)

@@ -60,6 +60,7 @@ class RunPools:
     answers: list[list[Any]]  # (n_p,) parsed answers as stored
     n_errors: int = 0
     _pools: list[Pool] | None = field(default=None, repr=False)
+    _metrics: dict[tuple, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @property
     def facts(self) -> dict[str, Any]:
@@ -162,6 +163,9 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
     ``vpo_objective``, ``mean_scalar``. The VPO objective uses one seeded Dirichlet weight set per
     reward dimension, so two runs compared with the same ``objective_seed`` share their weights.
     """
+    key = (tuple(ks), tuple(strategies), seed, objective_seed)
+    if key in run._metrics:  # the report and its comparison table ask for the same numbers
+        return run._metrics[key]
     out: dict[str, np.ndarray] = {}
     best = metrics.best_at_k_curve(run.scalars, ks)
     for k in ks:
@@ -182,4 +186,5 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
         obj.append(metrics.vpo_objective(r, w))
     out["vpo_objective"] = np.asarray(obj)
     out["mean_scalar"] = np.array([s.mean() if s.size else np.nan for s in run.scalars])
+    run._metrics[key] = out
     return out

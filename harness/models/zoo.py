@@ -34,12 +34,32 @@ MARKER = "vpo-zoo.json"  # written last inside the tmp folder: a folder with it 
 
 
 @dataclass(frozen=True)
+class GenerationDefaults:
+    """How a model expects to be prompted: its prompt style and completion budgets (tokens) for a
+    single answer and for an m-answer chain. Trained with these; evaluated with these."""
+
+    prompt_style: str
+    max_tokens_single: int
+    max_tokens_multi: int
+
+    def max_tokens(self, m: int) -> int:
+        return self.max_tokens_multi if m > 1 else self.max_tokens_single
+
+
+#: the bundled tiny Maze policies: compact prompts, 40 tokens for one route, 110 for a 3-route chain
+#: (the budgets their RL rollouts used; training.rl and the demo protocol read them from here)
+TINY_MAZE_DEFAULTS = GenerationDefaults("compact", 40, 110)
+
+
+@dataclass(frozen=True)
 class ZooEntry:
     name: str
     description: str
     resolve: Callable[[], Path]
     #: the file or folder whose bytes are the model (found without converting anything)
     weights: Callable[[], Path]
+    #: prompt style and token budgets the model was trained with (None: the task's defaults)
+    defaults: GenerationDefaults | None = None
 
 
 def smollm2_gguf_path() -> Path:
@@ -178,7 +198,7 @@ ZOO: dict[str, ZooEntry] = {
                              smollm2_135m, smollm2_gguf_path),
     **{f"maze-tiny-{m}": ZooEntry(f"maze-tiny-{m}", f"tiny maze policy trained with {m} (repo checkpoint)",
                                   _repo_checkpoint(f"maze-tiny-{m}"),
-                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)))
+                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS)
        for m in BUNDLED_POLICIES},
 }
 

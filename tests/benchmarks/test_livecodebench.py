@@ -283,7 +283,7 @@ def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
 def test_runner_scores_a_chain(task):
     """The runner's per-chain scoring works with per-problem reward lengths and AST dedup."""
     from harness.models.base import Generation
-    from harness.runner import score_generation
+    from benchmarks.scoring import score_generation
 
     p = _problem("stdin", [("1 2", "3"), ("5 5", "10")])
     text = ("First:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```\n---\n"

@@ -19,7 +19,8 @@ def rows_by_key(folder: Path) -> dict[tuple[str, int], dict]:
 
 
 def test_rescore_with_another_reward_mode(tmp_path, capsys):
-    src = write_run(tmp_path / "src", "hf:x", n=4, m=2, n_problems=5, spread=0.6, seed=4)
+    src = write_run(tmp_path / "src", "hf:x", n=4, m=2, n_problems=5, spread=0.6, seed=4,
+                    task_options={"reward_mode": "linear"})
     out = tmp_path / "convex"
     rc = main(["rescore", str(src), "--out", str(out), "--task-args", "reward_mode=convex_bonus", "--no-progress"])
     assert rc == 0 and "rescored run folder" in capsys.readouterr().out

@@ -76,9 +76,10 @@ def test_compare_cli_refuses_other_reward_mode(demo_like_runs, tmp_path, capsys)
     from tests.reports.conftest import write_run
 
     vpo, _ = demo_like_runs
-    other = write_run(tmp_path / "convex", "hf:x", 4, 2, 3, spread=0.6, seed=3,
-                      task_options={"reward_mode": "convex_bonus"})
+    mine = load_pools(vpo).facts["task_options"]["reward_mode"]
+    theirs = "linear" if mine == "convex_bonus" else "convex_bonus"
+    other = write_run(tmp_path / "other", "hf:x", 4, 2, 3, spread=0.6, seed=3, task_options={"reward_mode": theirs})
     rc = main(["compare", str(vpo), str(other), "--resamples", "200"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
-    assert "reward_mode: 'linear' vs 'convex_bonus'" in err[0] and "differing field: reward_mode" in err[0]
+    assert f"reward_mode: {mine!r} vs {theirs!r}" in err[0] and "differing field: reward_mode" in err[0]

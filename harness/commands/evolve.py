@@ -1,0 +1,83 @@
+"""`vpo evolve`: evolutionary test-time search over a task's problems on OpenEvolve's engine
+(orchestration in harness/evolve.py, the search itself in search/)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, kv
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("evolve", help="evolutionary test-time search (OpenEvolve) over a task's problems")
+    p.add_argument("--task", required=True)
+    p.add_argument("--model", required=True, help="openai:NAME (with --base-url) | hf:PATH_OR_ZOO | vllm:ID "
+                                                  "(hf/vllm/zoo models are served by a `vpo serve` child)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models")
+    p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,... for the served model")
+    p.add_argument("--problems", default="all", help="all | ID,ID,... | hardest:N@RUN_FOLDER[,RUN2]")
+    p.add_argument("--iterations", type=int, default=20, help="iterations per problem (plus iteration 0, the seed)")
+    p.add_argument("-m", "--answers", dest="m", type=int, default=1, help="answers (children) per LLM call")
+    p.add_argument("--prompt-mode", choices=["evolve", "task"], default="evolve",
+                   help="evolve: OpenEvolve's templates with the task in the system message; task: the task's own prompt")
+    p.add_argument("--config", dest="config_path", default=None, help="OpenEvolve YAML for everything the flags do not set")
+    p.add_argument("--out", default=None)
+    p.add_argument("--split", default="test")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--task-args", type=kv, default={})
+    p.add_argument("--data-path", default=None)
+    p.add_argument("--prompt-style", default="full", help="full | compact (task-specific)")
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--concurrency", type=int, default=8, help="problems evolved at once")
+    p.add_argument("--serve-threads", type=int, default=1,
+                   help="torch threads of the `vpo serve` child (hf/vllm/zoo models; 0 = torch's default)")
+    p.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, help="seconds per LLM request")
+    p.add_argument("--no-baseline", action="store_true", help="skip plain sampling at the same candidate budget")
+    p.add_argument("--no-progress", action="store_true")
+    add_unsafe_sandbox(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.evolve import EvolveConfig, run_evolve
+    from search.llm import LLMUnreachable
+
+    apply_unsafe_sandbox(args)
+    cfg = EvolveConfig(task=args.task, model=args.model, problems=args.problems, iterations=args.iterations,
+                       m=args.m, prompt_mode=args.prompt_mode, config_path=args.config_path, out=args.out,
+                       split=args.split, limit=args.limit, task_options=args.task_args, data_path=args.data_path,
+                       prompt_style=args.prompt_style, base_url=args.base_url, model_args=args.model_args,
+                       temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,
+                       concurrency=args.concurrency, baseline=not args.no_baseline, timeout_s=args.timeout_s,
+                       serve_threads=args.serve_threads, progress=not args.no_progress)
+    try:
+        folder = run_evolve(cfg)
+    except LLMUnreachable as exc:
+        print(f"vpo evolve: error: {exc}", file=sys.stderr)
+        return 3
+    res = json.loads((folder / "results.json").read_text())
+    print(format_summary([res]))
+    print(f"\nrun folder: {folder}")
+    return 0
+
+
+def format_summary(results: Sequence[dict[str, Any]]) -> str:
+    """Solved fraction of evolve runs next to plain sampling at the same budget."""
+    head = ["model", "mode", "m", "iterations", "candidates", "solved (evolve)", "solved (sampling)"]
+    lines = []
+    for r in results:
+        ev = r["evolve"]["solved"]
+        b = (r.get("baseline") or {}).get("solved")
+        cell = lambda e: "-" if not e or e.get("mean") is None else f"{e['mean']:.3f}±{e['stderr']:.3f}"  # noqa: E731
+        lines.append([r["model"], r["prompt_mode"], str(r["m"]), str(r["iterations"]), str(r["pool_size"]),
+                      cell(ev), cell(b)])
+    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+
+

@@ -1,0 +1,94 @@
+"""Evolve-run metrics: fraction of problems solved vs iteration and vs candidates evaluated
+(mean +- standard error over problems), best score vs iteration per problem, and the plain-sampling
+comparison at the same candidate budget.
+
+Plain sampling at budget c is the unbiased "solved within c draws" estimate from a pool of the same
+model's independent samples (Chen et al.'s pass@k estimator with "solved" as the success event); the
+evolve curve at c is whether the c-th candidate evaluated (in iteration order) or an earlier one
+solved the problem. Both curves therefore count candidates the same way.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from harness.metrics import mean_se, pass_at_k
+
+
+def _curve(values: np.ndarray, xs: Sequence[int]) -> dict[str, list]:
+    """values: (P, len(xs)) per-problem 0/1 or scores -> mean and stderr per x."""
+    est = [mean_se(values[:, j]) for j in range(values.shape[1])] if values.size else []
+    return {"x": [int(x) for x in xs], "mean": [round(e.mean, 6) for e in est],
+            "stderr": [round(e.stderr, 6) for e in est]}
+
+
+def evolve_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str], iterations: int) -> dict[str, Any]:
+    """Curves of one evolve run from its candidate rows (one row per candidate)."""
+    by_p: dict[str, list[dict[str, Any]]] = {p: [] for p in problem_ids}
+    for r in rows:
+        if r["problem_id"] in by_p and int(r["iteration"]) <= iterations:
+            by_p[r["problem_id"]].append(r)
+    its = np.arange(iterations + 1)
+    n_cand = max((len(v) for v in by_p.values()), default=0)
+    cands = np.arange(1, n_cand + 1)
+    solved_it = np.zeros((len(problem_ids), len(its)))
+    solved_c = np.zeros((len(problem_ids), len(cands)))
+    best_it = np.full((len(problem_ids), len(its)), np.nan)
+    per_problem: dict[str, Any] = {}
+    for i, pid in enumerate(problem_ids):
+        rs = sorted(by_p[pid], key=lambda r: (int(r["iteration"]), int(r["answer_index"])))
+        if not rs:
+            continue
+        it_of = np.array([int(r["iteration"]) for r in rs])
+        sc = np.array([float(r["scalars"][0]) for r in rs])
+        ok = np.array([bool(r.get("solved")) for r in rs])
+        first = int(np.argmax(ok)) if ok.any() else None
+        if first is not None:
+            solved_c[i, first:] = 1.0
+            solved_it[i, its >= it_of[first]] = 1.0
+        best_per_it = np.full(len(its), -np.inf)
+        np.maximum.at(best_per_it, it_of, sc)
+        run = np.maximum.accumulate(best_per_it)
+        best_it[i] = np.where(np.isfinite(run), run, np.nan)
+        if len(rs) < n_cand:  # an unfinished problem: unknown beyond what was evaluated
+            solved_c[i, len(rs):] = np.nan
+            solved_it[i, it_of.max() + 1:] = np.nan
+        per_problem[pid] = {
+            "candidates": len(rs), "best": float(sc.max()),
+            "solved_at_candidate": first + 1 if first is not None else None,
+            "solved_at_iteration": int(it_of[first]) if first is not None else None,
+            "best_vs_iteration": [None if np.isnan(v) else round(float(v), 6) for v in best_it[i]],
+        }
+    return {
+        "solved_vs_iteration": _curve(solved_it, its),
+        "solved_vs_candidates": _curve(solved_c, cands),
+        "best_vs_iteration": _curve(best_it, its),
+        "per_problem": per_problem,
+        "solved": mean_se(solved_c[:, -1] if n_cand else []).as_dict(),
+    }
+
+
+def sampling_curve(pools: Sequence[np.ndarray], budgets: Sequence[int]) -> dict[str, list]:
+    """Fraction solved within c independent samples (unbiased, without replacement), per budget c;
+    ``pools[p]`` are problem p's 0/1 solved flags."""
+    vals = np.stack([pass_at_k(list(pools), int(c)) for c in budgets], axis=1) if budgets else np.zeros((len(pools), 0))
+    return _curve(vals, budgets)
+
+
+def baseline_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
+                    solved: Callable[[str, float, bool], bool], budget: int) -> dict[str, Any]:
+    """Plain best@k sampling of the same model, as a solved-vs-candidates curve up to ``budget``."""
+    pools: dict[str, list[bool]] = {p: [] for p in problem_ids}
+    scores: dict[str, list[float]] = {p: [] for p in problem_ids}
+    for r in rows:
+        if r["problem_id"] not in pools or r.get("error"):
+            continue
+        for s, ok in zip(r["scalars"], r["passed"]):
+            pools[r["problem_id"]].append(solved(r["problem_id"], float(s), bool(ok)))
+            scores[r["problem_id"]].append(float(s))
+    arr = [np.asarray(pools[p], dtype=float) for p in problem_ids]
+    n = min((len(a) for a in arr), default=0)
+    xs = list(range(1, min(n, budget) + 1))
+    return {"solved_vs_candidates": sampling_curve(arr, xs), "pool": n,
+            "solved": mean_se([float(a.any()) for a in arr]).as_dict()}

@@ -1,0 +1,109 @@
+"""`vpo serve`: the OpenAI-compatible protocol (through the real openai client), batching of
+concurrent requests on one model instance, and the managed child process of `vpo evolve`."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import time
+
+import openai
+import pytest
+
+from harness.models.base import GenRequest, SamplingConfig
+from search.serve import ModelServer
+from tests.fakes.scripted_backend import ScriptedBackend
+
+
+def _echo(req: GenRequest, chain: int, seed: int) -> str:
+    return f"{req.messages[-1]['content']}|seed={seed}|STOPHERE tail"
+
+
+@pytest.fixture()
+def served():
+    backend = ScriptedBackend(_echo)
+    srv = ModelServer(backend, "scripted-model", max_batch=64).start_background()
+    client = openai.OpenAI(base_url=srv.url, api_key="x", max_retries=0, timeout=30)
+    yield srv, backend, client
+    client.close()
+    srv.shutdown()
+
+
+def test_models_and_chat(served) -> None:
+    srv, backend, client = served
+    assert [m.id for m in client.models.list().data] == ["scripted-model"]
+    r = client.chat.completions.create(model="scripted-model", messages=[{"role": "user", "content": "hi"}],
+                                       n=3, seed=7, temperature=0.5, max_tokens=9)
+    texts = [c.message.content for c in r.choices]
+    assert len(texts) == 3 and texts[0] == "hi|seed=7|STOPHERE tail"
+    assert len(set(texts)) == 3  # each choice has its own seed
+    assert r.usage.completion_tokens == sum(len(t.split()) for t in texts)
+    reqs, sampling = backend.calls[-1]
+    assert sampling == SamplingConfig(temperature=0.5, top_p=1.0, max_tokens=9)
+    # same seed, same answer
+    r2 = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], n=3, seed=7)
+    assert [c.message.content for c in r2.choices] == texts
+
+
+def test_completions_and_stop(served) -> None:
+    srv, backend, client = served
+    r = client.completions.create(model="scripted-model", prompt="raw text", seed=3, max_tokens=5, stop=["STOP"])
+    assert r.choices[0].text.startswith("raw text|seed=3")
+    assert backend.calls[-1][1].stop == ("STOP",)
+    assert backend.calls[-1][0][0].messages == [{"role": "user", "content": "raw text"}]
+
+
+def test_bad_requests_are_400(served) -> None:
+    srv, backend, client = served
+    with pytest.raises(openai.BadRequestError, match="messages"):
+        client.chat.completions.create(model="m", messages=[])
+    with pytest.raises(openai.BadRequestError, match="'n'"):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], n=0)
+    with pytest.raises(openai.NotFoundError):
+        client.embeddings.create(model="m", input="x")
+
+
+def test_concurrent_requests_share_batches(served) -> None:
+    srv, backend, client = served
+    n0 = len(backend.calls)
+    slow = ScriptedBackend(lambda r, c, s: (time.sleep(0.05), "ok")[1])
+    srv.batcher.backend = slow  # a backend that takes time, so requests queue up behind it
+    with cf.ThreadPoolExecutor(16) as ex:
+        outs = list(ex.map(lambda i: client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": str(i)}], seed=i).choices[0].message.content, range(32)))
+    assert outs == ["ok"] * 32
+    assert len(slow.calls) < 32  # fewer backend calls than requests: concurrent requests were batched
+    assert sum(len(reqs) for reqs, _ in slow.calls) == 32
+    assert len(backend.calls) == n0
+
+
+@pytest.mark.integration
+def test_managed_server_real_checkpoint_and_cleanup() -> None:
+    """`vpo evolve`'s child: the bundled maze policy served on a free loopback port, seeded sampling,
+    and the process group gone after stop()."""
+    from search.server_process import ManagedServer
+
+    with ManagedServer("hf:maze-tiny-vpo") as srv:
+        pid = srv.proc.pid
+        client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=120)
+        assert client.models.list().data[0].id == "hf:maze-tiny-vpo"
+        from benchmarks import get_task
+
+        t = get_task("maze")
+        msgs = t.prompt(t.load("test", limit=1)[0], style="compact")
+        a = client.chat.completions.create(model="m", messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
+        b = client.chat.completions.create(model="m", messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
+        assert [c.message.content for c in a.choices] == [c.message.content for c in b.choices]
+        assert t.parse(a.choices[0].message.content)[0] is not None
+        client.close()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+
+
+@pytest.mark.integration
+def test_managed_server_reports_a_failed_load(tmp_path) -> None:
+    from search.server_process import ManagedServer
+
+    t0 = time.time()
+    with pytest.raises(RuntimeError, match="exited with code .* while loading: vpo serve: error: .*no-such-model"):
+        ManagedServer(f"hf:{tmp_path / 'no-such-model'}", startup_timeout_s=120).start()
+    assert time.time() - t0 < 120

@@ -1,0 +1,482 @@
+"""VPO and its baselines on TRL: a ``GRPOTrainer`` whose advantages come from ``training/advantages.py``.
+
+TRL (>= 1.16) has no advantage hook and only scalar reward functions, so the subclass does three things
+and leaves generation, the loss, vLLM, distributed training and checkpointing to TRL:
+
+1. Reward functions, one per reward component of the task (``rewards/<component>/mean`` in TRL's logs is
+   then the mean reward per component). All of them read one shared scoring of the batch: the task's
+   chain scoring (parse -> reward vectors -> dedup keys; code graded in the task's sandbox pool).
+2. ``_calculate_rewards`` keeps the full reward tensor (rollouts, m, d), with truncated rollouts zeroed
+   and duplicates removed, gathered over processes like TRL's own rewards.
+3. ``_generate_and_score_completions`` replaces ``output["advantages"]`` with the method's advantages
+   over the global batch viewed as (groups, G, m, d), then keeps this process's slice.
+
+Generation is untouched, so plain ``generate`` on a CPU and ``use_vllm=True`` on GPUs run the same code.
+The native trainer's conventions are kept: weights come from ``default_rng([seed, step, 1])``, hidden
+random-weighting weights from stream 2, goal-conditioned weights are part of the dataset row (the G
+rollouts of a prompt share them).
+
+    python -m training.trl_vpo --init runs/train/maze-sft/checkpoint --task maze --method vpo \\
+        --out runs/trl/maze-vpo --steps 30 --prompt-style compact
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from benchmarks import get_task
+from benchmarks.base import Benchmark, Problem
+from training import advantages as A
+from training import rollouts as R
+
+
+# ---- settings ---------------------------------------------------------------------------------------------
+@dataclass
+class TRLVPOConfig:
+    """What a run needs beyond TRL's own GRPOConfig. Defaults are the paper's (docs/vpo.md): K = 100
+    Dirichlet(1) weights per group, m = 3, G = 8, PPO-clip 0.2, k3 KL 1e-3, temperature 1.0, lr 1e-6."""
+
+    init: str = "hf:smollm2-135m"        # a local HF folder, or hf:ZOO / hf:PATH as in `vpo run`
+    out: str = "runs/trl/run"
+    task: str = "maze"
+    task_args: dict[str, Any] = field(default_factory=dict)
+    method: str = "vpo"
+    split: str = "train"
+    limit: int | None = None
+    augment: bool = False                 # Maze: add the 8 dihedral images of every train maze
+    prompt_style: str = "full"
+    m: int = 3
+    group_size: int = 8                   # G
+    prompts_per_step: int = 8             # prompts per generation round
+    minibatches: int = 1                  # optimizer steps per generation round
+    steps: int = 100                      # generation rounds
+    lr: float = 1e-6
+    beta: float = 1e-3                    # KL coefficient (TRL's k3 estimator)
+    clip: float = 0.2
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_completion_length: int = 256
+    loss_type: str = "grpo"               # per-sequence token mean, then batch mean (the native trainer's)
+    K: int = 100
+    alpha: float = 1.0
+    sobol: bool = False
+    max_k: int | None = None
+    truncated_reward: str = "zero"
+    score_workers: int = 1
+    seed: int = 42
+    save_every: int = 0                   # 0: only the final checkpoint
+    logging_steps: int = 1
+    use_vllm: bool = False
+    vllm_mode: str = "colocate"
+    bf16: bool = False
+    threads: int | None = None
+    grpo_overrides: dict[str, Any] = field(default_factory=dict)   # any other GRPOConfig field
+
+    def validate(self) -> None:
+        R.is_multi(self.method)            # raises on an unknown method
+        if self.group_size < 2:
+            raise ValueError("group_size (G) must be at least 2: advantages compare rollouts of a prompt")
+        if (self.prompts_per_step * self.group_size) % self.minibatches:
+            raise ValueError(f"prompts_per_step x group_size = {self.prompts_per_step * self.group_size} "
+                             f"is not divisible by minibatches = {self.minibatches}")
+        if self.truncated_reward not in ("zero", "keep"):
+            raise ValueError(f"truncated_reward must be zero or keep, got {self.truncated_reward!r}")
+
+
+# ---- dataset ----------------------------------------------------------------------------------------------------
+def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, tokenizer: Any = None) -> list[dict[str, Any]]:
+    """One dataset row per problem: the method's prompt, the problem as JSON, goal weights.
+
+    Prompts are chat messages when the tokenizer has a chat template (TRL renders them exactly as the
+    harness's hf backend does) and the harness's plain rendering otherwise, so a policy is trained on
+    the very text ``vpo run`` will show it.
+    """
+    from harness.models.prompting import render_messages
+
+    rng = np.random.default_rng([cfg.seed, 3])
+    templated = tokenizer is None or bool(getattr(tokenizer, "chat_template", None))
+    rows = []
+    for p in problems:
+        gw = None
+        if cfg.method == "goal_cond":
+            gw = rng.dirichlet(np.full(len(R.task_components(task, p)), cfg.alpha)).tolist()
+        msgs = R.method_prompt(task, p, cfg.method, cfg.m, cfg.prompt_style, gw)
+        rows.append({"prompt": msgs if templated else render_messages(msgs, None),
+                     "problem": R.problem_to_json(p), "goal_weights": gw or []})
+    return rows
+
+
+def load_problems(task: Benchmark, cfg: TRLVPOConfig) -> list[Problem]:
+    problems = task.load(cfg.split, limit=cfg.limit)
+    if cfg.augment:
+        if task.name != "maze":
+            raise ValueError("augment (dihedral images) exists for maze only")
+        from training.data import augment
+        problems, _ = augment(problems, {})
+    if not problems:
+        raise ValueError(f"task {task.name!r} split {cfg.split!r} has no problems")
+    return problems
+
+
+# ---- reward functions -----------------------------------------------------------------------------------------
+def completion_text(c: Any) -> str:
+    """TRL passes plain strings, or [{"role": "assistant", "content": ...}] for chat prompts."""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list) and c and isinstance(c[-1], dict):
+        content = c[-1].get("content", "")
+        return content if isinstance(content, str) else "".join(x.get("text", "") for x in content if isinstance(x, dict))
+    return str(c)
+
+
+class TaskScorer:
+    """Scores a TRL batch once and serves it to one reward function per component.
+
+    Usable on its own with a stock ``GRPOTrainer`` (``reward_funcs=scorer.reward_funcs()``): a component's
+    reward is its mean over the rollout's answers. The VPO trainer also reads ``last`` for the tensors.
+    """
+
+    def __init__(self, task: Benchmark, method: str, m: int, *, truncated_reward: str = "zero",
+                 workers: int = 1, eos_token_ids: Sequence[int] = ()):
+        self.task, self.method = task, method
+        self.m = R.answers_per_rollout(method, m)
+        self.truncated_reward, self.workers = truncated_reward, workers
+        self.eos_token_ids = set(int(t) for t in eos_token_ids)
+        self.components = tuple(task.component_names)
+        self._problems: dict[str, Problem] = {}
+        self._key: Any = None
+        self.last: R.ScoredBatch | None = None
+        self.last_problems: list[Problem] = []
+        self.score_s = 0.0
+
+    def problem(self, text: str) -> Problem:
+        if text not in self._problems:
+            self._problems[text] = R.problem_from_json(text)
+        return self._problems[text]
+
+    def truncated(self, completion_ids: Sequence[Sequence[int]] | None) -> list[bool]:
+        if completion_ids is None or not self.eos_token_ids:
+            return [False] * (0 if completion_ids is None else len(completion_ids))
+        return [len(ids) == 0 or int(ids[-1]) not in self.eos_token_ids for ids in completion_ids]
+
+    def score(self, completions: Sequence[Any], problem: Sequence[str],
+              completion_ids: Sequence[Sequence[int]] | None = None) -> R.ScoredBatch:
+        texts = [completion_text(c) for c in completions]
+        key = (tuple(texts), tuple(problem))
+        if key != self._key:
+            t0 = time.perf_counter()
+            probs = [self.problem(p) for p in problem]
+            cut = self.truncated(completion_ids) if completion_ids is not None else None
+            self.last = R.score_rollouts(self.task, probs, texts, m=self.m, truncated=cut or None,
+                                         truncated_reward=self.truncated_reward,
+                                         dedup=R.is_multi(self.method), workers=self.workers)
+            self.last_problems = probs
+            self._key = key
+            self.score_s += time.perf_counter() - t0
+        assert self.last is not None
+        return self.last
+
+    def reward_funcs(self) -> list[Any]:
+        return [_ComponentReward(self, j, name) for j, name in enumerate(self.components)]
+
+
+class _ComponentReward:
+    """Reward function of one component: its mean over the rollout's answers (None where the
+    rollout's problem has no such component, e.g. a code problem with fewer tests)."""
+
+    def __init__(self, scorer: TaskScorer, j: int, name: str):
+        self.scorer, self.j, self.__name__ = scorer, j, name
+
+    def __call__(self, prompts: Any = None, completions: Any = None, completion_ids: Any = None,
+                 problem: Sequence[str] = (), **_: Any) -> list[float | None]:
+        sb = self.scorer.score(completions, problem, completion_ids)
+        vals = sb.raw[:, :, self.j].mean(axis=1) if self.j < sb.raw.shape[2] else np.zeros(len(sb.d))
+        return [float(v) if self.j < dd else None for v, dd in zip(vals, sb.d)]
+
+
+# ---- the trainer -----------------------------------------------------------------------------------------------
+def _grpo_trainer_cls() -> type:
+    from trl import GRPOTrainer
+
+    class VPOGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer with advantages from training/advantages.py (see the module docstring)."""
+
+        def __init__(self, *args: Any, scorer: TaskScorer, vpo: TRLVPOConfig, **kwargs: Any):
+            self.scorer, self.vpo = scorer, vpo
+            self._vpo_global: dict[str, Any] | None = None
+            super().__init__(*args, **kwargs)
+            # TRL's own truncation rule: a completion is cut unless it ends in an end or pad token
+            self.scorer.eos_token_ids = {int(t) for t in self.eos_token_ids} | {int(self._tokenizer.pad_token_id)}
+
+        # -- rewards: score once, keep the tensors, gather them like TRL gathers rewards_per_func
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            sb = self.scorer.score(completions, [x["problem"] for x in inputs], completion_ids_list)
+            out = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            from accelerate.utils import gather_object
+
+            dev = self.accelerator.device
+            width = len(self.scorer.components)
+            m = self.scorer.m
+
+            def pad(a: np.ndarray) -> torch.Tensor:
+                full = np.zeros((a.shape[0], m, width))
+                full[:, :, : a.shape[2]] = a
+                return torch.tensor(full, dtype=torch.float64, device=dev)
+
+            self._vpo_global = {
+                "raw": self.accelerator.gather(pad(sb.raw)).cpu().numpy(),
+                "deduped": self.accelerator.gather(pad(sb.deduped)).cpu().numpy(),
+                "d": self.accelerator.gather(torch.tensor(sb.d, device=dev)).cpu().numpy(),
+                "truncated": self.accelerator.gather(torch.tensor(sb.truncated, device=dev)).cpu().numpy(),
+                "n_unique": self.accelerator.gather(torch.tensor(sb.n_unique, device=dev)).cpu().numpy(),
+                "goal_weights": gather_object([list(x.get("goal_weights") or []) for x in inputs]),
+            }
+            return out
+
+        def vpo_advantages(self, g: dict[str, Any], step: int, num_generations: int) -> np.ndarray:
+            """(N_global,) advantages of the gathered batch: the one method-specific computation."""
+            v = self.vpo
+            G = num_generations
+            rewards = g["deduped"].reshape(-1, G, self.scorer.m, g["deduped"].shape[-1])
+            d = g["d"].reshape(-1, G)[:, 0]
+            row_w = None
+            if v.method == "goal_cond":
+                row_w = np.zeros(rewards.shape[:2] + (rewards.shape[-1],))
+                for i, w in enumerate(g["goal_weights"]):
+                    row_w[i // G, i % G, : len(w)] = w
+            adv = R.group_advantages(v.method, rewards, d, seed=v.seed, step=step, K=v.K, alpha=v.alpha,
+                                     sobol=v.sobol, k=v.max_k, row_weights=row_w)
+            return adv.reshape(-1)
+
+        def _generate_and_score_completions(self, inputs):
+            t0 = time.perf_counter()
+            score0 = self.scorer.score_s
+            output = super()._generate_and_score_completions(inputs)
+            mode = "train" if self.model.training else "eval"
+            G = self.num_generations if mode == "train" else self.num_generations_eval
+            g = self._vpo_global
+            assert g is not None, "_calculate_rewards did not run"
+            step = int(self.state.global_step)
+            adv = self.vpo_advantages(g, step, G)
+            n_local = output["advantages"].shape[0]
+            start = self.accelerator.process_index * n_local
+            output["advantages"] = torch.tensor(adv[start:start + n_local], dtype=torch.float32,
+                                                device=output["advantages"].device)
+            # per-step curves (rank-0 values equal everyone's: computed on the gathered batch)
+            v = self.vpo
+            raw = g["raw"].reshape(-1, G, self.scorer.m, g["raw"].shape[-1])
+            d = g["d"].reshape(-1, G)[:, 0]
+            met = R.batch_metrics(raw, d, K=v.K, alpha=v.alpha, seed=v.seed + step)
+            scal = np.array([float(np.mean(self.scorer.task.scalar(raw[b, ..., : d[b]]))) for b in range(len(d))])
+            log = self._metrics[mode]
+            log["vpo/task_scalar"].append(float(scal.mean()))
+            log["vpo/diversity"].append(met["diversity"])
+            log["vpo/objective"].append(met["vpo_objective"])
+            log["vpo/truncated"].append(float(np.mean(g["truncated"])))
+            log["vpo/unique_answers"].append(float(np.mean(g["n_unique"])))
+            log["vpo/adv_abs"].append(float(np.abs(adv).mean()))
+            log["time/score_s"].append(self.scorer.score_s - score0)
+            log["time/generate_and_score_s"].append(time.perf_counter() - t0)
+            return output
+
+    return VPOGRPOTrainer
+
+
+def VPOGRPOTrainer(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - a class factory reads like a class
+    """Build the trainer (TRL is imported on first use only)."""
+    return _grpo_trainer_cls()(*args, **kwargs)
+
+
+def grpo_config(cfg: TRLVPOConfig, **extra: Any) -> Any:
+    """TRL's GRPOConfig for a run: one generation round = prompts_per_step x G rollouts and
+    ``minibatches`` optimizer steps; TRL's max_steps counts optimizer steps."""
+    from trl import GRPOConfig
+
+    n = cfg.prompts_per_step * cfg.group_size
+    kw: dict[str, Any] = dict(
+        output_dir=str(Path(cfg.out) / "trl"), learning_rate=cfg.lr, beta=cfg.beta, epsilon=cfg.clip,
+        num_generations=cfg.group_size, per_device_train_batch_size=n // cfg.minibatches,
+        steps_per_generation=cfg.minibatches, gradient_accumulation_steps=1, num_iterations=1,
+        max_steps=cfg.steps * cfg.minibatches, temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
+        max_completion_length=cfg.max_completion_length, loss_type=cfg.loss_type, scale_rewards="group",
+        seed=cfg.seed, data_seed=cfg.seed, logging_steps=cfg.logging_steps, report_to=[],
+        save_strategy="steps" if cfg.save_every else "no",
+        save_steps=max(1, cfg.save_every * cfg.minibatches) if cfg.save_every else 500,
+        use_cpu=not torch.cuda.is_available(), bf16=cfg.bf16, use_vllm=cfg.use_vllm,
+        vllm_mode=cfg.vllm_mode, disable_dropout=True, shuffle_dataset=True, log_completions=False,
+        remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
+        adam_beta2=0.99, weight_decay=0.0, max_grad_norm=1.0,
+    )
+    kw.update(cfg.grpo_overrides)
+    kw.update(extra)
+    return GRPOConfig(**kw)
+
+
+def resolve_init(spec: str) -> str:
+    """``hf:NAME``/``hf:PATH`` as in `vpo run`, or a bare local folder."""
+    s = spec[3:] if spec.startswith("hf:") else spec
+    if Path(s).exists():
+        return str(Path(s))
+    from harness.models import zoo
+
+    return str(zoo.resolve(s))
+
+
+def train_trl(cfg: TRLVPOConfig, *, trainer_hook: Any = None) -> Path:
+    """Run TRL GRPO with the method's advantages; returns the saved HF checkpoint folder."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cfg.validate()
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "trl_vpo_config.json").write_text(json.dumps(asdict(cfg), indent=2, default=str))
+    task = get_task(cfg.task, **cfg.task_args)
+    init = resolve_init(cfg.init)
+    tok = AutoTokenizer.from_pretrained(init)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    problems = load_problems(task, cfg)
+    ds = Dataset.from_list(build_rows(task, problems, cfg, tok))
+    scorer = TaskScorer(task, cfg.method, cfg.m, truncated_reward=cfg.truncated_reward, workers=cfg.score_workers)
+    torch.manual_seed(cfg.seed)
+    model = AutoModelForCausalLM.from_pretrained(init, dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
+    trainer = VPOGRPOTrainer(model=model, reward_funcs=scorer.reward_funcs(), args=grpo_config(cfg),
+                             train_dataset=ds, processing_class=tok, scorer=scorer, vpo=cfg)
+    if trainer_hook is not None:
+        trainer_hook(trainer)
+    t0 = time.time()
+    trainer.train()
+    wall = time.time() - t0
+    ckpt = out / "checkpoint"
+    trainer.save_model(str(ckpt))
+    tok.save_pretrained(str(ckpt))
+    rows = log_rows(trainer.state.log_history, cfg.minibatches)
+    write_curves(out, rows)
+    (ckpt / "vpo_training.json").write_text(json.dumps({
+        "engine": "trl", "method": cfg.method, "task": cfg.task, "steps": cfg.steps, "init": cfg.init,
+        "config": asdict(cfg)}, indent=2, default=str))
+    write_model_card(ckpt, cfg, rows, wall, init)
+    if hasattr(task, "close"):
+        task.close()
+    return ckpt
+
+
+# ---- logs, curves, model card -----------------------------------------------------------------------------
+CURVE_KEYS = ("reward", "vpo/task_scalar", "vpo/diversity", "vpo/objective", "vpo/truncated", "kl", "loss",
+              "entropy")
+
+
+def log_rows(history: list[dict[str, Any]], minibatches: int = 1) -> list[dict[str, Any]]:
+    """TRL's log history (one dict per logging step) as curve rows keyed by generation round."""
+    rows = []
+    for h in history:
+        if "step" not in h or "train_runtime" in h:
+            continue
+        row = {k: v for k, v in h.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        row["round"] = math.ceil(h["step"] / max(1, minibatches))
+        rows.append(row)
+    return rows
+
+
+def write_curves(out: Path, rows: list[dict[str, Any]]) -> None:
+    from training.common import plot_curves
+
+    path = out / "trl_curves.jsonl"
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    comp = sorted({k for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean")})
+    plot_curves(path, out / "trl_curves.png", [k for k in CURVE_KEYS if any(k in r for r in rows)] + comp[:6],
+                "TRL training")
+
+
+def write_model_card(ckpt: Path, cfg: TRLVPOConfig, rows: list[dict[str, Any]], wall_s: float, init: str) -> Path:
+    """README.md with method, task, data, steps, settings and curves (first/last logged values)."""
+    import shutil
+
+    for f in ("trl_curves.jsonl", "trl_curves.png", "trl_vpo_config.json"):
+        src = Path(cfg.out) / f
+        if src.exists():
+            shutil.copy2(src, ckpt / f)
+    keys = [k for k in CURVE_KEYS if any(k in r for r in rows)]
+    keys += sorted({k for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean")})
+
+    def avg(part: list[dict[str, Any]], k: str) -> str:
+        v = [r[k] for r in part if k in r]
+        return f"{np.mean(v):.4f}" if v else "-"
+
+    head, tail = rows[:5], rows[-5:]
+    table = "\n".join(f"| {k} | {avg(head, k)} | {avg(tail, k)} |" for k in keys)
+    multi = R.is_multi(cfg.method)
+    card = f"""---
+library_name: transformers
+pipeline_tag: text-generation
+tags: [vpo, trl, {cfg.task}, {cfg.method}]
+---
+# {Path(cfg.out).name}: {cfg.method} on {cfg.task} (TRL)
+
+Trained with `training/trl_vpo.py` (TRL GRPOTrainer, advantages from `training/advantages.py`).
+
+- Method: **{cfg.method}** ({'multi-answer chains of m = ' + str(cfg.m) if multi else 'single answer'});
+  K = {cfg.K} {'scrambled-Sobol' if cfg.sobol else 'Dirichlet'}(alpha = {cfg.alpha}) weights per group
+  {'(duplicates removed by the task dedup key)' if multi else ''}.
+- Task: `{cfg.task}` {cfg.task_args or ''}, split `{cfg.split}`{', limit ' + str(cfg.limit) if cfg.limit else ''}{', 8 dihedral images' if cfg.augment else ''}; prompt style `{cfg.prompt_style}`.
+- Init: `{cfg.init}` ({init}).
+- {cfg.steps} generation rounds x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, {cfg.minibatches} optimizer step(s) per round;
+  lr {cfg.lr}, KL beta {cfg.beta}, clip {cfg.clip}, temperature {cfg.temperature}, top-p {cfg.top_p},
+  max completion {cfg.max_completion_length} tokens, loss `{cfg.loss_type}`, truncated rollouts: {cfg.truncated_reward}; seed {cfg.seed}.
+- Wall time {wall_s / 60:.1f} min; generation: {'vLLM (' + cfg.vllm_mode + ')' if cfg.use_vllm else 'transformers generate'}.
+
+Evaluate: `vpo run --task {cfg.task} --model hf:{ckpt} {'-m ' + str(cfg.m) if multi else ''} ...`
+
+## Curves (mean of first / last 5 logged steps)
+![curves](trl_curves.png)
+
+| metric | first | last |
+|---|---|---|
+{table}
+
+Raw: `trl_curves.jsonl`; full settings: `trl_vpo_config.json`.
+"""
+    (ckpt / "README.md").write_text(card)
+    return ckpt / "README.md"
+
+
+# ---- command line -------------------------------------------------------------------------------------------------
+def config_from_args(ns: argparse.Namespace) -> TRLVPOConfig:
+    known = {f.name for f in fields(TRLVPOConfig)}
+    kw = {k: v for k, v in vars(ns).items() if k in known and v is not None}
+    return TRLVPOConfig(**kw)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    for f in fields(TRLVPOConfig):
+        if f.name in ("task_args", "grpo_overrides"):
+            continue
+        default = getattr(TRLVPOConfig(), f.name)
+        flag = f"--{f.name.replace('_', '-')}"
+        if isinstance(default, bool):
+            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None)
+        elif default is None:
+            p.add_argument(flag, type=int, default=None)
+        else:
+            p.add_argument(flag, type=type(default), default=None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    print(train_trl(config_from_args(p.parse_args(argv))))
+
+
+if __name__ == "__main__":
+    main()
