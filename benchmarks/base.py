@@ -137,6 +137,10 @@ class Benchmark(ABC):
         """Upper bound of a problem's reward length (``d`` unless the task says otherwise)."""
         return self.d
 
+    def components_for(self, problem: Problem) -> tuple[str, ...]:
+        """Names of one problem's reward components (code tasks: one per selected test)."""
+        return tuple(self.component_names)
+
     def d_label(self) -> str:
         """The reward dimension as `vpo ls` shows it: ``"4"``, or ``"per problem, <= 16"``."""
         return f"per problem, <= {self.max_d}" if self.variable_d else str(self.d)

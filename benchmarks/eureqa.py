@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem, extract_tag, user
-from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import entity_normalize, strip_think
 from harness.paths import shared_data_dir
 
@@ -75,11 +75,7 @@ class Eureqa(Benchmark):
         else:
             tagged = self._split_rows(split, self._source(path))
         problems = [self._problem(src, r) for src, r in tagged]
-        seen: dict[str, Row] = {}
-        for p, (_, r) in zip(problems, tagged):
-            if p.id in seen:
-                raise r.error(f"duplicate idx (id {p.id!r} also at {seen[p.id].path} line {seen[p.id].line})", "idx")
-            seen[p.id] = r
+        check_unique_ids(((p.id, r) for p, (_, r) in zip(problems, tagged)), "idx")
         return problems[:limit] if limit is not None else problems
 
     def _source(self, path: str | None) -> Any:

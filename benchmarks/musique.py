@@ -33,7 +33,7 @@ import numpy as np
 
 from benchmarks.base import Benchmark, Messages, Option, Problem, extract_tag, user
 from benchmarks.tags import first_block, numbered_blocks
-from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import authors_token_f1, best_token_f1, strip_think
 from harness.paths import shared_data_dir
 
@@ -146,8 +146,9 @@ class MuSiQue(Benchmark):
         if split not in _HUB_SPLIT:
             raise ValueError(f"unknown MuSiQue split {split!r}; known: {sorted(_HUB_SPLIT)}")
         rows = self._rows(split, path)
-        problems = [p for p in (self._problem(r) for r in rows)
-                    if p.meta["answerable"] or not self.options["answerable_only"]]
+        every = [self._problem(r) for r in rows]
+        check_unique_ids(((p.id, r) for p, r in zip(every, rows)), "id")  # were merged silently
+        problems = [p for p in every if p.meta["answerable"] or not self.options["answerable_only"]]
         self.selection_note = None
         if self.options["hop_stratified"]:
             problems = self._stratify(problems)

@@ -56,7 +56,7 @@ import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
 from benchmarks.tags import find_tags, first_block, numbered_blocks
-from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, read_rows
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, read_rows
 from benchmarks.textnorm import authors_normalize, authors_token_f1, multiset_f1, set_f1, squad_normalize, token_f1
 from harness.paths import shared_data_dir
 
@@ -437,11 +437,7 @@ class ToolRL(Benchmark):
         else:
             rows = hub_rows("parquet", split, data_files={split: GITHUB_RAW.format(split=split)}, how_to_fix=how)
         problems = [self._problem(split, r) for r in rows]
-        seen: dict[str, Row] = {}
-        for p, r in zip(problems, rows):
-            if p.id in seen:
-                raise r.error(f"duplicate index (id {p.id!r} also at line {seen[p.id].line})", "extra_info.index")
-            seen[p.id] = r
+        check_unique_ids(((p.id, r) for p, r in zip(problems, rows)), "extra_info.index")
         return problems[:limit] if limit is not None else problems
 
     def _problem(self, split: str, row: Row) -> Problem:

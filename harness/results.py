@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import Estimate
+import numpy as np
+
+from harness.metrics import METRIC_SEED, Estimate, summarize
 from harness.store import CONFIG, RESULTS, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
@@ -97,6 +99,46 @@ def read_results(folder: str | Path) -> RunResults | None:
         raise RunStoreError(f"{path}: not valid JSON ({exc}); re-run the run's command to rewrite it") from exc
 
 
+def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, ks: list[int],
+                   component_names: list[str] | None, metric_seed: int) -> tuple[dict[str, Any], int]:
+    """The metrics of stored rows (the latest per chain) over ``problem_ids`` in that order, and the
+    number of failed chains (left out of the pools). The runner writes results.json with it and
+    ``vpo show --k`` reads a finished run at other ks with it: one computation for both."""
+    from harness.rows import ChainRow
+
+    by_problem: dict[str, list[ChainRow]] = {}
+    for raw in rows:
+        row = ChainRow.from_json(raw)
+        by_problem.setdefault(row.problem_id, []).append(row)
+    pools, scalars, passes = [], [], []
+    n_errors = 0
+    for pid in problem_ids:
+        prow = sorted(by_problem.get(pid, []), key=lambda r: r.chain_index)
+        good = [r for r in prow if r.ok]
+        n_errors += len(prow) - len(good)
+        rew = [np.asarray(r.rewards, dtype=float) for r in good if r.rewards]
+        pools.append(np.concatenate(rew) if rew else np.zeros((0, d)))
+        scalars.append(np.concatenate([np.asarray(r.scalars, dtype=float) for r in good]) if good else np.zeros(0))
+        passes.append(np.concatenate([np.asarray(r.passed, dtype=bool) for r in good]) if good else np.zeros(0, bool))
+    return summarize(pools, scalars, passes, ks, component_names, objective_seed=metric_seed), n_errors
+
+
+def results_at(folder: str | Path, ks: list[int]) -> RunResults | None:
+    """A finished run's results read at other ``ks``, computed from its stored rows (no sampling, no
+    task code): None before its first results.json."""
+    base = read_results(folder)
+    if base is None:
+        return None
+    config = json.loads((Path(folder) / CONFIG).read_text(encoding="utf-8"))
+    ident = config.get("identity") or {}
+    names = list(ident.get("components") or [])
+    rows = latest_rows(folder)
+    ids = (ident.get("problems") or {}).get("ids") or list(dict.fromkeys(r["problem_id"] for r in rows))
+    seed = ident.get("metric_seed")
+    summary, _ = summarize_rows(rows, ids, len(names), list(ks), names, METRIC_SEED if seed is None else int(seed))
+    return RunResults.from_json({**base.raw, "metrics": summary})
+
+
 @dataclass
 class LoadedRun:
     """A run: its config, typed results and rows as pandas DataFrames (one row per chain, per answer)."""
@@ -113,6 +155,23 @@ class LoadedRun:
         return self.summary.raw if self.summary is not None else None
 
 
+def _safe_str(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: Arrow-backed frames refuse them
+            return v.encode("utf-8", "backslashreplace").decode("utf-8")
+    elif isinstance(v, list):
+        return [_safe_str(x) for x in v]
+    return v
+
+
+def _arrow_safe(row: dict[str, Any]) -> dict[str, Any]:
+    """A row whose strings a DataFrame can hold: lone surrogates a server sent (kept exactly in
+    samples.jsonl) are shown as ``\\ud800`` text here."""
+    return {k: _safe_str(v) for k, v in row.items()}
+
+
 def load_run(path: str | Path) -> LoadedRun:
     """Read a run folder. ``candidates`` has one row per answer with its reward components as columns."""
     import pandas as pd
@@ -123,7 +182,7 @@ def load_run(path: str | Path) -> LoadedRun:
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
     config = json.loads(cfg_path.read_text(encoding="utf-8"))
     summary = read_results(folder)
-    rows = latest_rows(folder)
+    rows = [_arrow_safe(r) for r in latest_rows(folder)]
     chains = pd.DataFrame(rows)
     names = config.get("components") or (config.get("identity") or {}).get("components") or []
     cand_rows = []

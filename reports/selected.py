@@ -14,16 +14,18 @@ from harness.selection import selected_at_k, summarize_selected
 from reports.pools import RunPools, load_pools, strategies_for
 
 
-def curves(run: RunPools, strategies: Sequence[str], seed: int = 0) -> dict[str, dict[int, dict[str, float]]]:
-    """strategy -> k -> {mean, stderr, n, mc_stderr}, for the run's ks that fit its pools."""
-    ks = [k for k in run.ks if 1 <= k <= run.min_pool] or [1]
+def curves(run: RunPools, strategies: Sequence[str], seed: int = 0,
+           ks: Sequence[int] | None = None) -> dict[str, dict[int, dict[str, float]]]:
+    """strategy -> k -> {mean, stderr, n, mc_stderr}, for ``ks`` (default: the run's) that fit its pools."""
+    ks = [k for k in (run.ks if ks is None else ks) if 1 <= k <= run.min_pool] or [1]
     out: dict[str, dict[int, dict[str, float]]] = {}
     for s in ["oracle", *strategies_for([run], strategies)]:
         out[s] = {k: summarize_selected(*selected_at_k(run.pools(), k, s, seed)) for k in ks}
     return out
 
 
-def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed: int = 0) -> str:
+def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed: int = 0,
+                    ks: Sequence[int] | None = None) -> str:
     """Table: one line per run and strategy, one column per k (mean ± standard error over problems;
     Monte Carlo strategies add their simulation error in brackets when it is visible at 3 decimals)."""
     lines: list[list[str]] = []
@@ -33,7 +35,7 @@ def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed
         run = load_pools(p)
         if not run.problem_ids:
             continue
-        cur = curves(run, strategies, seed)
+        cur = curves(run, strategies, seed, ks)
         per_run.append((run.label, cur))
         ks_all = sorted(set(ks_all) | {k for c in cur.values() for k in c})
     if not per_run:
@@ -59,17 +61,12 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
                   title: str | None = None, seed: int = 0) -> Path:
     """selected@k[strategy] vs k, one line per run with ±1 standard-error band; best@k of the same run
     dashed in the same colour, so the gap to the oracle is visible."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import ScalarFormatter
+    from reports.plots import _save, plt
 
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
     all_ks: set[int] = set()
-    drawn = 0
     for i, p in enumerate(paths):
         run = load_pools(p)
         cur = curves(run, [strategy], seed)
@@ -85,22 +82,24 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
         ax.plot(ks, mean, marker="o", ms=3, color=f"C{i}", label=f"{lab}: selected@k [{strategy}]")
         ax.fill_between(ks, mean - se, mean + se, color=f"C{i}", alpha=0.2, lw=0)
         ax.plot(ks, best, ls="--", lw=1, color=f"C{i}", label=f"{lab}: best@k (oracle)")
-        drawn += 1
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(sorted(all_ks))
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.minorticks_off()
-    ax.set_xlabel("k (candidates per problem)")
+    k_axis(ax, sorted(all_ks))
     ax.set_ylabel("task scalar of the selected candidate")
     ax.set_title(title or f"selected@k [{strategy}] vs best@k")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
-__all__: list[Any] = ["curves", "format_selected", "plot_selected"]
+def k_axis(ax: Any, ks: Sequence[int]) -> None:
+    """log2 k axis labelled with the ks themselves (1, 2, 4, ..., 30), not powers of two."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(ks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.minorticks_off()
+    ax.set_xlabel("k (candidates per problem)")
+
+
+__all__ = ["curves", "format_selected", "plot_selected", "k_axis"]

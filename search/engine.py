@@ -127,8 +127,9 @@ class ProblemEvolution:
         if ck is not None and ck[0] in done:
             with self._rng():
                 self.db.load(str(ck[1]))
-            state = json.loads((ck[1] / RNG_FILE).read_text())
-            self._rng_state = (state[0], tuple(state[1]), state[2])
+            if (ck[1] / RNG_FILE).exists():  # absent in checkpoints written by OpenEvolve itself
+                state = json.loads((ck[1] / RNG_FILE).read_text())
+                self._rng_state = (state[0], tuple(state[1]), state[2])
             start = ck[0] + 1
         for it, rs in done.items():
             for r in rs:
@@ -142,9 +143,9 @@ class ProblemEvolution:
             await self.step(it, done.get(it))
 
     async def step(self, it: int, replay: list[dict[str, Any]] | None = None) -> None:
-        """One iteration. With ``replay`` (the rows a killed run wrote for it) the same parent and
-        prompt are drawn, so the random state advances exactly as it did, and the recorded children
-        are admitted instead of calling the model and grading again."""
+        """One iteration. With ``replay`` (the rows a killed run wrote for it) a parent is still drawn
+        and the prompt built, so the random state advances as in the live run, but the recorded
+        children (with their recorded parent) are admitted instead of calling the model again."""
         s, cfg = self.s, self.s.config
         island = it % cfg.database.num_islands
         parent = None

@@ -116,6 +116,7 @@ def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Back
 def _make_mock(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
     from harness.models.mock import MockBackend
 
+    check_args("mock", args, accepted_args(MockBackend, ("self", "mode")))
     return MockBackend(model, **args)
 
 

@@ -56,8 +56,9 @@ class ZooEntry:
     name: str
     description: str
     resolve: Callable[[], Path]
-    #: the file or folder whose bytes are the model (found without converting anything)
-    weights: Callable[[], Path]
+    #: the file or folder whose bytes are the model, found without converting anything (None: resolve
+    #: is cheap and its folder is the model)
+    weights: Callable[[], Path] | None = None
     #: prompt style and token budgets the model was trained with (None: the task's defaults)
     defaults: GenerationDefaults | None = None
 
@@ -205,6 +206,38 @@ ZOO: dict[str, ZooEntry] = {
 }
 
 
+#: the training record next to a checkpoint's weights (written by `vpo train`): its ``config`` holds the
+#: prompt style and token budgets the model was trained with
+TRAINING_RECORD = "vpo_training.json"
+
+
+def generation_defaults(spec: str) -> tuple[GenerationDefaults, str] | None:
+    """(prompt style and token budgets, where they came from) for a model spec, or None.
+
+    A local checkpoint folder (``hf:PATH``, ``vllm:PATH`` or a bundled zoo name) carries them in its
+    training record; a zoo entry may declare them; servers and hub ids have none (task defaults)."""
+    kind, _, name = spec.partition(":") if ":" in spec else ("hf", "", spec)
+    if kind not in ("hf", "vllm"):
+        return None
+    entry = ZOO.get(name)
+    folder: Path | None = None
+    if entry is not None and entry.weights is not None and entry.defaults is not None:
+        folder = entry.weights()
+    elif entry is None and Path(name).expanduser().is_dir():
+        folder = Path(name).expanduser()
+    record = folder / TRAINING_RECORD if folder is not None and folder.is_dir() else None
+    if record is not None and record.is_file():
+        try:
+            cfg = json.loads(record.read_text(encoding="utf-8")).get("config") or {}
+            return GenerationDefaults(str(cfg["prompt_style"]), int(cfg["max_new_tokens_single"]),
+                                      int(cfg["max_new_tokens_multi"])), str(record)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass  # an older or foreign record: fall back to the entry's declaration
+    if entry is not None and entry.defaults is not None:
+        return entry.defaults, f"the zoo entry {name}"
+    return None
+
+
 def is_zoo_name(name: str) -> bool:
     return name in ZOO
 
@@ -225,7 +258,7 @@ def weights_location(name_or_path: str) -> Path | None:
     entry = ZOO.get(name_or_path)
     if entry is not None:
         try:
-            return entry.weights()
+            return (entry.weights or entry.resolve)()
         except FileNotFoundError:
             return None
     p = Path(name_or_path).expanduser()

@@ -275,7 +275,7 @@ def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
     probs = LiveCodeBench(hub_files=("test5.jsonl", "test6.jsonl")).load("test", path="hub")
-    assert [p.id for p in probs] == ["abc000_a"]  # the same problem in both files is kept once
+    assert [p.id for p in probs] == ["abc000_a"]  # the same row in two release files is kept once
     assert calls == [("livecodebench/code_generation_lite", "test5.jsonl", "dataset"),
                      ("livecodebench/code_generation_lite", "test6.jsonl", "dataset")]
 

@@ -35,6 +35,21 @@ def test_show_prints_table(two_runs: list[Path], capsys: pytest.CaptureFixture[s
     assert "best@6" in out and "run_m3" in out and "run_m1" in out and "2x3" in out and "6x1" in out
 
 
+def test_show_reads_other_ks_from_the_stored_rows(two_runs: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """`vpo show --k` computes metrics at ks the run was not read at, without touching the run."""
+    before = (two_runs[0] / "results.json").read_bytes()
+    assert main(["show", str(two_runs[0]), "--k", "1,3,6", "--json", "--select", ""]) == 0
+    metrics = json.loads(capsys.readouterr().out)[0]["metrics"]
+    assert (two_runs[0] / "results.json").read_bytes() == before
+    stored = json.loads(before)["metrics"]
+    assert metrics["best@1"] == stored["best@1"] and metrics["best@6"] == stored["best@6"]
+    assert stored["best@2"]["mean"] <= metrics["best@3"]["mean"] <= stored["best@6"]["mean"]
+    assert "best@2" not in metrics
+    assert main(["show", *map(str, two_runs), "--k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "best@3" in out and "best@6" not in out and "k=3" in out
+
+
 def test_plot_writes_png(two_runs: list[Path], tmp_path: Path) -> None:
     png = tmp_path / "fig" / "best.png"
     assert main(["plot", *map(str, two_runs), "--out", str(png), "--labels", "chains,singles"]) == 0
@@ -98,3 +113,21 @@ def test_ls_says_livecodebench_d_is_per_problem(capsys: pytest.CaptureFixture[st
     assert main(["ls"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("livecodebench"))
     assert "per problem, <= 16" in line and "one per test" in line
+
+
+def test_closed_pipe_ends_quietly() -> None:
+    """`vpo ls | head -1`: the reader closes the pipe early; vpo must stop without a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "ls"], stdout=write_end,
+                            stderr=subprocess.PIPE, env=env)
+    os.close(write_end)
+    os.close(read_end)  # the reader is gone before vpo writes (deterministic, unlike reading a byte first)
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert "Traceback" not in err and "error" not in err, err
