@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except BrokenPipeError:  # before OSError, which it is
+    except BrokenPipeError:  # before OSError, its base class
         # `vpo compare ... | head` closed the pipe: stop quietly, as Unix tools do; point stdout at
         # /dev/null so the interpreter's final flush does not raise a second time.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
