@@ -186,7 +186,7 @@ def test_hub_loader_through_datasets(monkeypatch):
         raise ConnectionError("no network")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(DataError, match="ConnectionError.*pass path="):
+    with pytest.raises(DataError, match="ConnectionError.*--data-path"):
         Eureqa(hub=True).load("train")
 
 
