@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--only", nargs="*", default=["vpo", "grpo"],
-                   help="methods to evaluate (default: vpo grpo; 'all' adds the optional multi_rlvr, max_at_k)")
+                   help="methods to evaluate (default and 'all': vpo grpo, the bundled checkpoints)")
     return p
 
 

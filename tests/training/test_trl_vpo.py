@@ -38,11 +38,12 @@ def maze():
 @pytest.fixture(scope="module")
 def routes(maze):
     """Per problem, a few distinct real routes (optimal for different weightings) plus junk."""
-    from training.data import search_targets
+    from training.data import route_words, search_targets
 
     ps = maze.load("train", limit=2)
     t = search_targets(maze, ps, n_random=3, seed=1)
-    return {p.id: [x["route"] for x in t[p.id]] + ["R", "DDDD"] for p in ps}
+    # routes in the paper's answer format (move words): letters are no moves for the paper's scorer
+    return {p.id: [route_words(x["route"]) for x in t[p.id]] + ["RIGHT", "DOWN DOWN DOWN DOWN"] for p in ps}
 
 
 def _script(method: str, problem_ids: list[str], routes: dict, rng: np.random.Generator) -> list[tuple[str, bool]]:
