@@ -34,7 +34,6 @@ import torch
 
 from benchmarks import get_task
 from benchmarks.base import Benchmark, Problem
-from training import advantages as A
 from training import rollouts as R
 
 
@@ -101,13 +100,9 @@ def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, 
     """
     from harness.models.prompting import render_messages
 
-    rng = np.random.default_rng([cfg.seed, 3])
     templated = tokenizer is None or bool(getattr(tokenizer, "chat_template", None))
     rows = []
-    for p in problems:
-        gw = None
-        if cfg.method == "goal_cond":
-            gw = rng.dirichlet(np.full(len(R.task_components(task, p)), cfg.alpha)).tolist()
+    for p, gw in zip(problems, R.goal_weights(task, problems, cfg.method, seed=cfg.seed, alpha=cfg.alpha)):
         msgs = R.method_prompt(task, p, cfg.method, cfg.m, cfg.prompt_style, gw)
         rows.append({"prompt": msgs if templated else render_messages(msgs, None),
                      "problem": R.problem_to_json(p), "goal_weights": gw or []})
