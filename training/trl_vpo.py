@@ -412,6 +412,8 @@ def write_model_card(ckpt: Path, cfg: TRLVPOConfig, rows: list[dict[str, Any]], 
     head, tail = rows[:5], rows[-5:]
     table = "\n".join(f"| {k} | {avg(head, k)} | {avg(tail, k)} |" for k in keys)
     multi = R.is_multi(cfg.method)
+    vpo_line = (f"; K = {cfg.K} {'scrambled-Sobol' if cfg.sobol else 'Dirichlet'}(alpha = {cfg.alpha}) weights per group"
+                if cfg.method == "vpo" else "")
     card = f"""---
 library_name: transformers
 pipeline_tag: text-generation
@@ -421,17 +423,18 @@ tags: [vpo, trl, {cfg.task}, {cfg.method}]
 
 Trained with `training/trl_vpo.py` (TRL GRPOTrainer, advantages from `training/advantages.py`).
 
-- Method: **{cfg.method}** ({'multi-answer chains of m = ' + str(cfg.m) if multi else 'single answer'});
-  K = {cfg.K} {'scrambled-Sobol' if cfg.sobol else 'Dirichlet'}(alpha = {cfg.alpha}) weights per group
-  {'(duplicates removed by the task dedup key)' if multi else ''}.
-- Task: `{cfg.task}` {cfg.task_args or ''}, split `{cfg.split}`{', limit ' + str(cfg.limit) if cfg.limit else ''}{', 8 dihedral images' if cfg.augment else ''}; prompt style `{cfg.prompt_style}`.
+- Method: **{cfg.method}** ({'multi-answer chains of m = ' + str(cfg.m) + ', duplicates removed by the task dedup key' if multi else 'single answer'}){vpo_line}.
+- Task: `{cfg.task}`{' ' + str(cfg.task_args) if cfg.task_args else ''}, split `{cfg.split}`{', limit ' + str(cfg.limit) if cfg.limit else ''}{', 8 dihedral images' if cfg.augment else ''}; prompt style `{cfg.prompt_style}`.
 - Init: `{cfg.init}` ({init}).
 - {cfg.steps} generation rounds x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, {cfg.minibatches} optimizer step(s) per round;
   lr {cfg.lr}, KL beta {cfg.beta}, clip {cfg.clip}, temperature {cfg.temperature}, top-p {cfg.top_p},
   max completion {cfg.max_completion_length} tokens, loss `{cfg.loss_type}`, truncated rollouts: {cfg.truncated_reward}; seed {cfg.seed}.
 - Wall time {wall_s / 60:.1f} min; generation: {'vLLM (' + cfg.vllm_mode + ')' if cfg.use_vllm else 'transformers generate'}.
 
-Evaluate: `vpo run --task {cfg.task} --model hf:{ckpt} {'-m ' + str(cfg.m) if multi else ''} ...`
+Evaluate: `vpo run --task {cfg.task} --model hf:{ckpt}{' -m ' + str(cfg.m) if multi else ''} ...`
+
+`reward` in the table is TRL's sum of the per-component reward functions (each the mean over the
+rollout's answers); the advantages themselves come from `training/advantages.py`.
 
 ## Curves (mean of first / last 5 logged steps)
 ![curves](trl_curves.png)
