@@ -22,6 +22,9 @@ WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
          "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango")
 
 FAULTS = ("500", "429", "timeout", "disconnect", "garbage", "shape")
+#: opt-in faults (not in the default mix): a 200 whose content is null; a good reply sent one byte
+#: every ``trickle_s`` seconds (never trips a per-read client timeout)
+EXTRA_FAULTS = ("null", "trickle")
 
 
 def fake_text(prompt: str, seed: int | None, index: int, max_tokens: int) -> str:
@@ -43,6 +46,8 @@ class FakeServerConfig:
     ignore_n: bool = False         # True: silently return one choice whatever n is
     rng_seed: int = 0
     delay_s: float = 0.0           # latency of every good reply
+    fail_after: int | None = None  # after this many completions requests the server is down: 503 to everything
+    trickle_s: float = 0.05        # seconds between bytes of a "trickle" reply
 
 
 @dataclass
@@ -94,6 +99,12 @@ class FakeOpenAIServer:
             counts[entry.outcome] = counts.get(entry.outcome, 0) + 1
         return counts
 
+    def is_down(self) -> bool:
+        """``fail_after`` completions requests were answered: from now on the server fails everything."""
+        limit = self.config.fail_after
+        with self._lock:
+            return limit is not None and sum(1 for e in self.log if e.outcome != "down") >= limit
+
     def _pick_fault(self) -> str | None:
         with self._lock:
             if self._rng.random() < self.config.fault_rate:
@@ -127,7 +138,9 @@ class FakeOpenAIServer:
                 self._send(status, body, headers)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/") == "/v1/models":
+                if server.is_down():
+                    self._error(503, "server is down")
+                elif self.path.rstrip("/") == "/v1/models":
                     self._send(200, json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}).encode())
                 else:
                     self._error(404, "not found")
@@ -145,6 +158,10 @@ class FakeOpenAIServer:
                 if path not in ("/v1/chat/completions", "/v1/completions"):
                     server._record(path, body, "404")
                     self._error(404, f"no route {path}")
+                    return
+                if server.is_down():
+                    server._record(path, body, "down")
+                    self._error(503, "server is down")
                     return
                 n = int(body.get("n") or 1)
                 if n > 1 and not server.config.support_n:
@@ -173,6 +190,27 @@ class FakeOpenAIServer:
                     self._send(200, b'{"id": "x", "choices": [{"index": 0, "mess')
                 elif fault == "shape":
                     self._send(200, b'{"object": "list", "data": [], "choices": null}')
+                elif fault == "null":
+                    reply = self._reply(path, body, n)
+                    for ch in reply["choices"]:
+                        if "message" in ch:
+                            ch["message"]["content"] = None
+                        else:
+                            ch["text"] = None
+                    self._send(200, json.dumps(reply).encode())
+                elif fault == "trickle":
+                    payload = json.dumps(self._reply(path, body, n)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    try:
+                        for i in range(len(payload)):
+                            self.wfile.write(payload[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(server.config.trickle_s)
+                    except OSError:  # the client gave up
+                        self.close_connection = True
                 else:
                     if server.config.delay_s:
                         time.sleep(server.config.delay_s)

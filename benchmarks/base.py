@@ -9,12 +9,14 @@ system prompt, and completion-only backends render the list with the model's cha
 """
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
+
+from benchmarks import tags
+from benchmarks.tags import Which
 
 Messages = list[dict[str, str]]
 
@@ -33,6 +35,32 @@ class DataError(ValueError):
             where.append(f"field {field_name!r}")
         super().__init__(f"{': '.join([', '.join(where)] if where else [])}{': ' if where else ''}{message}")
         self.path, self.line, self.field_name = path, line, field_name
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``--task-args`` option a task accepts: its default, what it does, and (optionally) the
+    allowed values. Declared per task in ``Benchmark.options_spec`` so unknown names are refused
+    with the valid ones listed, for every task, in one place."""
+
+    default: Any
+    help: str
+    choices: tuple[Any, ...] = ()
+
+
+def check_options(owner: str, spec: dict[str, Option], options: dict[str, Any]) -> dict[str, Any]:
+    """Defaults filled in; an unknown name or a value outside ``choices`` is a one-line ValueError."""
+    unknown = sorted(set(options) - set(spec))
+    if unknown:
+        valid = "; ".join(f"{k} ({o.help}, default {o.default!r})" for k, o in spec.items()) or "none"
+        raise ValueError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for {owner}; "
+                         f"valid: {valid}")
+    out = {k: o.default for k, o in spec.items()}
+    out.update(options)
+    for k, o in spec.items():
+        if o.choices and out[k] not in o.choices:
+            raise ValueError(f"{owner} option {k}={out[k]!r}: expected one of {', '.join(map(repr, o.choices))}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -59,9 +87,11 @@ class Benchmark(ABC):
     #: drop closed <think>..</think> blocks before reading numbered answers (tags drafted while
     #: reasoning are not answers); ToolRL keeps them because its format reward looks at <think>
     strip_reasoning: ClassVar[bool] = True
+    #: the options ``--task-args`` may set (name -> Option); anything else is refused
+    options_spec: ClassVar[dict[str, Option]] = {}
 
     def __init__(self, **options: Any):
-        self.options = dict(options)
+        self.options = check_options(f"task {self.name!r}", self.options_spec, options)
 
     # ---- data -------------------------------------------------------------------------------------
     @abstractmethod
@@ -87,7 +117,7 @@ class Benchmark(ABC):
             return [self.parse_single(completion)]
         if not isinstance(completion, str):
             return [None] * m
-        text = _THINK_RE.sub(" ", completion) if self.strip_reasoning else completion
+        text = tags.strip_blocks(completion, "think") if self.strip_reasoning else completion
         return [self.parse_single(b) if b is not None else None
                 for b in parse_numbered_tags(text, self.answer_tag, m)]
 
@@ -95,9 +125,25 @@ class Benchmark(ABC):
         return completion if completion.strip() else None
 
     # ---- scoring ----------------------------------------------------------------------------------
+    #: True when the reward length varies per problem (code: one component per selected test)
+    variable_d: ClassVar[bool] = False
+
     @property
     def d(self) -> int:
         return len(self.component_names)
+
+    @property
+    def max_d(self) -> int:
+        """Upper bound of a problem's reward length (``d`` unless the task says otherwise)."""
+        return self.d
+
+    def components_for(self, problem: Problem) -> tuple[str, ...]:
+        """Names of one problem's reward components (code tasks: one per selected test)."""
+        return tuple(self.component_names)
+
+    def d_label(self) -> str:
+        """The reward dimension as `vpo ls` shows it: ``"4"``, or ``"per problem, <= 16"``."""
+        return f"per problem, <= {self.max_d}" if self.variable_d else str(self.d)
 
     @abstractmethod
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
@@ -145,39 +191,18 @@ class Benchmark(ABC):
         self.close()
 
 
-_THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
-_TAG_CACHE: dict[tuple[str, int], re.Pattern[str]] = {}
-
-
-def _tag_re(stem: str, i: int) -> re.Pattern[str]:
-    key = (stem, i)
-    if key not in _TAG_CACHE:
-        _TAG_CACHE[key] = re.compile(rf"<{stem}_{i}>(.*?)</{stem}_{i}>", re.S | re.I)
-    return _TAG_CACHE[key]
-
-
-def parse_numbered_tags(text: str, stem: str, m: int) -> list[str | None]:
+def parse_numbered_tags(text: str, stem: str, m: int, *, which: Which = "last") -> list[str | None]:
     """Contents of ``<stem_1>..</stem_1>`` .. ``<stem_m>``; unclosed (truncated) tags give None.
 
-    When a tag appears more than once the last closed occurrence wins: models often restate answers.
+    When a tag appears more than once the last closed occurrence wins by default (models often
+    restate answers); ``which="first"`` keeps the first. Linear time (see benchmarks.tags).
     """
-    out: list[str | None] = []
-    if not isinstance(text, str):
-        return [None] * m
-    for i in range(1, m + 1):
-        found = _tag_re(stem, i).findall(text)
-        out.append(found[-1].strip() if found else None)
-    return out
+    return tags.parse_numbered_tags(text, stem, m, which=which)
 
 
-def extract_tag(text: str, tag: str, *, last: bool = True) -> str | None:
-    """Content of ``<tag>..</tag>`` (last occurrence by default), or None."""
-    if not isinstance(text, str):
-        return None
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text, re.S | re.I)
-    if not found:
-        return None
-    return (found[-1] if last else found[0]).strip()
+def extract_tag(text: str, tag: str, *, which: Which = "last") -> str | None:
+    """Content of ``<tag>..</tag>`` (last closed occurrence by default, or ``which="first"``), or None."""
+    return tags.extract_tag(text, tag, which=which)
 
 
 def user(content: str, system: str | None = None) -> Messages:

@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem, extract_tag, user
-from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem, extract_tag, user
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import entity_normalize, strip_think
 from harness.paths import shared_data_dir
 
@@ -60,13 +60,10 @@ class Eureqa(Benchmark):
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 0.95
 
-    def __init__(self, **options: Any):
-        opts = {"seed": 0, "hub": False}
-        unknown = set(options) - set(opts)
-        if unknown:
-            raise ValueError(f"unknown EUREQA options {sorted(unknown)}; known: {sorted(opts)}")
-        opts.update(options)
-        super().__init__(**opts)
+    options_spec: ClassVar[dict[str, Option]] = {
+        "seed": Option(0, "shuffle seed of the mixed split"),
+        "hub": Option(False, "load from the hub even when local files exist"),
+    }
 
     # ---- data -------------------------------------------------------------------------------------
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
@@ -78,11 +75,7 @@ class Eureqa(Benchmark):
         else:
             tagged = self._split_rows(split, self._source(path))
         problems = [self._problem(src, r) for src, r in tagged]
-        seen: dict[str, Row] = {}
-        for p, (_, r) in zip(problems, tagged):
-            if p.id in seen:
-                raise r.error(f"duplicate idx (id {p.id!r} also at {seen[p.id].path} line {seen[p.id].line})", "idx")
-            seen[p.id] = r
+        check_unique_ids(((p.id, r) for p, (_, r) in zip(problems, tagged)), "idx")
         return problems[:limit] if limit is not None else problems
 
     def _source(self, path: str | None) -> Any:

@@ -27,8 +27,9 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem
-from benchmarks.rowfiles import Row, read_rows
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from benchmarks.livecodebench_judge import TIMEOUT_S, WALL_FACTOR  # one source: the judge
+from benchmarks.rowfiles import Row, duplicate_id, read_rows
 from harness.paths import shared_data_dir
 
 HUB_ID = "livecodebench/code_generation_lite"
@@ -39,7 +40,6 @@ DEFAULT_FILE = "code_generation_lite.v5v6.public.jsonl"
 TEST_WINDOW = (_dt.datetime(2025, 2, 1), _dt.datetime(2025, 5, 1))
 MAX_TESTS = 16
 MAX_TEST_BYTES = 8192
-TIMEOUT_S = 6.0
 
 SYSTEM_PROMPT = ("You are an expert Python programmer. You solve competitive-programming problems with "
                  "correct, efficient Python 3 code that passes every hidden test.")
@@ -294,25 +294,43 @@ class LiveCodeBench(Benchmark):
     ("auto": private tests when trusted and present, else public), ``workers`` (sandbox pool size;
     default one per core), ``timeout_s`` (6), ``max_tests`` (16), ``max_test_bytes`` (8192),
     ``first_failure`` (False: run every test for the per-test reward vector; True: stop at the first
-    failing test as LiveCodeBench does, for pass@k-only runs), ``hub_files`` / ``revision`` for hub
-    downloads."""
+    failing test as LiveCodeBench does, for pass@k-only runs), ``wall_factor`` (1.0: a test ends after
+    ``timeout_s`` of wall or CPU time, LCB's semantics; e.g. 3.0: CPU time decides and wall time may
+    reach 3x, so a loaded machine does not turn slow-but-correct programs into time limits),
+    ``hub_files`` / ``revision`` for hub downloads."""
 
     name = "livecodebench"
     #: generic labels; a problem's reward vector has ``n_tests`` <= 16 entries, named by components_for
     component_names: ClassVar[tuple[str, ...]] = tuple(f"test_{i}" for i in range(1, MAX_TESTS + 1))
     splits = {"train": None, "test": None, "all": None}
     default_temperature = 0.8
+    variable_d = True  # one reward component per selected test of the problem
     default_top_p = 0.95
+    options_spec: ClassVar[dict[str, Option]] = {
+        "path": Option(None, "data file or folder, or 'hub'"),
+        "trust_private_tests": Option(False, "decode the pickled private tests"),
+        "test_source": Option("auto", "which tests grade", ("auto", "public", "private", "all")),
+        "test_window": Option(None, "contest-date window 'YYYY-MM-DD..YYYY-MM-DD'"),
+        "workers": Option(None, "sandbox pool size (default one per core)"),
+        "timeout_s": Option(TIMEOUT_S, "time limit per test (wall and CPU; see wall_factor)"),
+        "max_tests": Option(MAX_TESTS, "tests per problem"),
+        "max_test_bytes": Option(MAX_TEST_BYTES, "largest test input/output kept"),
+        "hub_files": Option(HUB_FILES, "files of the hub dataset to download"),
+        "revision": Option(None, "hub revision"),
+        "visible_tests": Option(None, "tests a deployment may run for `public-tests` selection: 'public' "
+                                      "(needs test_source=all) or 'half' (offline)", (None, "half", "public")),
+        "first_failure": Option(False, "stop at the first failing test, as LiveCodeBench does (pass/fail "
+                                       "only, faster); default runs every test for the reward vector",
+                                (False, True)),
+        "wall_factor": Option(WALL_FACTOR, "per-test wall-clock allowance as a multiple of timeout_s; > 1 "
+                                           "lets CPU time decide (load-independent time limits)"),
+    }
 
     def __init__(self, **options: Any):
         super().__init__(**options)
-        # ``visible_tests``: which tests a deployment may run when it selects without an oracle
-        # (harness/selection.py, strategy public-tests): "public" (needs test_source=all: the public
-        # tests, hidden = private), or "half" (offline, without private tests: every other test)
-        vis = options.get("visible_tests")
-        if vis not in (None, "half", "public"):
-            raise ValueError(f"visible_tests must be 'half' or 'public', got {vis!r}")
-        if vis == "public" and options.get("test_source") != "all":
+        # ``visible_tests`` (harness/selection.py, strategy public-tests): "public" ranks on the public
+        # tests and scores on the private ones, so both must be graded
+        if options.get("visible_tests") == "public" and options.get("test_source") != "all":
             raise ValueError("visible_tests=public needs test_source=all (and trust_private_tests=true) so that "
                              "both public and private tests are graded")
         self._pool = None
@@ -339,18 +357,25 @@ class LiveCodeBench(Benchmark):
         window = self.options.get("test_window")
         win = TEST_WINDOW if window is None else tuple(parse_contest_date(w) for w in window)
         out: list[Problem] = []
-        seen: set[str] = set()
-        for f in self._files(path):
+        seen: dict[str, tuple[int, Row]] = {}
+        for fi, f in enumerate(self._files(path)):
             for row in read_rows(f):
                 prob = problem_from_row(
                     row, trust_private_tests=bool(self.options.get("trust_private_tests", False)),
                     test_source=self.options.get("test_source", "auto"),
                     max_tests=int(self.options.get("max_tests", MAX_TESTS)),
                     max_test_bytes=int(self.options.get("max_test_bytes", MAX_TEST_BYTES)))
-                if prob is None or prob.id in seen:
+                if prob is None:
                     continue
+                if prob.id in seen:
+                    # the same row in two release files (overlapping hub releases) is one problem;
+                    # any other repeat was dropped silently before and is an error now
+                    first_file, first = seen[prob.id]
+                    if first_file != fi and first.data == row.data:
+                        continue
+                    raise duplicate_id(prob.id, row, first, "question_id")
+                seen[prob.id] = (fi, row)
                 if in_split(parse_contest_date(prob.data["contest_date"]), split, win):  # type: ignore[arg-type]
-                    seen.add(prob.id)
                     out.append(prob)
         out.sort(key=lambda p: (p.data["contest_date"], p.id))
         return out[:limit] if limit is not None else out
@@ -433,7 +458,8 @@ class LiveCodeBench(Benchmark):
         d = problem.data
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
                              timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)),
-                             first_failure=bool(self.options.get("first_failure", False)))
+                             first_failure=bool(self.options["first_failure"]),
+                             wall_factor=float(self.options["wall_factor"]))
 
     def grade_many(self, problem: Problem, codes: Sequence[str | None]) -> list[Any]:
         """Grades of several programs of one problem, in parallel on the sandbox pool. Identical
@@ -475,9 +501,13 @@ class LiveCodeBench(Benchmark):
                    for g in grades]
         return np.stack([self._vector(g, n) for g in grades]), details
 
+    @property
+    def max_d(self) -> int:
+        return int(self.options.get("max_tests", MAX_TESTS))
+
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d["reward_length"] = "per problem: n_tests (<= 16); see components_for"
+        d["reward_length"] = f"per problem: n_tests (<= {self.max_d}); see components_for"
         from harness.sandbox import Sandbox
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when

@@ -8,11 +8,12 @@ the expected outputs never enter the process that runs untrusted code and a prog
 pass. Inputs arrive in the payload over the sandbox's pipe; the program reads them as its stdin.
 
 Payload: {"code": str, "mode": "stdin"|"functional", "func_name": str|None, "inputs": [str],
-"timeout_s": float, "wall_factor": float, "out_cap": int, "first_failure": bool}. Records: {"kind": "compile", "status":
-"ok"|"error"|"timeout"} then one {"kind": "test", "i", "status": "ok"|"error"|"timeout"|
-"output_limit", "out", "err", "t"} per test run. With ``first_failure`` the driver stops after the
-first test that did not run cleanly, and after each clean one waits for the parent's judgement on
-fd 4 (b"c": continue, anything else: stop), as LiveCodeBench stops at the first failing test.
+"timeout_s": float, "wall_factor": float, "out_cap": int, "first_failure": bool}. Records:
+{"kind": "compile", "status": "ok"|"error"|"timeout"}, then one {"kind": "test", "i", "status":
+"ok"|"error"|"timeout"|"output_limit", "out", "err", "t"} per test run, and {"kind": "restart",
+"at": j} when the remaining tests need a fresh process (threads of a timed-out test still running).
+With ``first_failure`` the driver stops after the first test that did not run cleanly; a wrong
+answer is only known to the parent, which then ends the run (the sandbox's ``STOP``).
 """
 import ast
 import io
@@ -55,9 +56,9 @@ class _OutputLimit(BaseException):
 
 
 def _arm(timeout, wall_factor):
-    """Per-test limit: ``timeout`` seconds of CPU time (all threads; SIGPROF) and, for programs that
-    block or sleep, ``timeout * wall_factor`` seconds of wall time (SIGALRM). LCB's limit is wall
-    time only, which turns machine load into time-limit verdicts; CPU time measures the program."""
+    """Per-test limit: ``timeout`` seconds of CPU time (all threads; SIGPROF) and ``timeout *
+    wall_factor`` seconds of wall time (SIGALRM). With wall_factor 1 (the default) this is LCB's
+    wall-clock limit; a larger factor makes CPU time decide, so load does not cause time limits."""
     signal.setitimer(signal.ITIMER_PROF, timeout)
     signal.setitimer(signal.ITIMER_REAL, timeout * wall_factor)
 
@@ -157,13 +158,6 @@ def _join_new_threads(before):
     for t in threading.enumerate():
         if t not in before and t is not me and not t.daemon:
             t.join()
-
-
-def _parent_says_continue():
-    try:
-        return os.read(4, 1) == b"c"
-    except OSError:
-        return False
 
 
 def main(payload, emit):
@@ -269,5 +263,10 @@ def main(payload, emit):
                 except (AttributeError, TypeError):
                     pass
         emit(rec)
-        if first_failure and (rec["status"] != "ok" or not _parent_says_continue()):
+        if first_failure and rec["status"] != "ok":
+            return
+        if rec["status"] == "timeout" and threading.active_count() > 1:
+            # threads of the timed-out test still run and would slow (or print into) the next
+            # tests: ask for a fresh process (a fork of the zygote) for the remaining ones
+            emit({"kind": "restart", "at": i + 1})
             return

@@ -46,7 +46,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Problem, parse_numbered_tags, user
+from benchmarks.base import Benchmark, Messages, Option, Problem, parse_numbered_tags, user
+from benchmarks.tags import find_tags, first_block, numbered_blocks, strip_blocks
 from benchmarks.maze_env import (COMPONENTS, MOVES, REWARD_MODES, MazeInstance, generate_maze, is_move_token,
                                  maze_split, parse_moves, reward_from_counts, simulate)
 
@@ -57,8 +58,6 @@ PARSE_MODES = ("paper", "lenient")
 
 _TOKEN_RE = re.compile(r"[A-Za-z]+")
 _SEP_LINE_RE = re.compile(r"^[ \t]*-{3,}[ \t]*$", re.M)
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
-_THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
 _MOVE_WORD_RE = re.compile(r"\b(UP|DOWN|LEFT|RIGHT)\b")
 
 
@@ -68,13 +67,8 @@ def paper_moves(text: Any) -> list[str]:
     (so ``right`` counts, ``R`` and ``DOWN_LEFT`` do not); the first closed ``<answer>`` when present."""
     if not isinstance(text, str):
         return []
-    found = _ANSWER_RE.search(text)
-    return _MOVE_WORD_RE.findall((found.group(1) if found else text).upper())
-
-
-def _first_tag(text: str, stem: str, i: int) -> str | None:
-    found = re.search(rf"<{stem}_{i}>(.*?)</{stem}_{i}>", text, re.S | re.I)
-    return found.group(1) if found else None
+    found = first_block(text, "answer")
+    return _MOVE_WORD_RE.findall((found if found is not None else text).upper())
 
 
 def _route(moves: Sequence[str]) -> str | None:
@@ -94,12 +88,12 @@ def paper_parse_multi(completion: str, m: int, stem: str = "route") -> list[str 
         return []
     if not isinstance(completion, str):
         return [None] * m
-    tagged = [_first_tag(completion, stem, i) for i in range(1, m + 1)]
+    tagged = numbered_blocks(completion, stem, m, which="first")
     if any(t is not None for t in tagged):
         parts: list[str | None] = tagged
     else:
         split = [p.strip() for p in completion.split("---") if p.strip()]
-        answers = _ANSWER_RE.findall(completion)
+        answers = find_tags(completion, "answer")
         parts = split if len(split) >= 2 else answers if len(answers) >= 2 else [completion]
     parts = (list(parts) + [None] * m)[:m]
     return [_route(paper_moves(p)) if p is not None else None for p in parts]
@@ -115,7 +109,7 @@ def _move_fraction(text: str) -> tuple[int, float]:
 
 
 def _strip_think(text: str) -> str:
-    text = _THINK_RE.sub(" ", text)
+    text = strip_blocks(text, "think")
     i = text.lower().find("<think>")
     return text[:i] if i >= 0 else text
 
@@ -124,7 +118,7 @@ def parse_single(completion: str) -> str | None:
     """Lenient: last closed ``<answer>``, else the text without reasoning (raw answer text)."""
     if not isinstance(completion, str):
         return None
-    found = _ANSWER_RE.findall(completion)
+    found = find_tags(completion, "answer")
     if found:
         return found[-1].strip()
     text = _strip_think(completion)
@@ -150,14 +144,14 @@ def parse_multi(completion: str, m: int, stem: str = "route") -> list[str | None
         routes = []
         for p in parts:
             # an <answer> inside a part is that part's route
-            inner = _ANSWER_RE.findall(p)
+            inner = find_tags(p, "answer")
             cand = inner[-1].strip() if inner else p
             good, frac = _move_fraction(cand)
             if good >= 1 and frac >= 0.5:
                 routes.append(cand)
         if routes:
             return (routes + [None] * m)[:m]
-    answers = [a.strip() for a in _ANSWER_RE.findall(completion)]
+    answers = [a.strip() for a in find_tags(completion, "answer")]
     if answers:
         return (answers + [None] * m)[:m]
     return [None] * m
@@ -179,22 +173,25 @@ class Maze(Benchmark):
     default_temperature = 0.7
     default_top_p = 1.0
 
-    def __init__(self, reward_mode: str = "convex_bonus", parse: str = "paper", base_seed: int | None = None,
-                 n: int | None = None):
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"unknown reward_mode {reward_mode!r}; known: {', '.join(REWARD_MODES)}")
-        if parse not in PARSE_MODES:
-            raise ValueError(f"unknown parse mode {parse!r}; known: {', '.join(PARSE_MODES)}")
-        opts: dict[str, Any] = {"reward_mode": reward_mode, "parse": parse}
-        self.base_seed = None if base_seed is None else _int_option("base_seed", base_seed, 0)
+    options_spec = {
+        "reward_mode": Option("convex_bonus", "reward shaping of the route", tuple(REWARD_MODES)),
+        "parse": Option("paper", "how routes are read: the authors' reading or the lenient one", PARSE_MODES),
+        "base_seed": Option(None, "first maze seed of a custom split (with n)"),
+        "n": Option(None, "number of mazes of the split"),
+    }
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self.reward_mode = self.options["reward_mode"]
+        self.parse_mode = self.options["parse"]
+        bs, n = self.options.pop("base_seed"), self.options.pop("n")
+        self.base_seed = None if bs is None else _int_option("base_seed", bs, 0)
         self.n = None if n is None else _int_option("n", n, 1)
+        # base_seed / n are recorded only when set, so runs of the named splits keep their identity
         if self.base_seed is not None:
-            opts["base_seed"] = self.base_seed
+            self.options["base_seed"] = self.base_seed
         if self.n is not None:
-            opts["n"] = self.n
-        super().__init__(**opts)
-        self.reward_mode = reward_mode
-        self.parse_mode = parse
+            self.options["n"] = self.n
 
     # ---- data -------------------------------------------------------------------------------------
     def split_spec(self, split: str) -> tuple[str, int, int]:

@@ -31,8 +31,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Problem, extract_tag, user
-from benchmarks.rowfiles import Row, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
+from benchmarks.base import Benchmark, Messages, Option, Problem, extract_tag, user
+from benchmarks.tags import first_block, numbered_blocks
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import authors_token_f1, best_token_f1, strip_think
 from harness.paths import shared_data_dir
 
@@ -51,7 +52,6 @@ _INSTRUCTIONS = (
 
 
 PARSE_MODES = ("paper", "lenient")
-_FIRST = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.S) for tag in ("support", "answer")}
 
 
 def paper_cited(support: str | None) -> list[int]:
@@ -80,12 +80,12 @@ def first_distinct(cited: list[int], k: int = MAX_HOPS) -> list[int]:
 
 def paper_reward(text: str, support: list[int], golds: list[str]) -> np.ndarray:
     """[hop_1..hop_4, answer_f1] of one reply as the authors' ``score_one`` computes it."""
-    ans = _FIRST["answer"].search(text)
-    pred = ans.group(1).strip() if ans else ""
+    ans = first_block(text, "answer", ignore_case=False)
+    pred = ans.strip() if ans is not None else ""
     if not pred:
         return np.zeros(MAX_HOPS + 1)
-    sup = _FIRST["support"].search(text)
-    hops = hop_scores(first_distinct(paper_cited(sup.group(1) if sup else None)), support)
+    sup = first_block(text, "support", ignore_case=False)
+    hops = hop_scores(first_distinct(paper_cited(sup)), support)
     f1 = max(authors_token_f1(pred, g, strip_articles=True) for g in golds)
     return np.array(hops + [f1], dtype=float)
 
@@ -131,17 +131,18 @@ class MuSiQue(Benchmark):
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 1.0
 
+    options_spec: ClassVar[dict[str, Option]] = {
+        "hop_stratified": Option(False, "the paper's 100 x {2,3,4}-hop split"),
+        "per_hop": Option(100, "questions per hop count when hop_stratified"),
+        "seed": Option(0, "seed of the stratified selection"),
+        "answerable_only": Option(True, "drop unanswerable questions"),
+        "hub": Option(False, "load from the hub even when local data exists"),
+        "parse": Option("paper", "how answers are read: the authors' scorer or the lenient reader", PARSE_MODES),
+    }
+
     def __init__(self, **options: Any):
-        opts = {"hop_stratified": False, "per_hop": 100, "seed": 0, "answerable_only": True, "hub": False,
-                "parse": "paper"}
-        unknown = set(options) - set(opts)
-        if unknown:
-            raise ValueError(f"unknown MuSiQue options {sorted(unknown)}; known: {sorted(opts)}")
-        opts.update(options)
-        if opts["parse"] not in PARSE_MODES:
-            raise ValueError(f"unknown MuSiQue parse mode {opts['parse']!r}; known: {', '.join(PARSE_MODES)}")
-        super().__init__(**opts)
-        self.parse_mode = opts["parse"]
+        super().__init__(**options)
+        self.parse_mode = self.options["parse"]
         #: what the last load selected (e.g. "took 24 of 100 3-hop questions: only 24 in the data")
         self.selection_note: str | None = None
 
@@ -150,8 +151,9 @@ class MuSiQue(Benchmark):
         if split not in _HUB_SPLIT:
             raise ValueError(f"unknown MuSiQue split {split!r}; known: {sorted(_HUB_SPLIT)}")
         rows = self._rows(split, path)
-        problems = [p for p in (self._problem(r) for r in rows)
-                    if p.meta["answerable"] or not self.options["answerable_only"]]
+        every = [self._problem(r) for r in rows]
+        check_unique_ids(((p.id, r) for p, r in zip(every, rows)), "id")  # were merged silently
+        problems = [p for p in every if p.meta["answerable"] or not self.options["answerable_only"]]
         self.selection_note = None
         if self.options["hop_stratified"]:
             problems = self._stratify(problems)
@@ -259,8 +261,8 @@ class MuSiQue(Benchmark):
             return super().parse(completion, m)
         if not isinstance(completion, str):
             return [None] * m
-        blocks = [re.search(rf"<response_{i}>(.*?)</response_{i}>", completion, re.S) for i in range(1, m + 1)]
-        return [self.parse_single(b.group(1)) if b else None for b in blocks]
+        blocks = numbered_blocks(completion, "response", m, which="first", ignore_case=False)
+        return [self.parse_single(b) if b is not None else None for b in blocks]
 
     def parse_single(self, completion: str) -> str | None:
         """paper: the reply as written when its first ``<answer>`` is non-empty, else None. lenient: the
@@ -268,8 +270,8 @@ class MuSiQue(Benchmark):
         if not isinstance(completion, str):
             return None
         if self.parse_mode == "paper":
-            found = _FIRST["answer"].search(completion)
-            return completion if found and found.group(1).strip() else None
+            found = first_block(completion, "answer", ignore_case=False)
+            return completion if found is not None and found.strip() else None
         body = strip_think(completion).strip()
         return body if extract_tag(body, "answer") is not None else None
 

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from benchmarks.base import DataError
 
@@ -38,29 +38,41 @@ def looks_like_hub_id(path: str | None) -> bool:
 
 
 def read_rows(path: str | Path) -> list[Row]:
-    """All rows of a local JSONL / JSON / parquet file; a missing file or bad JSON is a DataError."""
+    """All rows of a local JSONL / JSON / parquet file. A missing, empty or non-UTF-8 file and bad
+    JSON are DataErrors naming the file (and line)."""
     p = Path(path)
     if not p.is_file():
         raise DataError("no such data file", path=str(p))
     suffix = p.suffix.lower()
     if suffix == ".parquet":
-        return _read_parquet(p)
-    if suffix == ".json":
-        text = p.read_text(encoding="utf-8")
-        stripped = text.lstrip()
-        if stripped.startswith("["):
-            try:
-                items = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON: {exc.msg}", path=str(p), line=exc.lineno) from exc
-            return [_as_row(obj, str(p), i + 1) for i, obj in enumerate(items)]
-    return _read_jsonl(p)
+        rows = _read_parquet(p)
+    elif suffix == ".json" and (text := _utf8(p, p.read_bytes())).lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON: {exc.msg}", path=str(p), line=exc.lineno) from exc
+        rows = [_as_row(obj, str(p), i + 1) for i, obj in enumerate(items)]
+    else:
+        rows = _read_jsonl(p)
+    if not rows:
+        raise DataError("empty data file (no rows)", path=str(p))
+    return rows
+
+
+def _utf8(p: Path, data: bytes, line: int | None = None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = line if line is not None else data[:exc.start].count(b"\n") + 1
+        raise DataError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); re-save the file as UTF-8",
+                        path=str(p), line=at) from None
 
 
 def _read_jsonl(p: Path) -> list[Row]:
     rows = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            line = _utf8(p, raw, lineno)
             if not line.strip():
                 continue
             try:
@@ -69,6 +81,21 @@ def _read_jsonl(p: Path) -> list[Row]:
                 raise DataError(f"invalid JSON: {exc.msg}", path=str(p), line=lineno) from exc
             rows.append(_as_row(obj, str(p), lineno))
     return rows
+
+
+def duplicate_id(pid: str, row: Row, first: Row, field_name: str) -> DataError:
+    """Two rows giving one problem id would be merged (or one dropped) silently downstream, where
+    chains are keyed by problem id: an error naming both places instead."""
+    return row.error(f"duplicate problem id {pid!r} (first at {first.path} line {first.line})", field_name)
+
+
+def check_unique_ids(pairs: Iterable[tuple[str, Row]], field_name: str) -> None:
+    """Raise :func:`duplicate_id` for the first id seen twice in (id, row) pairs."""
+    seen: dict[str, Row] = {}
+    for pid, row in pairs:
+        if pid in seen:
+            raise duplicate_id(pid, row, seen[pid], field_name)
+        seen[pid] = row
 
 
 def _read_parquet(p: Path) -> list[Row]:

@@ -11,8 +11,9 @@ import string
 from collections import Counter
 from typing import Any, Hashable, Iterable
 
+from benchmarks.tags import strip_blocks
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _PUNCT = set(string.punctuation)
 
 
@@ -95,4 +96,4 @@ def best_token_f1(pred: Any, golds: Iterable[Any]) -> float:
 
 def strip_think(text: str) -> str:
     """Drop closed ``<think>..</think>`` blocks: tags drafted while reasoning are not the answer."""
-    return _THINK.sub(" ", text)
+    return strip_blocks(text, "think")

@@ -54,14 +54,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Problem
-from benchmarks.rowfiles import Row, hub_rows, looks_like_hub_id, need, read_rows
+from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from benchmarks.tags import find_tags, first_block, numbered_blocks
+from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, read_rows
 from benchmarks.textnorm import authors_normalize, authors_token_f1, multiset_f1, set_f1, squad_normalize, token_f1
 from harness.paths import shared_data_dir
 
 GITHUB_RAW = "https://raw.githubusercontent.com/qiancheng0/ToolRL/main/dataset/rlla_4k/{split}.parquet"
 LOCAL_FILES = {"test": "toolrl/rlla_4k_test.jsonl", "sft": "toolrl/rlla_sft.jsonl"}
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S | re.I)
 _THINK_END = re.compile(r"</think>", re.I)
 _DECODER = json.JSONDecoder()
 
@@ -86,6 +86,11 @@ def split_think(text: str) -> tuple[bool, str]:
     return True, text[ends[-1].end():]
 
 
+#: a block with this many ``{`` that start no JSON value is garbage; stop looking for calls in it
+#: (every failed attempt may scan to the end, so without a cap ``"{" * n`` is quadratic)
+MAX_FAILED_STARTS = 256
+
+
 def _json_objects(block: str) -> list[Any]:
     """JSON values in a block: an array's items, or a stream of values; garbage is skipped."""
     text = block.strip()
@@ -95,14 +100,15 @@ def _json_objects(block: str) -> list[Any]:
             return arr if isinstance(arr, list) else []
         except (json.JSONDecodeError, RecursionError):
             pass
-    out, i, n = [], 0, len(text)
-    while i < n:
+    out, i, n, failures = [], 0, len(text), 0
+    while i < n and failures < MAX_FAILED_STARTS:
         j = text.find("{", i)
         if j < 0:
             break
         try:
             obj, end = _DECODER.raw_decode(text, j)
         except (json.JSONDecodeError, RecursionError):
+            failures += 1  # each failed start may cost O(len): capped so the scan stays linear
             i = j + 1
             continue
         out.append(obj)
@@ -132,7 +138,7 @@ def parse_calls(text: str) -> tuple[list[Call], bool]:
     _, body = split_think(text)
     calls: list[Call] = []
     nonempty = False
-    for block in _TOOL_CALL.findall(body):
+    for block in find_tags(body, "tool_call"):
         nonempty = nonempty or bool(block.strip())
         calls.extend(c for c in map(_as_call, _json_objects(block)) if c is not None)
     return calls, nonempty
@@ -249,8 +255,6 @@ def score_calls(pred: list[Call], gold: list[Call], *, strict: bool = False) -> 
 
 
 # ---- the authors' scorer (parse=paper) ------------------------------------------------------------------
-_P_THINK = re.compile(r"<think>(.*?)</think>", re.S)
-_P_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 PARSE_MODES = ("paper", "lenient")
 
 
@@ -315,9 +319,9 @@ def paper_calls(block: str | None) -> list[Call]:
 
 def paper_structure(text: str) -> tuple[bool, bool, list[Call]]:
     """(has ``<think>..</think>``, first ``<tool_call>`` body non-empty, its calls)."""
-    block = _P_TOOL_CALL.search(text)
-    body = block.group(1).strip() if block else ""
-    return _P_THINK.search(text) is not None, bool(body), paper_calls(body)
+    block = first_block(text, "tool_call", ignore_case=False)
+    body = block.strip() if block is not None else ""
+    return first_block(text, "think", ignore_case=False) is not None, bool(body), paper_calls(body)
 
 
 def _pnorm(x: Any) -> str:
@@ -400,18 +404,15 @@ class ToolRL(Benchmark):
     default_temperature: ClassVar[float] = 0.7
     default_top_p: ClassVar[float] = 0.95
 
+    options_spec: ClassVar[dict[str, Option]] = {
+        "align": Option("loose", "how predicted calls are matched to gold calls", ("loose", "strict")),
+        "hub": Option(False, "load from the hub even when local files exist"),
+        "parse": Option("paper", "how calls are read: the authors' scorer or the lenient reader", PARSE_MODES),
+    }
+
     def __init__(self, **options: Any):
-        opts = {"align": "loose", "hub": False, "parse": "paper"}
-        unknown = set(options) - set(opts)
-        if unknown:
-            raise ValueError(f"unknown ToolRL options {sorted(unknown)}; known: {sorted(opts)}")
-        opts.update(options)
-        if opts["align"] not in ("loose", "strict"):
-            raise ValueError(f"align must be 'loose' or 'strict', got {opts['align']!r}")
-        if opts["parse"] not in PARSE_MODES:
-            raise ValueError(f"unknown ToolRL parse mode {opts['parse']!r}; known: {', '.join(PARSE_MODES)}")
-        super().__init__(**opts)
-        self.parse_mode = opts["parse"]
+        super().__init__(**options)
+        self.parse_mode = self.options["parse"]
 
     # ---- data -------------------------------------------------------------------------------------
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
@@ -431,11 +432,7 @@ class ToolRL(Benchmark):
         else:
             rows = hub_rows("parquet", split, data_files={split: GITHUB_RAW.format(split=split)}, how_to_fix=how)
         problems = [self._problem(split, r) for r in rows]
-        seen: dict[str, Row] = {}
-        for p, r in zip(problems, rows):
-            if p.id in seen:
-                raise r.error(f"duplicate index (id {p.id!r} also at line {seen[p.id].line})", "extra_info.index")
-            seen[p.id] = r
+        check_unique_ids(((p.id, r) for p, r in zip(problems, rows)), "extra_info.index")
         return problems[:limit] if limit is not None else problems
 
     def _problem(self, split: str, row: Row) -> Problem:
@@ -501,8 +498,8 @@ class ToolRL(Benchmark):
             return super().parse(completion, m)
         if not isinstance(completion, str):
             return [None] * m
-        blocks = [re.search(rf"<response_{i}>(.*?)</response_{i}>", completion, re.S) for i in range(1, m + 1)]
-        return [b.group(1) if b and b.group(1).strip() else None for b in blocks]
+        blocks = numbered_blocks(completion, "response", m, which="first", ignore_case=False)
+        return [b if b is not None and b.strip() else None for b in blocks]
 
     def parse_single(self, completion: str) -> str | None:
         """paper: the reply as written (an empty reply is scored too: format 0, and 1 on the call
@@ -550,7 +547,7 @@ def _gold_calls(row: Row, gold: str, field_name: str) -> list[Call]:
     """Gold calls, strictly: every non-empty line of a gold ``<tool_call>`` block is one call object."""
     _, body = split_think(gold)
     calls: list[Call] = []
-    for block in _TOOL_CALL.findall(body):
+    for block in find_tags(body, "tool_call"):
         for line in block.strip().splitlines():
             if not line.strip():
                 continue

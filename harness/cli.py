@@ -7,6 +7,7 @@ one line in ``harness.commands.COMMANDS``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -23,10 +24,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError, ImportError, OSError) as exc:
+        # ImportError: an optional engine that is not installed (vllm); OSError: a path we cannot use
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"vpo {args.command}: error: {msg}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `vpo compare ... | head` closed the pipe: stop quietly, as Unix tools do; point stdout at
+        # /dev/null so the interpreter's final flush does not raise a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print(f"vpo {args.command}: interrupted (runs are resumable: re-run the same command)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

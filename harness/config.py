@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from harness.executors.config import ExecutorConfig
 from harness.metrics import DEFAULT_KS
 
 #: config.json layout version; older folders (flat config) are refused for resume with a clear message
@@ -63,6 +64,11 @@ class ExecutionSpec:
     retry_errors: bool = False
     score_workers: int = 1
     progress: bool = True
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # local | ray (replicas, ...)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.executor, dict):  # read back from config.json
+            self.executor = ExecutorConfig(**self.executor)
 
 
 #: the sections that identify a run, in config.json order
@@ -106,8 +112,13 @@ class RunConfig:
             raise ValueError(f"n (chains per problem) must be >= 1, got {s.n}")
         if not s.ks or any(k < 1 for k in s.ks):
             raise ValueError(f"every k must be >= 1, got {list(s.ks)}")
+        too_big = [k for k in s.ks if k > s.n * s.m]
+        if too_big:  # best@k / pass@k of k > pool size are undefined (they came out NaN)
+            raise ValueError(f"k = {', '.join(map(str, too_big))} exceeds the pool of {s.n * s.m} candidates per "
+                             f"problem (n={s.n} chains x m={s.m} answers); use k <= {s.n * s.m} or raise -n / -m")
         if self.task.limit is not None and self.task.limit < 1:
             raise ValueError(f"limit must be >= 1, got {self.task.limit}")
+        self.execution.executor.validate()
 
     def identity(self) -> dict[str, Any]:
         """The sections that make a run what it is (JSON-ready)."""

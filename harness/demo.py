@@ -13,10 +13,11 @@ from typing import Sequence
 from harness.config import RunConfig
 from harness.metrics import Estimate
 from harness.metrics import DEFAULT_KS as DEMO_KS
-from harness.models.zoo import BUNDLED_POLICIES
+from harness.models.zoo import BUNDLED_POLICIES, TINY_MAZE_DEFAULTS
 from harness.results import RunResults
 from training.advantages import MULTI_ANSWER
 
+DEMO_POOL = DEMO_KS[-1]  # candidates per maze: 10 chains x 3 answers, or 30 samples
 #: table label of a bundled policy (by training method)
 LABELS: dict[str, str] = {"max_at_k": "Max@k"}
 
@@ -25,9 +26,10 @@ def demo_config(ckpt: Path | str, multi: bool, out: Path | str, limit: int | Non
                 seed: int = 0) -> RunConfig:
     """The paper's Maze protocol for one checkpoint: pool of 30 (multi-answer: 10 chains x 3 answers,
     single-answer: 30 samples), temperature 0.7, top-p 1.0, compact prompts, test split."""
+    m = 3 if multi else 1
     return RunConfig.of(
-        task="maze", split="test", prompt_style="compact", m=3 if multi else 1, n=10 if multi else 30,
-        ks=DEMO_KS, temperature=0.7, top_p=1.0, max_tokens=110 if multi else 40, seed=seed,
+        task="maze", split="test", prompt_style=TINY_MAZE_DEFAULTS.prompt_style, m=m, n=DEMO_POOL // m,
+        ks=DEMO_KS, temperature=0.7, top_p=1.0, max_tokens=TINY_MAZE_DEFAULTS.max_tokens(m), seed=seed,
         model=f"hf:{ckpt}", model_args={"batch_size": batch_size}, out=str(out), limit=limit, progress=True)
 
 

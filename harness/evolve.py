@@ -43,12 +43,12 @@ class EvolveConfig:
     limit: int | None = None
     task_options: dict[str, Any] = field(default_factory=dict)
     data_path: str | None = None
-    prompt_style: str = "full"
+    prompt_style: str | None = None   # None: the zoo model's trained style, else "full"
     base_url: str | None = None
     model_args: dict[str, Any] = field(default_factory=dict)
     temperature: float | None = None
     top_p: float | None = None
-    max_tokens: int = 1024
+    max_tokens: int | None = None     # None: the zoo model's trained budget, else 1024
     seed: int = 0
     concurrency: int = 8
     baseline: bool = True
@@ -135,6 +135,18 @@ def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem]
                len(complete_iterations(rows.get(p.id, []))) == iterations + 1 for p in problems)
 
 
+def _apply_model_defaults(cfg: EvolveConfig) -> None:
+    """Prompt style and token budget a zoo model was trained with, where the flags left them open."""
+    from harness.models.zoo import generation_defaults
+
+    found = generation_defaults(cfg.model)
+    d = found[0] if found is not None else None
+    if cfg.prompt_style is None:
+        cfg.prompt_style = d.prompt_style if d is not None else "full"
+    if cfg.max_tokens is None:
+        cfg.max_tokens = d.max_tokens(cfg.m) if d is not None else 1024
+
+
 def run_evolve(cfg: EvolveConfig) -> Path:
     """Run or resume an evolve run; returns its folder."""
     from search import config as oecfg
@@ -142,6 +154,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
     from search.problems import select
 
     cfg.validate()
+    _apply_model_defaults(cfg)
     task = get_task(cfg.task, **cfg.task_options)
     try:
         loaded = task.load(cfg.split, path=cfg.data_path,

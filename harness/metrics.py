@@ -71,13 +71,7 @@ def best_at_k(scores: np.ndarray | Sequence[Sequence[float]], k: int) -> np.ndar
     ``scores`` is (P, n) or a list of per-problem 1-d arrays (sizes may differ). Problems whose pool
     is smaller than k get NaN (the estimator is undefined there) rather than a silently biased value.
     """
-    pools = _as_pools(scores)
-    out = np.full(len(pools), np.nan)
-    for n, (ix, mat) in _grouped(pools).items():
-        if n < k or n == 0:
-            continue
-        out[ix] = np.sort(mat, axis=1) @ best_at_k_weights(n, k)
-    return out
+    return best_at_k_curve(scores, [k])[k]
 
 
 def best_at_k_curve(scores: np.ndarray | Sequence[Sequence[float]], ks: Sequence[int]) -> dict[int, np.ndarray]:

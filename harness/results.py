@@ -113,6 +113,23 @@ class LoadedRun:
         return self.summary.raw if self.summary is not None else None
 
 
+def _safe_str(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: Arrow-backed frames refuse them
+            return v.encode("utf-8", "backslashreplace").decode("utf-8")
+    elif isinstance(v, list):
+        return [_safe_str(x) for x in v]
+    return v
+
+
+def _arrow_safe(row: dict[str, Any]) -> dict[str, Any]:
+    """A row whose strings a DataFrame can hold: lone surrogates a server sent (kept exactly in
+    samples.jsonl) are shown as ``\\ud800`` text here."""
+    return {k: _safe_str(v) for k, v in row.items()}
+
+
 def load_run(path: str | Path) -> LoadedRun:
     """Read a run folder. ``candidates`` has one row per answer with its reward components as columns."""
     import pandas as pd
@@ -123,7 +140,7 @@ def load_run(path: str | Path) -> LoadedRun:
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
     config = json.loads(cfg_path.read_text(encoding="utf-8"))
     summary = read_results(folder)
-    rows = latest_rows(folder)
+    rows = [_arrow_safe(r) for r in latest_rows(folder)]
     chains = pd.DataFrame(rows)
     names = config.get("components") or (config.get("identity") or {}).get("components") or []
     cand_rows = []

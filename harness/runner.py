@@ -6,8 +6,9 @@ Generation streams from the backend; scoring runs beside it in worker threads so
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
+from collections import Counter
 import datetime as _dt
+import functools
 import hashlib
 import importlib.metadata as md
 import subprocess
@@ -21,9 +22,11 @@ import numpy as np
 from benchmarks import Benchmark, Problem, get_task
 from benchmarks.scoring import score_generation
 from harness import metrics
+from harness.executors import BackendSpec, ChainScorer, Executor, make_executor
 from harness.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
 from harness.models.base import Backend, GenRequest, SamplingConfig
 from harness.paths import REPO_ROOT
+from harness.rows import ChainRow
 from harness.seeding import derive_seed
 from harness.store import RunStore, dumps, latest_rows
 
@@ -101,24 +104,24 @@ def make_prompt(task: Benchmark, problem: Problem, cfg: RunConfig) -> list[dict[
 def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], cfg: RunConfig,
                     config_record: dict[str, Any]) -> dict[str, Any]:
     """results.json from the rows on disk (the latest row of every (problem, chain))."""
-    rows = latest_rows(folder)
-    by_problem: dict[str, list[dict[str, Any]]] = {}
+    rows = [ChainRow.from_json(r) for r in latest_rows(folder)]
+    by_problem: dict[str, list[ChainRow]] = {}
     for row in rows:
-        by_problem.setdefault(row["problem_id"], []).append(row)
+        by_problem.setdefault(row.problem_id, []).append(row)
     pools, scalars, passes = [], [], []
     n_errors = 0
     for p in problems:
-        prow = sorted(by_problem.get(p.id, []), key=lambda r: r["chain_index"])
-        good = [r for r in prow if not r.get("error")]
+        prow = sorted(by_problem.get(p.id, []), key=lambda r: r.chain_index)
+        good = [r for r in prow if r.ok]
         n_errors += len(prow) - len(good)
-        rew = [np.asarray(r["rewards"], dtype=float) for r in good if r["rewards"]]
+        rew = [np.asarray(r.rewards, dtype=float) for r in good if r.rewards]
         pools.append(np.concatenate(rew) if rew else np.zeros((0, task.d)))
-        scalars.append(np.concatenate([np.asarray(r["scalars"], dtype=float) for r in good]) if good else np.zeros(0))
-        passes.append(np.concatenate([np.asarray(r["passed"], dtype=bool) for r in good]) if good else np.zeros(0, bool))
+        scalars.append(np.concatenate([np.asarray(r.scalars, dtype=float) for r in good]) if good else np.zeros(0))
+        passes.append(np.concatenate([np.asarray(r.passed, dtype=bool) for r in good]) if good else np.zeros(0, bool))
     s = cfg.sampling
     summary = metrics.summarize(pools, scalars, passes, list(s.ks), task.component_names,
                                 objective_seed=config_record["identity"]["metric_seed"])
-    tokens = [r.get("completion_tokens") or 0 for r in rows if not r.get("error")]
+    tokens = [r.completion_tokens or 0 for r in rows if r.ok]
     return {
         "task": cfg.task.name, "split": cfg.task.split, "model": cfg.model.spec, "m": s.m, "n": s.n,
         "pool_size": cfg.pool_size, "metrics": summary,
@@ -128,11 +131,13 @@ def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], 
     }
 
 
-def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Problem] | None = None) -> Path:
+def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Problem] | None = None,
+        executor: Executor | None = None) -> Path:
     """Run (or resume) an evaluation; returns the run folder. A finished run is a no-op.
 
     ``problems`` replaces the task's own split (validation sets, search candidates); the config then
     records them as given, with their fingerprint and ids, so the folder says what it ran.
+    ``backend`` or ``executor`` (borrowed: not closed here) replace the ones ``cfg`` would build.
     """
     cfg.validate()
     with get_task(cfg.task.name, **cfg.task.options) as task:
@@ -141,12 +146,14 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
             problems = task.load(cfg.task.split, path=cfg.task.data_path, limit=cfg.task.limit)
         if not problems:
             raise ValueError(f"task {cfg.task.name!r} split {cfg.task.split!r} has no problems")
-        return _run(cfg, task, list(problems), source, backend)
+        dup, count = Counter(p.id for p in problems).most_common(1)[0]
+        if count > 1:  # chains are keyed by problem id: two problems would merge
+            raise ValueError(f"problem id {dup!r} appears {count} times in the problems to run; ids must be unique")
+        return _run(cfg, task, list(problems), source, backend, executor)
 
 
-def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None) -> Path:
-    from tqdm.auto import tqdm
-
+def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None,
+         executor: Executor | None) -> Path:
     s, ex = cfg.sampling, cfg.execution
     sampling = SamplingConfig(
         temperature=task.default_temperature if s.temperature is None else s.temperature,
@@ -156,6 +163,19 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
     folder = Path(ex.out) if ex.out else cfg.default_out()
     store = RunStore(folder, flush_every=ex.flush_every)
     record = build_config_record(cfg, task, sampling, problems, source)
+    store.lock()  # one writer per folder: a second `vpo run` here is refused, not run twice
+    try:
+        return _run_locked(cfg, task, problems, backend, executor, sampling, folder, store, record)
+    finally:
+        store.unlock()
+
+
+def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,
+                executor: Executor | None, sampling: SamplingConfig, folder: Path, store: RunStore,
+                record: dict[str, Any]) -> Path:
+    from tqdm.auto import tqdm
+
+    s, ex = cfg.sampling, cfg.execution
     resuming = store.init(record)
     if resuming:
         dropped = store.repair()
@@ -171,51 +191,57 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
             requests.append(GenRequest(p.id, make_prompt(task, p, cfg), tuple(todo),
                                        tuple(derive_seed(s.seed, p.id, c) for c in todo)))
     n_todo = sum(len(r.chain_indices) for r in requests)
-    if n_todo == 0 and (folder / "results.json").exists():
+    if n_todo == 0 and store.results_current():
         print(f"[vpo] {folder}: run already complete", file=sys.stderr)
         return folder
     if n_todo:
+        store.invalidate_results()  # until the rows below are summarised again, there are no metrics
         if resuming:
             print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
-        own_backend = backend is None
-        if own_backend:
-            from harness.models import load_backend
-
+        own_executor = executor is None
+        if executor is None:
             args = dict(cfg.model.args)
             if cfg.model.spec.startswith("openai:"):  # --concurrency is a default; explicit model_args win
                 args.setdefault("concurrency", ex.concurrency)
-            backend = load_backend(cfg.model.spec, base_url=cfg.model.base_url, model_args=args)
-        store.record_backend(backend.describe())
-        seeds = {(r.problem_id, c): sd for r in requests for c, sd in zip(r.chain_indices, r.seeds)}
+            executor = make_executor(ex.executor, BackendSpec(cfg.model.spec, cfg.model.base_url, args),
+                                     backend=backend, score_workers=ex.score_workers)
+        # a replica rebuilds the task from its name and options (a Benchmark does not travel)
+        scorer = ChainScorer(functools.partial(get_task, cfg.task.name, **cfg.task.options), s.m,
+                             score_generation, task=task)
         bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not ex.progress)
         bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not ex.progress)
-        pending: set[cf.Future] = set()
-        try:
-            with cf.ThreadPoolExecutor(max_workers=max(1, ex.score_workers)) as pool:
-                def drain(block: bool) -> None:
-                    if not pending:
-                        return
-                    done_f, _ = cf.wait(pending, timeout=None if block else 0,
-                                        return_when=cf.FIRST_COMPLETED)
-                    for f in done_f:
-                        pending.discard(f)
-                        store.append(f.result().to_json())
-                        bar_score.update(1)
+        # backends that decode in batches (hf) report tokens as they go, so the bar moves (with a rate
+        # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
+        bar_tok = live = None
 
-                for gen in backend.generate(requests, sampling):
-                    bar_gen.update(1)
-                    prob = by_id[gen.problem_id]
-                    pending.add(pool.submit(score_generation, task, prob, gen, s.m,
-                                            seeds[(gen.problem_id, gen.chain_index)]))
-                    drain(block=len(pending) >= 4 * max(1, ex.score_workers))
-                while pending:
-                    drain(block=True)
+        def keep(row: Any) -> None:
+            store.append(row.to_json())
+            bar_score.update(1)
+
+        rows = None
+        try:
+            executor.start(scorer)
+            store.record_backend(executor.describe_backend())
+            live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
+            if hasattr(live, "on_tokens") and ex.progress:
+                bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
+                               unit_scale=True)
+                live.on_tokens = bar_tok.update
+            # on an interrupt or a failure elsewhere, chains already generated and scored are kept
+            rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update, on_leftover=keep)
+            for row in rows:
+                keep(row)
         finally:
+            if rows is not None:
+                rows.close()
+            if own_executor:
+                executor.close()
             store.close()
             bar_gen.close()
             bar_score.close()
-            if own_backend and backend is not None:
-                backend.close()
+            if bar_tok is not None:
+                bar_tok.close()
+                live.on_tokens = None
     results = compute_results(folder, task, problems, cfg, record)
     store.write_results(results)
     return folder

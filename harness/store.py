@@ -10,6 +10,8 @@ away, every complete row is kept, and only the missing chains are generated agai
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import time
@@ -18,7 +20,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-CONFIG, SAMPLES, RESULTS = "config.json", "samples.jsonl", "results.json"
+CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
+#: results.json field: the size of samples.jsonl the metrics were computed from (stale when it differs)
+SAMPLES_BYTES = "samples_bytes"
 
 #: the config.json section that identifies a run; every other key may differ on resume
 IDENTITY = "identity"
@@ -39,13 +43,38 @@ def _json_default(o: Any) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, default=_json_default, ensure_ascii=False)
+    """One JSON line, UTF-8 safe: text a server sent with lone surrogates (``"\\ud800"``) cannot be
+    encoded as UTF-8, so such a value is written with ``\\u`` escapes instead (json reads it back
+    exactly); everything else keeps readable non-ASCII."""
+    text = json.dumps(obj, default=_json_default, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, default=_json_default, ensure_ascii=True)
+    return text
+
+
+def _io_error(path: Path, exc: OSError) -> RunStoreError:
+    """An unwritable or full run folder as one line naming the file."""
+    why = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+           errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+           errno.EROFS: "read-only file system"}.get(exc.errno or 0, exc.strerror or str(exc))
+    return RunStoreError(f"{path}: cannot write ({why}); choose another --out folder or free space, "
+                         "then re-run the same command to resume")
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, default=_json_default, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        text = json.dumps(obj, default=_json_default, indent=2, ensure_ascii=False)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: escape them (see dumps)
+            data = json.dumps(obj, default=_json_default, indent=2, ensure_ascii=True).encode("utf-8")
+        tmp.write_bytes(data + b"\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise _io_error(path, exc) from exc
 
 
 class RunStore:
@@ -60,11 +89,44 @@ class RunStore:
         self._last_fsync = 0.0
         self._buf: list[str] = []
         self._fh = None
+        self._lock_fh = None
+
+    # ---- one writer per folder --------------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the folder's writer lock (``flock`` on RUN/.lock, released by the kernel if the process
+        dies). A second ``vpo run`` on the same folder would sample every chain again; it is refused."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fh = open(self.folder / LOCK, "a+")
+        except OSError as exc:
+            raise _io_error(self.folder / LOCK, exc) from exc
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise RunStoreError(f"{self.folder}: another vpo run is writing this folder ({holder}); wait for "
+                                "it to finish, or use another --out folder") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        self._lock_fh = fh
+
+    def unlock(self) -> None:
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
 
     # ---- config -----------------------------------------------------------------------------------
     def init(self, config: dict[str, Any]) -> bool:
         """Create the folder or check it holds the same run (equal ``identity``). Returns True when resuming."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _io_error(self.folder, exc) from exc
         cfg_path = self.folder / CONFIG
         if cfg_path.exists():
             old = self.read_config()
@@ -131,25 +193,59 @@ class RunStore:
     def flush(self) -> None:
         if not self._buf:
             return
-        if self._fh is None:
-            self._fh = open(self.folder / SAMPLES, "a", encoding="utf-8")
-        self._fh.write("".join(self._buf))
-        self._fh.flush()
-        self._buf.clear()
-        now = time.monotonic()
-        if now - self._last_fsync >= self.fsync_interval_s:
-            os.fsync(self._fh.fileno())
-            self._last_fsync = now
+        path = self.folder / SAMPLES
+        try:
+            if self._fh is None:
+                self._fh = open(path, "ab")
+            # bytes, written whole: a full disk can cut at most this batch's last line (cut on resume)
+            self._fh.write("".join(self._buf).encode("utf-8"))
+            self._fh.flush()
+            self._buf.clear()
+            now = time.monotonic()
+            if now - self._last_fsync >= self.fsync_interval_s:
+                os.fsync(self._fh.fileno())
+                self._last_fsync = now
+        except OSError as exc:
+            raise _io_error(path, exc) from exc
 
     def close(self) -> None:
-        self.flush()
-        if self._fh is not None:
-            os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
+        try:
+            self.flush()
+        finally:
+            if self._fh is not None:
+                try:
+                    os.fsync(self._fh.fileno())
+                    self._fh.close()
+                except OSError as exc:
+                    raise _io_error(self.folder / SAMPLES, exc) from exc
+                finally:
+                    self._fh = None
+
+    def samples_bytes(self) -> int:
+        path = self.folder / SAMPLES
+        return path.stat().st_size if path.exists() else 0
+
+    def results_current(self) -> bool:
+        """results.json exists and was computed from the rows now on disk (same samples.jsonl size)."""
+        path = self.folder / RESULTS
+        if not path.exists():
+            return False
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return old.get(SAMPLES_BYTES) == self.samples_bytes()
+
+    def invalidate_results(self) -> None:
+        """Remove results.json before new rows are appended: a run killed after its last row but before
+        the metrics are rewritten then has no stale metrics, and the next run recomputes them."""
+        try:
+            (self.folder / RESULTS).unlink(missing_ok=True)
+        except OSError as exc:
+            raise _io_error(self.folder / RESULTS, exc) from exc
 
     def write_results(self, results: dict[str, Any]) -> None:
-        write_json_atomic(self.folder / RESULTS, results)
+        write_json_atomic(self.folder / RESULTS, {**results, SAMPLES_BYTES: self.samples_bytes()})
 
 
 def _canon(v: Any) -> str:
@@ -173,17 +269,22 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def iter_samples(path: Path) -> Iterable[dict[str, Any]]:
-    """Rows of samples.jsonl; a malformed complete line is an error naming file and line."""
+    """Rows of samples.jsonl; a malformed complete line is an error naming file and line.
+
+    Read as bytes and decoded line by line: a crash can cut the last line inside a multi-byte
+    character, and that partial tail must be skipped, not fail the whole file's decoding."""
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.endswith(b"\n"):
                 return  # partial tail of a crashed writer: ignored here, cut by RunStore.repair
-            if not line.strip():
+            if not raw.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise RunStoreError(f"{path}: line {lineno}: not valid UTF-8 (byte {exc.start})") from exc
             except json.JSONDecodeError as exc:
                 raise RunStoreError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from exc
             for field in ("problem_id", "chain_index"):

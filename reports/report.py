@@ -21,6 +21,7 @@ import numpy as np
 from harness.metrics import mean_se
 from reports.compare import Comparison, compare_runs, default_ks
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
+from reports.selected import k_axis
 
 CURVE_METRICS = ("best", "pass")
 
@@ -132,11 +133,7 @@ def fig_curves(views: Sequence[RunView]) -> str:
             if metric.startswith("selected"):  # the oracle for reference, same colour, dashed
                 best = np.array([v.estimate(f"best@{k}")["mean"] for k in v.ks])
                 ax.plot(v.ks, best, ls="--", lw=0.8, color=f"C{i}", alpha=0.7)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted({k for v in views for k in v.ks}))
-        ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())
-        ax.minorticks_off()
-        ax.set_xlabel("k (candidates per problem)")
+        k_axis(ax, sorted({k for v in views for k in v.ks}))
         ax.set_ylabel("task scalar" if metric != "pass" else "fraction of problems")
         ax.set_title(title + ("  (dashed: best@k)" if metric.startswith("selected") else ""), fontsize=10)
         ax.grid(alpha=0.3)
@@ -250,8 +247,12 @@ def fig_projections(views: Sequence[RunView], problems: Sequence[str], axes_spec
             len(component_names(views[0])) == next(iter(dims)) else None
         allp = np.concatenate([m for m in mats if len(m)])
         xy, (xl, yl) = project(allp, comps, axes_spec)
-        pad_x = max(1e-3, 0.08 * (np.ptp(xy[:, 0]) or 1.0))
-        pad_y = max(1e-3, 0.08 * (np.ptp(xy[:, 1]) or 1.0))
+        # both axes on one scale: a flat direction (all candidates equal along it) is drawn as
+        # flat, not blown up to fill the panel
+        span = max(float(np.ptp(xy[:, 0])), float(np.ptp(xy[:, 1])), 0.2)
+        lims = [((lo + hi) / 2 - max(hi - lo, 0.3 * span) / 2 - 0.08 * span,
+                 (lo + hi) / 2 + max(hi - lo, 0.3 * span) / 2 + 0.08 * span)
+                for lo, hi in ((xy[:, 0].min(), xy[:, 0].max()), (xy[:, 1].min(), xy[:, 1].max()))]
         start = 0
         for c, (v, m) in enumerate(zip(views, mats)):
             ax = axes[r, c]
@@ -264,8 +265,8 @@ def fig_projections(views: Sequence[RunView], problems: Sequence[str], axes_spec
                 ax.set_title(f"{v.label}\n{pid}: {len(m)} candidates, {len(uniq)} distinct", fontsize=8)
             else:
                 ax.set_title(f"{v.label}\n{pid}: not in this run", fontsize=8)
-            ax.set_xlim(xy[:, 0].min() - pad_x, xy[:, 0].max() + pad_x)
-            ax.set_ylim(xy[:, 1].min() - pad_y, xy[:, 1].max() + pad_y)
+            ax.set_xlim(*lims[0])
+            ax.set_ylim(*lims[1])
             ax.set_xlabel(xl, fontsize=8)
             ax.set_ylabel(yl, fontsize=8)
             ax.tick_params(labelsize=7)
@@ -315,7 +316,7 @@ h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bott
 table{border-collapse:collapse;font-size:12.5px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f2f2f2;cursor:pointer;user-select:none}td.l,th.l{text-align:left}tr:nth-child(even) td{background:#fafafa}
 img{max-width:100%;display:block;margin:6px 0}.note{color:#555;font-size:12.5px}.pos{color:#1a7f37}.neg{color:#b42318}
-code{background:#f4f4f4;padding:0 3px}details{margin:6px 0}
+code{background:#f4f4f4;padding:0 3px}details{margin:6px 0}.wrap{overflow-x:auto;max-width:100%}
 """
 
 _JS = """
@@ -358,6 +359,8 @@ def _num(x: Any, nd: int = 3, sign: bool = False) -> str:
         return "-"
     if v != v:
         return "-"
+    if abs(v) < 0.5 * 10.0 ** -nd:  # no "-0.000" from rounding noise
+        v = 0.0
     return f"{v:+.{nd}f}" if sign else f"{v:.{nd}f}"
 
 
@@ -374,7 +377,8 @@ def _table(tid: str, head: Sequence[str], rows: Sequence[Sequence[Any]], left: i
                 dv = f' data-v="{_esc(sort_values[r_i][i])}"'
             cells.append(f'<td class="{"l" if i < left else ""}"{dv}>{c}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table id="{tid}"><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (f'<div class="wrap"><table id="{tid}"><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody>'
+            '</table></div>')
 
 
 def _img(b64: str | None, alt: str) -> str:
@@ -391,7 +395,8 @@ def summary_table(views: Sequence[RunView]) -> str:
         cfg = v.pools.facts
         kmax = v.ks[-1]
         cell = lambda name: f"{_num(v.estimate(name)['mean'])}±{_num(v.estimate(name)['stderr'])}"  # noqa: E731
-        rows.append([_esc(v.label), _esc(cfg.get("model", "?")), _esc(cfg.get("task", "?")),
+        model = str(cfg.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]  # full spec: provenance
+        rows.append([_esc(v.label), _esc(model), _esc(cfg.get("task", "?")),
                      f"{cfg.get('n', '?')}×{cfg.get('m', '?')}", str(len(v.pools.problem_ids))]
                     + [cell(f"best@{k}") if k in v.ks else "-" for k in views[0].ks]
                     + [cell(f"pass@{kmax}"), cell("diversity"), cell("pareto_fraction"), cell("vpo_objective"),
@@ -433,7 +438,8 @@ def problem_table(views: Sequence[RunView]) -> str:
                 ids.append(p)
     head = ["problem"]
     for v in views:
-        head += [f"{v.label} best@{v.ks[-1]}", f"{v.label} mean", f"{v.label} diversity", f"{v.label} distinct"]
+        head += [f"{v.label} best@{v.ks[-1]}", f"{v.label} mean", f"{v.label} diversity",
+                 f"{v.label} distinct answers"]
     rows, sv = [], []
     index = [{p: i for i, p in enumerate(v.pools.problem_ids)} for v in views]
     for pid in ids:

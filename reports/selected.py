@@ -59,17 +59,12 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
                   title: str | None = None, seed: int = 0) -> Path:
     """selected@k[strategy] vs k, one line per run with ±1 standard-error band; best@k of the same run
     dashed in the same colour, so the gap to the oracle is visible."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import ScalarFormatter
+    from reports.plots import _save, plt
 
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
     all_ks: set[int] = set()
-    drawn = 0
     for i, p in enumerate(paths):
         run = load_pools(p)
         cur = curves(run, [strategy], seed)
@@ -85,22 +80,24 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
         ax.plot(ks, mean, marker="o", ms=3, color=f"C{i}", label=f"{lab}: selected@k [{strategy}]")
         ax.fill_between(ks, mean - se, mean + se, color=f"C{i}", alpha=0.2, lw=0)
         ax.plot(ks, best, ls="--", lw=1, color=f"C{i}", label=f"{lab}: best@k (oracle)")
-        drawn += 1
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(sorted(all_ks))
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.minorticks_off()
-    ax.set_xlabel("k (candidates per problem)")
+    k_axis(ax, sorted(all_ks))
     ax.set_ylabel("task scalar of the selected candidate")
     ax.set_title(title or f"selected@k [{strategy}] vs best@k")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
-__all__: list[Any] = ["curves", "format_selected", "plot_selected"]
+def k_axis(ax: Any, ks: Sequence[int]) -> None:
+    """log2 k axis labelled with the ks themselves (1, 2, 4, ..., 30), not powers of two."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(ks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.minorticks_off()
+    ax.set_xlabel("k (candidates per problem)")
+
+
+__all__ = ["curves", "format_selected", "plot_selected", "k_axis"]

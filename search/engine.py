@@ -127,8 +127,9 @@ class ProblemEvolution:
         if ck is not None and ck[0] in done:
             with self._rng():
                 self.db.load(str(ck[1]))
-            state = json.loads((ck[1] / RNG_FILE).read_text())
-            self._rng_state = (state[0], tuple(state[1]), state[2])
+            if (ck[1] / RNG_FILE).exists():  # absent in checkpoints written by OpenEvolve itself
+                state = json.loads((ck[1] / RNG_FILE).read_text())
+                self._rng_state = (state[0], tuple(state[1]), state[2])
             start = ck[0] + 1
         for it, rs in done.items():
             for r in rs:

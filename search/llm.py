@@ -15,6 +15,10 @@ class LLMUnreachable(RuntimeError):
     """The server did not answer: one clear error instead of a hang or a retry storm."""
 
 
+class LLMError(RuntimeError):
+    """The server answered with an error the client's retries could not get past."""
+
+
 @dataclass
 class Completion:
     text: str
@@ -60,6 +64,9 @@ class ChatLLM:
             resp = await self.client.chat.completions.create(**kw)
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             raise LLMUnreachable(f"LLM server at {self.base_url} stopped answering ({type(exc).__name__})") from None
+        except openai.APIError as exc:  # 4xx/5xx after the client's retries: stop with one clear line
+            raise LLMError(f"LLM server at {self.base_url} refused a request after retries "
+                           f"({type(exc).__name__}: {str(exc)[:200]})") from None
         choice = resp.choices[0] if resp.choices else None
         text = (choice.message.content if choice is not None and choice.message is not None else None) or ""
         usage = resp.usage

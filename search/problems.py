@@ -28,8 +28,10 @@ def hardest(runs: Sequence[str | Path], n: int, task_name: str) -> list[str]:
         if not cfg_path.is_file():
             raise FileNotFoundError(f"{folder}: not a run folder (no config.json) in --problems hardest:N@RUN")
         cfg = json.loads(cfg_path.read_text())
-        if cfg.get("task") != task_name:
-            raise ValueError(f"{folder}: is a {cfg.get('task')!r} run, not {task_name!r} (--problems hardest:N@RUN)")
+        ident = cfg.get("identity")
+        run_task = (ident.get("task") or {}).get("name") if isinstance(ident, dict) else cfg.get("task")
+        if run_task != task_name:
+            raise ValueError(f"{folder}: is a {run_task!r} run, not {task_name!r} (--problems hardest:N@RUN)")
         pools: dict[str, list[float]] = {}
         for row in latest_rows(folder):
             if not row.get("error"):

@@ -1,7 +1,43 @@
-"""Integration tests are deselected by default (fast loop); `--integration` (used by CI) runs everything."""
+"""Integration tests are deselected by default (fast loop); `--integration` (used by CI) runs everything.
+
+Tests that read the offline data slices (``../shared/data`` or $VPO_SHARED_DATA) fail at once with
+where the data is expected when it is missing, instead of falling back to the hub and retrying.
+"""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+
+from harness.paths import shared_data_dir
+
+_SHARED_MARKS = ("shared_data_dir(", '"shared"')
+
+
+def _needs_shared(item: pytest.Item) -> bool:
+    path = Path(str(item.fspath))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return any(m in text for m in _SHARED_MARKS)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    where = shared_data_dir()
+    state = "found" if where.is_dir() else "MISSING: tests that read it fail at once (set VPO_SHARED_DATA)"
+    return f"vpo shared data: {where} ({state})"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    where = shared_data_dir()
+    if not where.is_dir() and _needs_shared(item):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+        pytest.fail(f"needs the offline data slices at {where}, which does not exist: put the shared data "
+                    f"folder next to the checkout (../shared/data) or set VPO_SHARED_DATA=/path/to/shared/data "
+                    f"(see README, 'Data for the tests')", pytrace=False)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -206,15 +206,6 @@ def random_weight_advantages(rewards: np.ndarray, row_weights: np.ndarray) -> np
     return grpo_group_norm(weighted_rewards(rewards, row_weights))
 
 
-def goal_conditioned_advantages(rewards: np.ndarray, row_weights: np.ndarray) -> np.ndarray:
-    """Goal-conditioned GRPO: the same weighted reward, but the prompt showed w (see goal_prompt).
-
-    Rollouts of one group share the prompt text, so in the trainer the G rollouts of a group share w
-    (the group z-score compares like with like); the reward formula is that of random weighting.
-    """
-    return grpo_group_norm(weighted_rewards(rewards, row_weights))
-
-
 def goal_prompt(messages: list[dict[str, str]], weights: Sequence[float],
                 component_names: Sequence[str]) -> list[dict[str, str]]:
     """Append the objective weights to the last user message (goal-conditioned GRPO)."""
@@ -223,19 +214,6 @@ def goal_prompt(messages: list[dict[str, str]], weights: Sequence[float],
     out[-1]["content"] = (out[-1]["content"].rstrip() + "\nObjective weights (higher = more important): "
                           + text + ". Maximise the weighted score.")
     return out
-
-
-def best_at_k(x: np.ndarray, k: int) -> float:
-    """Unbiased expected max of k of the n scores drawn without replacement (vpo.md formula)."""
-    xs = np.sort(np.asarray(x, dtype=float))
-    n = len(xs)
-    if not 1 <= k <= n:
-        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
-    w = np.zeros(n)
-    w[n - 1] = k / n
-    for i in range(n, k, -1):                # 1-based i: w_{i-1} = w_i (i-k)/(i-1); w[i-1] holds w_i
-        w[i - 2] = w[i - 1] * (i - k) / (i - 1)
-    return float(w @ xs)
 
 
 def max_at_k_coefficients(x: np.ndarray, k: int) -> np.ndarray:
@@ -308,6 +286,8 @@ def compute_advantages(method: str, rewards: np.ndarray, *, rng: np.random.Gener
     if method == "max_at_k":
         return max_at_k_advantages(rewards, k=k)
     if method in ("random_weight", "goal_cond"):
+        # goal-conditioned GRPO scores like random weighting; it differs in the trainer only: the prompt
+        # shows w (goal_prompt), so the G rollouts of a group share one w and the z-score compares like with like
         if row_weights is None:
             raise ValueError(f"{method} needs row_weights (groups, G, d)")
         return random_weight_advantages(rewards, row_weights)

@@ -12,6 +12,7 @@ import torch
 
 from benchmarks import get_task
 from benchmarks.scoring import score_chain
+from harness.models.zoo import TINY_MAZE_DEFAULTS
 from harness.models.prompting import render_messages
 from training.model import load_checkpoint
 from training.rl import sample
@@ -25,9 +26,11 @@ def quick_eval(path: str, limit: int = 10, n: int = 8, m: int = 3, temperature: 
     ps = task.load(split, limit=limit)
     out: dict[str, float] = {}
     for fmt, mm in (("single", None), ("multi", m)):
-        prompts = [render_messages(task.multi_prompt(p, m, style="compact") if mm else task.prompt(p, style="compact"), tok)
+        style = TINY_MAZE_DEFAULTS.prompt_style
+        prompts = [render_messages(task.multi_prompt(p, m, style=style) if mm else task.prompt(p, style=style), tok)
                    for p in ps for _ in range(n)]
-        _, _, _, texts = sample(model, tok, prompts, max_new_tokens=110 if mm else 40, temperature=temperature, seed=seed)
+        _, _, _, texts = sample(model, tok, prompts, max_new_tokens=TINY_MAZE_DEFAULTS.max_tokens(mm or 1),
+                                temperature=temperature, seed=seed)
         R = []
         for i, p in enumerate(ps):
             rows = [score_chain(task, p, t, mm or 1).rewards for t in texts[i * n:(i + 1) * n]]

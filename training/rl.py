@@ -28,6 +28,7 @@ from tqdm import tqdm
 from benchmarks import get_task
 from benchmarks.scoring import score_chain
 from harness.metrics import mean_pairwise_l1
+from harness.models.zoo import TINY_MAZE_DEFAULTS
 from harness.models.prompting import render_messages
 from training import advantages as A
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
@@ -44,14 +45,14 @@ class RLConfig:
     split: str = "train"
     limit: int | None = None
     augment: bool = True
-    prompt_style: str = "compact"
+    prompt_style: str = TINY_MAZE_DEFAULTS.prompt_style
     m: int = 3                        # answers per chain for multi-answer methods
     steps: int = 80
     prompts_per_step: int = 8         # B
     group_size: int = 8               # G
     temperature: float = 1.0
-    max_new_tokens_single: int = 40
-    max_new_tokens_multi: int = 110
+    max_new_tokens_single: int = TINY_MAZE_DEFAULTS.max_tokens_single
+    max_new_tokens_multi: int = TINY_MAZE_DEFAULTS.max_tokens_multi
     lr: float = 1e-4
     clip: float = 0.2
     kl_coef: float = 1e-3

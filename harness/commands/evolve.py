@@ -28,10 +28,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--task-args", type=kv, default={})
     p.add_argument("--data-path", default=None)
-    p.add_argument("--prompt-style", default="full", help="full | compact (task-specific)")
+    p.add_argument("--prompt-style", default=None,
+                   help="full | compact (task-specific; default: the zoo model's trained style, else full)")
     p.add_argument("--temperature", type=float, default=None)
     p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="completion budget per call (default: the zoo model's trained budget, else 1024)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=8, help="problems evolved at once")
     p.add_argument("--serve-threads", type=int, default=1,
@@ -60,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     except LLMUnreachable as exc:
         print(f"vpo evolve: error: {exc}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        print("vpo evolve: interrupted; the rows so far are kept, re-run the same command to resume",
+              file=sys.stderr)
+        return 130
     res = json.loads((folder / "results.json").read_text())
     print(format_summary([res]))
     print(f"\nrun folder: {folder}")

@@ -19,14 +19,16 @@ def run(args: argparse.Namespace) -> int:
         try:
             t = get_task(name)
             comps = list(t.component_names)
-            rows.append({"task": name, "d": "per-problem" if getattr(t, "variable_d", False) else len(comps),
+            if t.variable_d:  # the reward length is the problem's, up to max_d: say so, not a fixed number
+                comps = [f"{comps[0]}..{comps[t.max_d - 1]} (one per test)"] if comps else comps
+            rows.append({"task": name, "d": t.d_label() if t.variable_d else t.d, "max_d": t.max_d,
                          "components": comps, "splits": dict(t.splits)})
         except Exception as exc:  # an unavailable task must not hide the others
             rows.append({"task": name, "error": f"{type(exc).__name__}: {exc}"})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'task':<15}{'d':<13}{'components':<58}splits (size)")
+    print(f"{'task':<15}{'d':<20}{'components':<58}splits (size)")
     for r in rows:
         if "error" in r:
             print(f"{r['task']:<15}unavailable: {r['error']}")
@@ -35,5 +37,5 @@ def run(args: argparse.Namespace) -> int:
         if len(comps) > 55:
             comps = comps[:52] + "..."
         splits = ", ".join(f"{k} ({v if v is not None else '?'})" for k, v in r["splits"].items())
-        print(f"{r['task']:<15}{str(r['d']):<13}{comps:<58}{splits}")
+        print(f"{r['task']:<15}{str(r['d']):<20}{comps:<58}{splits}")
     return 0

@@ -5,7 +5,8 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("plot", help="best@k curves with standard-error bands, one line per run")
+    p = sub.add_parser("plot", help="best@k curves with standard-error bands, one line per run "
+                                    "(evolve runs: solved vs candidates next to plain sampling)")
     p.add_argument("runs", nargs="+")
     p.add_argument("--out", default="best_at_k.png")
     p.add_argument("--metric", default="best",
@@ -16,6 +17,13 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from search.plots import is_evolve_run, plot_evolve
+
+    if all(is_evolve_run(r) for r in args.runs):  # solved vs candidates next to plain sampling
+        out = plot_evolve(args.runs, args.out, labels=args.labels.split(",") if args.labels else None,
+                          title=args.title)
+        print(f"wrote {out}")
+        return 0
     from harness.results import load_run
     from reports.plots import plot_best_at_k
 

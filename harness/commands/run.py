@@ -17,14 +17,16 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--data-path", default=None, help="local data file/folder or hub id (task-specific)")
     p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... (e.g. reward_mode=convex_bonus)")
     p.add_argument("--limit", type=int, default=None, help="only the first N problems")
-    p.add_argument("--prompt-style", default="full", help="full | compact (task-specific)")
+    p.add_argument("--prompt-style", default=None,
+                   help="full | compact (task-specific); default: the model's own (bundled checkpoints), else full")
     p.add_argument("-n", "--num-chains", dest="n", type=int, default=10, help="chains per problem")
     p.add_argument("-m", "--answers", dest="m", type=int, default=1,
                    help="answers per chain (1 = single-answer prompt); pool = n*m candidates")
     p.add_argument("--k", dest="ks", type=int_list, default=None, help="best@k / pass@k values, e.g. 1,2,4,8,16,30")
     p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
     p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="completion budget; default: the model's own (bundled checkpoints), else 1024")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1)
@@ -33,11 +35,15 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true")
     add_unsafe_sandbox(p)
+    from harness.executors.cli_args import add_executor_arguments
+
+    add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ... (issue 14)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.commands.show import format_table
+    from harness.executors.cli_args import executor_config
     from harness.metrics import default_ks
     from harness.results import load_run
     from harness.runner import RunConfig, run as run_eval
@@ -45,13 +51,57 @@ def run(args: argparse.Namespace) -> int:
     apply_unsafe_sandbox(args)
 
     ks = args.ks or default_ks(args.n * args.m)
+    apply_model_defaults(args)
     cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
                     data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                     seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
-                    retry_errors=args.retry_errors, progress=not args.no_progress)
+                    retry_errors=args.retry_errors, progress=not args.no_progress,
+                    executor=executor_config(args))
     folder = run_eval(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")
+    return report_failures(folder)
+
+
+def apply_model_defaults(args: argparse.Namespace) -> None:
+    """Prompt style and token budget the model was trained with, where the flags leave them open
+    (the bundled Maze policies with the full prompt and 1024 tokens overflow their 512-token context)."""
+    import sys
+
+    from harness.models.zoo import generation_defaults
+
+    found = generation_defaults(args.model) if args.prompt_style is None or args.max_tokens is None else None
+    if found is not None:
+        d, source = found
+        if args.prompt_style is None:
+            args.prompt_style = d.prompt_style
+        if args.max_tokens is None:
+            args.max_tokens = d.max_tokens(args.m)
+        print(f"[vpo] {args.model}: prompt style {args.prompt_style}, max tokens {args.max_tokens} "
+              f"(from {source}; --prompt-style / --max-tokens override)", file=sys.stderr)
+    args.prompt_style = args.prompt_style or "full"
+    args.max_tokens = args.max_tokens or 1024
+
+
+def report_failures(folder) -> int:
+    """When chains failed, say how many and show the first error; every chain failed is exit 1
+    (a server that is down, a wrong URL or model name) instead of a table of "-" and exit 0."""
+    import sys
+
+    from harness.store import latest_rows
+
+    rows = latest_rows(folder)
+    failed = [r for r in rows if r.get("error")]
+    if not failed:
+        return 0
+    first = failed[0]
+    where = f"{first['problem_id']} chain {first['chain_index']}"
+    msg = " ".join(str(first["error"]).split())[:300]
+    if len(failed) == len(rows):
+        print(f"vpo run: error: all {len(rows)} chains failed; first error ({where}): {msg}", file=sys.stderr)
+        return 1
+    print(f"vpo run: warning: {len(failed)} of {len(rows)} chains failed and are left out of the metrics; "
+          f"first error ({where}): {msg}. Re-run with --retry-errors to sample them again.", file=sys.stderr)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 
@@ -45,7 +46,16 @@ def format_table(runs: Sequence[Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     from harness.results import load_run
 
-    loaded = [load_run(r) for r in args.runs]
+    from harness.store import CONFIG
+
+    # `vpo show runs/demo/*` also matches plots and notes: skip what is not a run folder, say so
+    paths = [r for r in args.runs if (Path(r) / CONFIG).is_file()]
+    for r in args.runs:
+        if r not in paths:
+            print(f"vpo show: skipping {r}: not a run folder (no {CONFIG})", file=sys.stderr)
+    if not paths:
+        raise ValueError(f"none of the {len(args.runs)} paths is a run folder (a folder with {CONFIG})")
+    loaded = [load_run(r) for r in paths]
     for r in loaded:
         if r.results is None:
             print(f"{r.path}: no results.json yet (interrupted run? re-run the same command to resume)",
@@ -54,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([r.results for r in loaded], indent=2))
     else:
         print(format_table(loaded))
+        evolve = [r.results for r in loaded if r.results and r.results.get("kind") == "evolve"]
+        if evolve:  # evolve runs: problems solved, next to plain sampling at the same budget
+            from harness.commands.evolve import format_summary
+
+            print("\n" + format_summary(evolve))
         strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
         if strategies:  # selection without an oracle, next to best@k (reports/selected.py)
             from reports.selected import format_selected

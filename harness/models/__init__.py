@@ -16,6 +16,8 @@ __all__ = [
     "Generation",
     "SamplingConfig",
     "KNOWN_BACKENDS",
+    "accepted_args",
+    "check_args",
     "load_backend",
     "parse_model_args",
     "parse_spec",
@@ -69,9 +71,26 @@ def parse_model_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
     return out
 
 
+def accepted_args(cls: type, exclude: tuple[str, ...] = ("self", "model", "model_args")) -> list[str]:
+    """The keyword arguments a backend class takes: its ``__init__`` signature is the one list."""
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in params if p.name not in exclude and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def check_args(kind: str, args: dict[str, Any], valid: list[str]) -> None:
+    """Unknown ``--model-args`` names are one line listing the valid ones (not a TypeError traceback)."""
+    unknown = sorted(set(args) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown --model-args {', '.join(unknown)} for the {kind} backend; "
+                         f"valid: {', '.join(sorted(valid))}")
+
+
 def _make_hf(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
     from harness.models.hf import HFBackend
 
+    check_args("hf", args, accepted_args(HFBackend))
     return HFBackend(model, **args)
 
 
@@ -90,12 +109,14 @@ def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Back
             f"openai:{model} needs a server URL: pass base_url (e.g. http://127.0.0.1:8000/v1) "
             "or set OPENAI_BASE_URL"
         )
+    check_args("openai", args, accepted_args(OpenAIServerBackend, ("self", "model", "base_url")))
     return OpenAIServerBackend(model, base_url=url, **args)
 
 
 def _make_mock(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
     from harness.models.mock import MockBackend
 
+    check_args("mock", args, accepted_args(MockBackend, ("self", "mode")))
     return MockBackend(model, **args)
 
 

@@ -58,9 +58,14 @@ class RowSampler:
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
+        #: called with the number of rows after every decoding step (progress while a batch runs)
+        self.on_step: Any = None
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
+
+        if self.on_step is not None:
+            self.on_step(int(scores.shape[0]))
 
         if scores.shape[0] != len(self.generators):
             raise RuntimeError(f"RowSampler has {len(self.generators)} seeds for {scores.shape[0]} rows")
@@ -149,6 +154,11 @@ class HFBackend(Backend):
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer = model, tokenizer
+        #: progress hook: called with a token count as decoding runs (the runner's token bar)
+        self.on_tokens: Any = None
+        ctx = getattr(model.config, "max_position_embeddings", None)
+        self.context_len = int(ctx) if isinstance(ctx, int) and ctx > 0 else None
+        self._warned_budget = False
         eos = model.generation_config.eos_token_id
         if eos is None:
             eos = tokenizer.eos_token_id
@@ -182,11 +192,11 @@ class HFBackend(Backend):
                 raise ValueError(f"{req.problem_id}: {len(req.chain_indices)} chain indices but {len(req.seeds)} seeds")
             rows += [(req, c, s) for c, s in zip(req.chain_indices, req.seeds)]
         prompts: dict[int, tuple[str, bool]] = {}
+        for req in requests:
+            prompts[id(req)] = self._prompt(req)
+            self._check_context(req, prompts[id(req)], sampling)
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
-            for req, _, _ in batch:
-                if id(req) not in prompts:
-                    prompts[id(req)] = self._prompt(req)
             t0 = time.perf_counter()
             try:
                 results = self._generate_batch([prompts[id(r)] for r, _, _ in batch], [s for _, _, s in batch], sampling)
@@ -207,6 +217,23 @@ class HFBackend(Backend):
                     latency_s=elapsed,
                     extra={"seed": s},
                 )
+
+    def _check_context(self, req: GenRequest, prompt: tuple[str, bool], sampling: SamplingConfig) -> None:
+        """A prompt longer than the model's context is a configuration error (every chain would be
+        garbage), not a warning: say which problem, how long, and what to change."""
+        if self.context_len is None:
+            return
+        n = len(self.tokenizer(prompt[0], add_special_tokens=prompt[1])["input_ids"])
+        if n >= self.context_len:
+            raise ValueError(
+                f"{req.problem_id}: the prompt is {n} tokens, longer than {self.model_name}'s context of "
+                f"{self.context_len}; use a shorter prompt style (--prompt-style compact) or a longer-context model")
+        if n + sampling.max_tokens > self.context_len and not self._warned_budget:
+            self._warned_budget = True
+            import sys
+
+            print(f"[vpo] {self.model_name}: prompt ({n} tokens) + max tokens ({sampling.max_tokens}) exceed the "
+                  f"context of {self.context_len}; completions may stop at the context end", file=sys.stderr)
 
     def _generate_batch(self, prompts: list[tuple[str, bool]], seeds: list[int], sampling: SamplingConfig) -> list[tuple[str, int, int, str]]:
         import torch
@@ -231,6 +258,7 @@ class HFBackend(Backend):
             gen_cfg.stop_strings = list(sampling.stop)
             kwargs["tokenizer"] = tok
         sampler = RowSampler(seeds, sampling.temperature, sampling.top_p, self.model.device)
+        sampler.on_step = self.on_tokens
         # generate() fills every option we leave unset from model.generation_config (a checkpoint's
         # repetition_penalty, top_k, ...). Sampling must be exactly SamplingConfig, comparable across
         # backends and checkpoints, so a neutral config stands in for the model's during the call.

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.models.endpoints import EndpointPool, split_urls
 from harness.models.prompting import render_messages
 
 _DONE = object()
@@ -39,6 +40,10 @@ _DONE = object()
 
 class GarbageResponse(Exception):
     """A 2xx reply we cannot read (bad JSON, no choices). Retried like a 5xx: usually transient."""
+
+
+class RequestDeadline(Exception):
+    """An attempt ran past its wall-clock deadline (a slow or trickling server). Retried."""
 
 
 class _TooFewChoices(Exception):
@@ -85,6 +90,7 @@ class OpenAIServerBackend(Backend):
         concurrency: int = 32,
         max_retries: int = 6,
         timeout: float = 600.0,
+        deadline: float | None = None,
         use_n: bool | str = "auto",
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
@@ -92,6 +98,8 @@ class OpenAIServerBackend(Backend):
         tokenizer: str | None = None,
         extra_body: dict[str, Any] | None = None,
         send_seed: bool = True,
+        eject_after: int = 3,
+        cooldown_s: float = 10.0,
     ) -> None:
         if mode not in ("chat", "completions"):
             raise ValueError(f"mode must be 'chat' or 'completions', got {mode!r}")
@@ -103,10 +111,18 @@ class OpenAIServerBackend(Backend):
             raise ValueError("max_retries must be >= 0")
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        # several comma-separated URLs: requests are spread over them (harness/models/endpoints.py)
+        self.base_urls = split_urls(self.base_url) or [None]
+        self.eject_after, self.cooldown_s = int(eject_after), float(cooldown_s)
         self.mode = mode
         self.concurrency = int(concurrency)
         self.max_retries = int(max_retries)
         self.timeout = float(timeout)
+        # the client's timeout is per read: a server trickling a byte a second never trips it, so
+        # every attempt also gets a wall-clock deadline (default: the timeout) and is retried past it
+        self.deadline = float(deadline) if deadline is not None else self.timeout
+        if self.deadline <= 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
         self.use_n = use_n
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
@@ -125,7 +141,7 @@ class OpenAIServerBackend(Backend):
         self._n_ok: bool = use_n is not False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._client: Any = None
+        self._pool: EndpointPool | None = None
         self._rng = random.Random()
         self.stats = {"requests": 0, "retries": 0, "errors": 0}
 
@@ -140,26 +156,30 @@ class OpenAIServerBackend(Backend):
         self._loop, self._thread = loop, thread
         return loop
 
-    async def _get_client(self) -> Any:
-        # Built on the loop thread: the async HTTP pool belongs to the loop that created it.
-        if self._client is None:
+    async def _get_pool(self) -> EndpointPool:
+        # Built on the loop thread: the async HTTP pools belong to the loop that created them.
+        if self._pool is None:
             from openai import AsyncOpenAI
 
-            self._client = AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
-            )
-        return self._client
+            pool = EndpointPool(
+                self.base_urls,
+                lambda url: AsyncOpenAI(api_key=self._api_key, base_url=url, max_retries=0, timeout=self.timeout),
+                eject_after=self.eject_after, cooldown_s=self.cooldown_s,
+                health_timeout_s=min(self.timeout, 10.0))
+            await pool.start()
+            self._pool = pool
+        return self._pool
 
     def close(self) -> None:
         loop, thread = self._loop, self._thread
         if loop is None:
             return
-        if self._client is not None:
+        if self._pool is not None:
             try:
-                asyncio.run_coroutine_threadsafe(self._client.close(), loop).result(timeout=10)
+                asyncio.run_coroutine_threadsafe(self._pool.aclose(), loop).result(timeout=10)
             except Exception:  # closing is best effort: the process may be shutting down
                 pass
-            self._client = None
+            self._pool = None
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(timeout=10)
@@ -180,10 +200,13 @@ class OpenAIServerBackend(Backend):
                 "concurrency": self.concurrency,
                 "max_retries": self.max_retries,
                 "timeout": self.timeout,
+                "deadline": self.deadline,
                 "use_n": self.use_n,
                 "tokenizer": self._tokenizer_path,
                 "extra_body": self.extra_body,
                 "send_seed": self.send_seed,
+                "eject_after": self.eject_after,
+                "cooldown_s": self.cooldown_s,
             },
             "library": {"openai": openai.__version__},
         }
@@ -210,7 +233,7 @@ class OpenAIServerBackend(Backend):
 
     async def _run_all(self, requests: list[GenRequest], sampling: SamplingConfig, out: queue.Queue) -> None:
         try:
-            await self._get_client()
+            await self._get_pool()
             sem = asyncio.Semaphore(self.concurrency)
             for req in requests:  # validate everything before the first request goes out
                 if len(req.chain_indices) != len(req.seeds):
@@ -261,7 +284,8 @@ class OpenAIServerBackend(Backend):
 
         if isinstance(exc, (GarbageResponse, json.JSONDecodeError, openai.APIResponseValidationError)):
             return True
-        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError)):
+        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError,
+                            RequestDeadline)):
             return True
         status = _status(exc)
         if status is not None:
@@ -282,7 +306,11 @@ class OpenAIServerBackend(Backend):
             try:
                 async with sem:
                     self.stats["requests"] += 1
-                    gens = await self._once(unit, sampling)
+                    try:
+                        gens = await asyncio.wait_for(self._once(unit, sampling), self.deadline)
+                    except asyncio.TimeoutError:
+                        raise RequestDeadline(f"no complete reply within the {self.deadline:g} s deadline "
+                                              "(model_args deadline=...)") from None
                 elapsed = time.perf_counter() - t0
                 for g in gens:
                     g.attempts = attempts
@@ -320,7 +348,28 @@ class OpenAIServerBackend(Backend):
         return render_messages(req.messages, self._tokenizer)
 
     async def _once(self, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
-        client = await self._get_client()
+        pool = await self._get_pool()
+        ep = pool.pick()
+        ep.inflight += 1
+        ep.stats["requests"] += 1
+        try:
+            gens = await self._send(ep.client, unit, sampling)
+        except Exception as exc:
+            pool.failed(ep, exc)
+            raise
+        finally:
+            ep.inflight -= 1
+        pool.succeeded(ep)
+        if pool.managed:
+            for g in gens:
+                g.extra["endpoint"] = ep.url
+        return gens
+
+    def endpoint_stats(self) -> dict[str, Any]:
+        """Per endpoint: requests, failures, ejections, re-admissions, admitted now."""
+        return self._pool.describe() if self._pool is not None else {}
+
+    async def _send(self, client: Any, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
         n = len(unit.chain_indices)
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -358,9 +407,14 @@ class OpenAIServerBackend(Backend):
                     reasoning = getattr(ch.message, "reasoning_content", None) or getattr(ch.message, "reasoning", None)
                 else:
                     text = ch.text
-                if text is not None and not isinstance(text, str):
+                if text is None:
+                    # a 200 without text is not an empty answer: scoring it would be a silent zero
+                    raise GarbageResponse(f"choice {getattr(ch, 'index', '?')} has null "
+                                          f"{'message.content' if self.mode == 'chat' else 'text'} "
+                                          f"(finish_reason {ch.finish_reason!r})")
+                if not isinstance(text, str):
                     raise GarbageResponse(f"choice text is {type(text).__name__}")
-                texts.append((text or "", ch.finish_reason, reasoning if isinstance(reasoning, str) else None))
+                texts.append((text, ch.finish_reason, reasoning if isinstance(reasoning, str) else None))
         except (AttributeError, TypeError) as exc:
             raise GarbageResponse(f"malformed choices: {exc}") from exc
         if len(texts) < n:

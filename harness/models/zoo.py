@@ -34,12 +34,33 @@ MARKER = "vpo-zoo.json"  # written last inside the tmp folder: a folder with it 
 
 
 @dataclass(frozen=True)
+class GenerationDefaults:
+    """How a model expects to be prompted: its prompt style and completion budgets (tokens) for a
+    single answer and for an m-answer chain. Trained with these; evaluated with these."""
+
+    prompt_style: str
+    max_tokens_single: int
+    max_tokens_multi: int
+
+    def max_tokens(self, m: int) -> int:
+        return self.max_tokens_multi if m > 1 else self.max_tokens_single
+
+
+#: the bundled tiny Maze policies: compact prompts, 40 tokens for one route, 110 for a 3-route chain
+#: (the budgets their RL rollouts used; training.rl and the demo protocol read them from here)
+TINY_MAZE_DEFAULTS = GenerationDefaults("compact", 40, 110)
+
+
+@dataclass(frozen=True)
 class ZooEntry:
     name: str
     description: str
     resolve: Callable[[], Path]
-    #: the file or folder whose bytes are the model (found without converting anything)
-    weights: Callable[[], Path]
+    #: the file or folder whose bytes are the model, found without converting anything (None: resolve
+    #: is cheap and its folder is the model)
+    weights: Callable[[], Path] | None = None
+    #: prompt style and token budgets the model was trained with (None: the task's defaults)
+    defaults: GenerationDefaults | None = None
 
 
 def smollm2_gguf_path() -> Path:
@@ -178,9 +199,41 @@ ZOO: dict[str, ZooEntry] = {
                              smollm2_135m, smollm2_gguf_path),
     **{f"maze-tiny-{m}": ZooEntry(f"maze-tiny-{m}", f"tiny maze policy trained with {m} (repo checkpoint)",
                                   _repo_checkpoint(f"maze-tiny-{m}"),
-                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)))
+                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS)
        for m in BUNDLED_POLICIES},
 }
+
+
+#: the training record next to a checkpoint's weights (written by `vpo train`): its ``config`` holds the
+#: prompt style and token budgets the model was trained with
+TRAINING_RECORD = "vpo_training.json"
+
+
+def generation_defaults(spec: str) -> tuple[GenerationDefaults, str] | None:
+    """(prompt style and token budgets, where they came from) for a model spec, or None.
+
+    A local checkpoint folder (``hf:PATH``, ``vllm:PATH`` or a bundled zoo name) carries them in its
+    training record; a zoo entry may declare them; servers and hub ids have none (task defaults)."""
+    kind, _, name = spec.partition(":") if ":" in spec else ("hf", "", spec)
+    if kind not in ("hf", "vllm"):
+        return None
+    entry = ZOO.get(name)
+    folder: Path | None = None
+    if entry is not None and entry.weights is not None and entry.defaults is not None:
+        folder = entry.weights()
+    elif entry is None and Path(name).expanduser().is_dir():
+        folder = Path(name).expanduser()
+    record = folder / TRAINING_RECORD if folder is not None and folder.is_dir() else None
+    if record is not None and record.is_file():
+        try:
+            cfg = json.loads(record.read_text(encoding="utf-8")).get("config") or {}
+            return GenerationDefaults(str(cfg["prompt_style"]), int(cfg["max_new_tokens_single"]),
+                                      int(cfg["max_new_tokens_multi"])), str(record)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass  # an older or foreign record: fall back to the entry's declaration
+    if entry is not None and entry.defaults is not None:
+        return entry.defaults, f"the zoo entry {name}"
+    return None
 
 
 def is_zoo_name(name: str) -> bool:
@@ -203,7 +256,7 @@ def weights_location(name_or_path: str) -> Path | None:
     entry = ZOO.get(name_or_path)
     if entry is not None:
         try:
-            return entry.weights()
+            return (entry.weights or entry.resolve)()
         except FileNotFoundError:
             return None
     p = Path(name_or_path).expanduser()

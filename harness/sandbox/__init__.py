@@ -14,7 +14,7 @@ from harness.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, al
                                        detect_isolation, unsafe_allowed)
 from harness.sandbox.limits import Limits
 from harness.sandbox.pool import SandboxPool, default_workers
-from harness.sandbox.sandbox import Sandbox, SandboxResult
+from harness.sandbox.sandbox import STOP, Sandbox, SandboxResult
 
-__all__ = ["Isolation", "Limits", "NOBODY", "Sandbox", "SandboxPool", "SandboxResult",
+__all__ = ["Isolation", "Limits", "NOBODY", "STOP", "Sandbox", "SandboxPool", "SandboxResult",
            "SandboxUnavailable", "allow_unsafe", "default_workers", "detect_isolation", "unsafe_allowed"]

@@ -402,6 +402,9 @@ def main():
         _send(sock, {"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         os._exit(70)
     _send(sock, {"ready": True, "notes": notes, "pid": os.getpid()})
+    null = os.open("/dev/null", os.O_WRONLY)  # from now on nobody reads our stderr: never block on it
+    os.dup2(null, 2)
+    os.close(null)
     while True:
         msg, fds = _recv(sock)
         if msg is None:

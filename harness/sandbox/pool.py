@@ -57,7 +57,7 @@ class SandboxPool:
 
     def run(self, driver_source: str, payload: Any, limits: Limits | None = None,
             files: dict[str, str] | None = None,
-            on_record: Callable[[dict[str, Any]], bytes | None] | None = None) -> SandboxResult:
+            on_record: Callable[[dict[str, Any]], Any] | None = None) -> SandboxResult:
         """Blocking run on the next free slot (callers with their own threads use this)."""
         sb = self._slots.get()
         try:

@@ -8,8 +8,9 @@ stdout, so nothing a program prints can be mistaken for a record. Each record ca
 nonce and is validated; anything else on that pipe marks the run ``tampered``. The nonce is not a
 secret from the program (it runs in the same process as the driver): what the records *mean* is up to
 the caller, which must judge them against data the child never saw (the LiveCodeBench judge compares
-outputs in the parent). ``on_record`` lets a caller answer each record on the child's fd 4 (the
-LiveCodeBench driver uses it to stop at the first failing test).
+outputs in the parent). ``on_record`` sees each record as it arrives and may end the run early by
+returning ``STOP`` (the LiveCodeBench judge stops at the first failing test this way, without a round
+trip per test) or answer on the child's fd 4 by returning bytes.
 """
 from __future__ import annotations
 
@@ -159,6 +160,10 @@ def kill_uid(uid: int) -> int:
     return _kill_until_gone(lambda: live_pids_of_uid(uid))
 
 
+#: returned by an ``on_record`` callback: kill the run now (its records so far are kept)
+STOP = object()
+
+
 class Sandbox:
     """One isolated slot: a zygote plus one fresh child per ``run``. Runs on one Sandbox are
     serialised (a lock); a pool gives each concurrent slot its own Sandbox.
@@ -240,12 +245,12 @@ class Sandbox:
     # ---- one run -------------------------------------------------------------------------------
     def run(self, driver_source: str, payload: Any, *, limits: Limits | None = None,
             files: dict[str, str] | None = None,
-            on_record: Callable[[dict[str, Any]], bytes | None] | None = None) -> SandboxResult:
+            on_record: Callable[[dict[str, Any]], Any] | None = None) -> SandboxResult:
         """Run ``driver_source``'s ``main(payload, emit)`` in a fresh child; never raises for what the
         child does (only for harness-side failures such as a zygote that cannot start).
 
-        ``on_record(record)`` is called for each valid record as it arrives; bytes it returns are
-        written to the child's fd 4 (only open when ``on_record`` is given)."""
+        ``on_record(record)`` is called for each valid record as it arrives; ``STOP`` ends the run at
+        once, bytes are written to the child's fd 4 (only open when ``on_record`` is given)."""
         lim = limits or self.limits
         for rel in files or {}:
             if os.path.isabs(rel) or ".." in rel.split("/"):
@@ -263,7 +268,7 @@ class Sandbox:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _run_on(self, z: Zygote, driver_source: str, payload: Any, lim: Limits, files: dict[str, str],
-                on_record: Callable[[dict[str, Any]], bytes | None] | None) -> SandboxResult:
+                on_record: Callable[[dict[str, Any]], Any] | None) -> SandboxResult:
         key = hashlib.sha256(driver_source.encode()).hexdigest()
         try:
             z.ensure_driver(key, driver_source)
@@ -303,18 +308,18 @@ class Sandbox:
                 shutil.rmtree(workdir, ignore_errors=True)
 
     def _supervise(self, z: Zygote, near: list[int], t0: float, nonce: str, lim: Limits,
-                   on_record: Callable[[dict[str, Any]], bytes | None] | None) -> SandboxResult:
+                   on_record: Callable[[dict[str, Any]], Any] | None) -> SandboxResult:
         out, err = _Tail(lim.output_cap_bytes), _Tail(lim.output_cap_bytes)
         result_buf = bytearray()
         scanned = 0
-        overflow = False
+        overflow = stop = False
         reply_fd = near[3] if on_record else -1
         report: dict[str, Any] | None = None
         sel = selectors.DefaultSelector()
         streams: dict[int, Callable[[bytes], bool]] = {near[0]: out.add, near[1]: err.add}
 
         def _result_add(data: bytes) -> bool:
-            nonlocal overflow, scanned
+            nonlocal overflow, scanned, stop
             result_buf.extend(data)
             if len(result_buf) > lim.result_cap_bytes:
                 overflow = True
@@ -327,7 +332,9 @@ class Sandbox:
                         if rec is None:
                             continue
                         reply = on_record(rec)
-                        if reply:
+                        if reply is STOP:
+                            stop = True
+                        elif reply:
                             try:
                                 os.write(reply_fd, reply)
                             except OSError:  # the program closed fd 4: it loses its answers
@@ -343,13 +350,13 @@ class Sandbox:
         hard_deadline = t0 + lim.wall_s + 10.0  # the zygote enforces wall_s; this guards the zygote
         kill_sent = False
         try:
-            while report is None or len(sel.get_map()) > 1:
+            while report is None or sel.get_map():
                 now = time.monotonic()
                 if report is not None and now - report["_at"] > 1.0:
                     break  # a pipe still open after every process died: stop waiting for it
                 if now >= hard_deadline:
                     raise ZygoteError("zygote did not report in time")
-                if overflow and not kill_sent:
+                if (overflow or stop) and not kill_sent and report is None:
                     send_msg(z.sock, {"op": "kill"})
                     kill_sent = True
                 for skey, _ in sel.select(timeout=0.25):

@@ -212,5 +212,5 @@ def test_duplicate_idx_is_an_error(tmp_path):
     rows[1]["idx"] = 0
     f = tmp_path / "dup.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(DataError, match="line 2.*duplicate idx"):
+    with pytest.raises(DataError, match="line 2.*idx.*duplicate problem id"):
         Eureqa().load("test", path=str(f))

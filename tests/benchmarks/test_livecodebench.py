@@ -275,7 +275,7 @@ def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
     probs = LiveCodeBench(hub_files=("test5.jsonl", "test6.jsonl")).load("test", path="hub")
-    assert [p.id for p in probs] == ["abc000_a"]  # the same problem in both files is kept once
+    assert [p.id for p in probs] == ["abc000_a"]  # the same row in two release files is kept once
     assert calls == [("livecodebench/code_generation_lite", "test5.jsonl", "dataset"),
                      ("livecodebench/code_generation_lite", "test6.jsonl", "dataset")]
 
@@ -283,7 +283,7 @@ def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
 def test_runner_scores_a_chain(task):
     """The runner's per-chain scoring works with per-problem reward lengths and AST dedup."""
     from harness.models.base import Generation
-    from harness.runner import score_generation
+    from benchmarks.scoring import score_generation
 
     p = _problem("stdin", [("1 2", "3"), ("5 5", "10")])
     text = ("First:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```\n---\n"

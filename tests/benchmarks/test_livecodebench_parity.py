@@ -77,6 +77,20 @@ def test_official_verdict_on_every_row_except_listed_errors():
     finally:
         task.close()
     assert all(live_pids_of_uid(u) == [] for u in uids)
+    # the official verdicts were taken on an idle machine; a per-test wall-clock limit (LCB's, our
+    # default) makes slow-but-correct rows (e.g. 204) time out on a loaded one. Such rows are graded
+    # again with CPU time deciding (wall_factor=3): that is what the program needs, load aside
+    slow = [i for i, (g, o) in enumerate(zip(grades, official))
+            if o["lcb_public_verdict"] and not g.passed and "time_limit" in g.verdicts]
+    if slow:
+        cpu = LiveCodeBench(workers=1, max_tests=10**6, max_test_bytes=10**12, first_failure=True,
+                            wall_factor=3.0)
+        try:
+            for i in slow:
+                grades[i] = cpu.grade(probs[rows[i]["question_id"]], rows[i]["code"])
+                print(f"row {i}: time limit under load; CPU-time regrade: {grades[i].verdicts}")
+        finally:
+            cpu.close()
     differ = {i: (o["lcb_test_results"], g.verdicts) for i, (g, o) in enumerate(zip(grades, official))
               if g.passed != o["lcb_public_verdict"]}
     assert set(differ) == set(EXCEPTIONS), differ

@@ -1,7 +1,7 @@
 """A loopback OpenAI-compatible chat server whose replies come from a Python callback (tests only).
 
 ``ScriptedOpenAIServer(respond)``: ``respond(body, call_index) -> str`` gets the request body and the
-running number of the request, and returns the assistant text. Every body is kept in ``requests`` so a
+running number of the request, and returns the assistant text (raising makes the reply an HTTP 500). Every body is kept in ``requests`` so a
 test can read the prompts the search sent (artifacts shown, hidden data never shown).
 Run as a script (``python -m tests.fakes.scripted_openai --maze-optimal-after K``) it serves Maze
 routes, for subprocess tests that kill the client.
@@ -72,8 +72,12 @@ class ScriptedOpenAIServer:
                     time.sleep(srv.delay_s)
                 n = int(body.get("n") or 1)  # choice i answers as if asked with seed (seed, i)
                 seed = body.get("seed")
-                texts = [srv.respond(body if i == 0 else {**body, "seed": None if seed is None else
-                                                          hash((seed, i)) & 0x7FFFFFFF}, idx) for i in range(n)]
+                try:
+                    texts = [srv.respond(body if i == 0 else {**body, "seed": None if seed is None else
+                                                              hash((seed, i)) & 0x7FFFFFFF}, idx) for i in range(n)]
+                except Exception as exc:  # a responder that raises is a server answering 500
+                    self._send({"error": {"message": f"scripted failure: {exc}", "code": 500}}, 500)
+                    return
                 toks = sum(len(t.split()) for t in texts)
                 self._send({"id": f"x{idx}", "object": "chat.completion", "created": 0, "model": "scripted",
                             "choices": [{"index": i, "message": {"role": "assistant", "content": t},
@@ -89,7 +93,8 @@ def maze_routes_responder(m: int) -> Respond:
 
     def respond(body: dict[str, Any], idx: int) -> str:
         rng = random.Random(body.get("seed"))
-        routes = [",".join(rng.choice("UDLR") for _ in range(rng.randint(4, 30))) for _ in range(m)]
+        routes = [", ".join(rng.choice(("UP", "DOWN", "LEFT", "RIGHT")) for _ in range(rng.randint(4, 30)))
+                  for _ in range(m)]
         if m == 1:
             return f"<answer>{routes[0]}</answer>"
         return "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, 1))

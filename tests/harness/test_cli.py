@@ -69,10 +69,10 @@ def test_every_command_module_registers_and_dispatches() -> None:
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(COMMANDS) <= set(sub.choices)
+    funcs = {p.get_default("func") for p in sub.choices.values()}
+    assert len(sub.choices) >= len(COMMANDS)  # a module may name its command differently (export-verl)
     for name in COMMANDS:
-        mod = load(name)
-        assert sub.choices[name].get_default("func") is mod.run
+        assert load(name).run in funcs, f"harness.commands.{name}.run is not dispatched"
 
 
 def test_cli_import_is_light() -> None:
@@ -84,3 +84,34 @@ def test_cli_import_is_light() -> None:
             "'training.rl', 'transformers') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_ls_says_livecodebench_d_is_per_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    """LCB's reward has one component per selected test (<= max_tests): `vpo ls` says so instead of 16."""
+    from benchmarks import get_task
+
+    assert main(["ls", "--json"]) == 0
+    rows = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["livecodebench"]["d"] == "per problem, <= 16" and rows["livecodebench"]["max_d"] == 16
+    assert rows["maze"]["d"] == 4 and rows["maze"]["max_d"] == 4
+    assert get_task("livecodebench", max_tests=8).d_label() == "per problem, <= 8"
+    assert main(["ls"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("livecodebench"))
+    assert "per problem, <= 16" in line and "one per test" in line
+
+
+def test_closed_pipe_ends_quietly() -> None:
+    """`vpo ls | head -1`: the reader closes the pipe early; vpo must stop without a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "ls"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(1)
+    proc.stdout.close()  # like `head -c 1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err, err

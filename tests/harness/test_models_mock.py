@@ -57,3 +57,10 @@ def test_cli_first_run_without_a_model(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "2", "-n", "2", "-m", "2",
                  "--out", str(out), "--no-progress"]) == 0
     assert "best@4" in capsys.readouterr().out and (out / "results.json").exists()
+
+
+def test_unknown_model_arg_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["run", "--task", "maze", "--model", "mock:moves", "--model-args", "bogus=1", "--limit", "1",
+               "-n", "1", "--out", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "bogus" in err[0] and "latency_s" in err[0]

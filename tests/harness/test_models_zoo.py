@@ -166,3 +166,9 @@ def test_hf_backend_resolves_every_bundled_checkpoint():
 def test_fingerprint_of_hub_ids_and_missing_paths_is_none(tmp_path):
     assert zoo.fingerprint("Qwen/Qwen3-1.7B") is None
     assert zoo.fingerprint(str(tmp_path / "nope")) is None
+
+
+def test_entry_without_weights_fingerprints_its_folder(tmp_path, monkeypatch):
+    (tmp_path / "config.json").write_text("{}")
+    monkeypatch.setitem(zoo.ZOO, "tiny-test", zoo.ZooEntry("tiny-test", "test", lambda: tmp_path))
+    assert zoo.fingerprint("tiny-test") == zoo.fingerprint(str(tmp_path)) is not None

@@ -162,6 +162,18 @@ def test_on_record_answers_on_fd4(sb):
     assert [x["i"] for x in r.records] == [0, 1, 2] and r.done
 
 
+def test_on_record_stop_ends_the_run_at_once(sb):
+    from harness.sandbox import STOP
+
+    drv = ("import time\ndef main(p, emit):\n    for i in range(5):\n        emit({'i': i})\n"
+           "        time.sleep(0.5 if i < 2 else 100)\n")
+    t0 = time.monotonic()
+    r = sb.run(drv, None, on_record=lambda rec: STOP if rec.get("i") == 2 else None)
+    assert [x["i"] for x in r.records] == [0, 1, 2] and not r.done and not r.timed_out
+    assert time.monotonic() - t0 < 4.0  # not the 5 s wall limit
+    assert sb.run(ECHO, {"x": 1}).done  # the slot carries on
+
+
 def test_peak_memory_is_reported(sb):
     drv = "def main(p, emit):\n    x = bytearray(200 << 20)\n    x[::4096] = b'1' * len(x[::4096])\n    emit({})\n"
     r = sb.run(drv, None)

@@ -43,7 +43,7 @@ def test_interval_covers_the_true_difference_at_the_nominal_rate():
         covered += lo[0] <= true <= hi[0]
         widths.append(hi[0] - lo[0])
     rate = covered / trials
-    assert 0.90 <= rate <= 0.985, rate
+    assert 0.925 <= rate <= 0.975, rate  # 0.953 here; a 90% interval gives 0.900
     assert 0.0 < np.mean(widths) < 0.2
 
 

@@ -83,3 +83,25 @@ def test_compare_cli_refuses_other_reward_mode(demo_like_runs, tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert f"reward_mode: {mine!r} vs {theirs!r}" in err[0] and "differing field: reward_mode" in err[0]
+
+
+@pytest.mark.integration
+def test_report_of_a_real_evolve_run(demo_like_runs, tmp_path):
+    """A `vpo evolve` folder (loopback scripted server) next to evaluation runs: its solved curves and
+    the plain-sampling baseline appear in the report."""
+    from harness.evolve import EvolveConfig, run_evolve
+    from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
+
+    with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:
+        evo = run_evolve(EvolveConfig(task="maze", model="openai:scripted", base_url=srv.base_url, problems="all",
+                                      limit=2, iterations=3, m=3, prompt_mode="task", prompt_style="compact",
+                                      out=str(tmp_path / "evo"), progress=False, baseline=True))
+    vpo, grpo = demo_like_runs
+    out = tmp_path / "r.html"
+    assert main(["report", str(grpo), str(vpo), str(evo), "--out", str(out), "--resamples", "200"]) == 0
+    html = out.read_text()
+    assert "<h2>Evolutionary search</h2>" in html and html.count("data:image/png;base64,") == 5
+    res = json.loads((evo / "results.json").read_text())
+    got = _data(html)["runs"][2]
+    assert got["kind"] == "evolve" and got["evolve"]["solved_vs_candidates"] == res["evolve"]["solved_vs_candidates"]
+    assert got["baseline"]["solved_vs_candidates"]["x"] == list(range(1, 13))

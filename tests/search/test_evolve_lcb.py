@@ -118,3 +118,29 @@ def test_hostile_candidates_are_contained(tmp_path: Path) -> None:
     assert "time_limit" in rows[1]["details"][0]["verdicts"]
     assert rows[4]["solved"]
     assert json.loads((folder / "results.json").read_text())["evolve"]["solved"]["mean"] == 1.0
+
+
+def test_lcb_m_answers_per_call_become_children(tmp_path: Path) -> None:
+    """-m 2 in evolve mode: OpenEvolve's prompt plus a request for 2 complete versions; both fenced
+    programs of one reply become children of the same parent, graded separately."""
+    sols, contents = _solutions(), _contents()
+
+    def respond(body: dict, idx: int) -> str:
+        pid = _problem_of(body, contents)
+        wrong, right = sols[pid]["wrong"][0], sols[pid]["right"][0]
+        evolve_prompt = "# The task" in body["messages"][0]["content"]
+        second = right if evolve_prompt else wrong
+        return f"```python\n{wrong}\n```\n---\n```python\n{second}\n```"
+
+    with ScriptedOpenAIServer(respond) as srv:
+        folder = run_evolve(EvolveConfig(
+            task="livecodebench", model="openai:scripted", base_url=srv.base_url, problems="3817", m=2,
+            iterations=1, config_path=_rewrite_config(tmp_path), out=str(tmp_path / "evo"), progress=False,
+            baseline=False, task_options={"workers": 2}))
+        asks = [b["messages"][-1]["content"] for b in srv.requests if "# The task" in b["messages"][0]["content"]]
+    rows = sorted((json.loads(l) for l in (folder / "samples.jsonl").read_text().splitlines()),
+                  key=lambda r: r["chain_index"])
+    assert [(r["iteration"], r["answer_index"]) for r in rows] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert len(asks) == 1 and "2 different complete new versions" in asks[0]
+    assert rows[2]["parent_id"] == rows[3]["parent_id"] is not None
+    assert [r["solved"] for r in rows] == [False, False, False, True]

@@ -71,6 +71,13 @@ def test_task_mode_rows_checkpoints_and_curves(tmp_path: Path) -> None:
     assert means[-1] == pytest.approx(np.mean(solved))
     assert res["baseline"]["pool"] == 21 and len(res["baseline"]["solved_vs_candidates"]["x"]) == 21
     assert (folder / "openevolve.yaml").exists() and (folder / "baseline" / "results.json").exists()
+    # the baseline is a real `vpo run` folder: it ranks problems for a follow-up search
+    from benchmarks import get_task
+    from search.problems import select
+
+    probs = get_task("maze").load("test", limit=3)
+    hardest = select(f"hardest:2@{folder / 'baseline'}", probs, "maze")
+    assert len(hardest) == 2
     # `vpo show` reads it like any run folder
     from harness.cli import main
 
@@ -145,3 +152,87 @@ def test_log_handlers_do_not_pile_up(tmp_path: Path) -> None:
         for i in range(2):
             run_evolve(_cfg(srv.base_url, tmp_path / f"e{i}", m=1, iterations=2, baseline=False, limit=2))
     assert root.handlers == before
+
+
+def _route_block(body: dict, idx: int) -> str:
+    """An evolve-mode reply: OpenEvolve asks for a rewrite in a fenced block; -m asks for several."""
+    import random
+
+    rng = random.Random(body.get("seed"))
+    user = body["messages"][-1]["content"]
+    k = 2 if "2 different complete new versions" in user else 1
+    blocks = [", ".join(rng.choice(("UP", "DOWN", "LEFT", "RIGHT")) for _ in range(rng.randint(4, 20)))
+              for _ in range(k)]
+    if body["messages"][0]["role"] != "system":  # iteration 0: the task's own prompt
+        return "".join(f"<route_{i}>{b}</route_{i}>" for i, b in enumerate(blocks, 1)) if k > 1 or "route_2" in user \
+            else f"<answer>{blocks[0]}</answer>"
+    return "\n---\n".join(f"```text\n{b}\n```" for b in blocks)
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_evolve_mode_routes_evolve_as_text(tmp_path: Path, m: int) -> None:
+    with ScriptedOpenAIServer(_route_block) as srv:
+        folder = run_evolve(_cfg(srv.base_url, tmp_path / "evo", prompt_mode="evolve", m=m, iterations=3,
+                                 limit=2, baseline=False))
+        bodies = list(srv.requests)
+    rows = _rows(folder)
+    assert len(rows) == 2 * 4 * m
+    later = [r for r in rows if r["iteration"] > 0]
+    assert {r["evolution_mode"] for r in later} == {"full_rewrite"}  # text answers: rewrites, not diffs
+    assert all(r["answers"][0] is not None and r["parent_id"] for r in later)
+    sys_msgs = [b["messages"][0]["content"] for b in bodies if b["messages"][0]["role"] == "system"]
+    assert len(sys_msgs) == 2 * 3 and all("# The task" in s and "Budget" in s for s in sys_msgs)
+    users = [b["messages"][-1]["content"] for b in bodies if b["messages"][0]["role"] == "system"]
+    # OpenEvolve's template: the parent's fitness and MAP-Elites coordinates (gold, diamond by default)
+    assert all("Fitness:" in u and "Feature coordinates: gold=" in u and "# Current Program" in u for u in users)
+    assert sum("reward" in u and "gold=" in u for u in users) > 0  # the parent's artifacts
+
+
+def test_same_seed_same_run(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:
+        a = run_evolve(_cfg(srv.base_url, tmp_path / "a", limit=2, iterations=5, baseline=False))
+        b = run_evolve(_cfg(srv.base_url, tmp_path / "b", limit=2, iterations=5, baseline=False))
+        c = run_evolve(_cfg(srv.base_url, tmp_path / "c", limit=2, iterations=5, baseline=False, seed=1))
+    key = lambda rows: sorted((r["problem_id"], r["chain_index"], r["answers"][0], r["parent_id"]) for r in rows)  # noqa: E731
+    assert key(_rows(a)) == key(_rows(b))
+    assert key(_rows(a)) != key(_rows(c))
+
+
+def test_plot_draws_evolve_runs(tmp_path: Path) -> None:
+    from harness.cli import main
+
+    with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:
+        f1 = run_evolve(_cfg(srv.base_url, tmp_path / "a", limit=2, iterations=3))
+        f2 = run_evolve(_cfg(srv.base_url, tmp_path / "b", limit=2, iterations=3, seed=4))
+    out = tmp_path / "evo.png"
+    assert main(["plot", str(f1), str(f2), "--labels", "a,b", "--out", str(out)]) == 0
+    assert out.stat().st_size > 10_000
+
+
+def test_server_errors_end_the_run_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A server that keeps failing (HTTP 500 after the client's retries) stops the run with one
+    line; the rows written before stay, and the same command resumes."""
+    from harness.cli import main
+
+    state = {"n": 0}
+    ok = maze_routes_responder(3)
+
+    def flaky(body: dict, idx: int) -> str:
+        state["n"] += 1
+        if state["n"] > 4:
+            raise RuntimeError("boom")  # the fake answers HTTP 500
+        return ok(body, idx)
+
+    with ScriptedOpenAIServer(flaky) as srv:
+        args = ["evolve", "--task", "maze", "--model", "openai:s", "--base-url", srv.base_url, "--limit", "2",
+                "--iterations", "5", "-m", "3", "--prompt-mode", "task", "--out", str(tmp_path / "e"),
+                "--no-progress", "--no-baseline", "--timeout", "5"]
+        rc = main(args)
+        err = capsys.readouterr().err
+        assert rc != 0 and "Traceback" not in err
+        assert len([ln for ln in err.splitlines() if "error" in ln]) == 1
+        n_rows = len(_rows(tmp_path / "e"))
+        assert 3 <= n_rows < 2 * 6 * 3
+        srv.respond = ok
+        assert main(args) == 0
+    assert len(_rows(tmp_path / "e")) >= 2 * 6 * 3

@@ -15,7 +15,7 @@ from search.problems import select
 
 def _fake_run(folder: Path, task: str, pools: dict[str, list[float]]) -> Path:
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"task": task}))
+    (folder / "config.json").write_text(json.dumps({"identity": {"task": {"name": task, "split": "test"}}}))
     with open(folder / "samples.jsonl", "w") as f:
         for pid, scores in pools.items():
             for c, s in enumerate(scores):

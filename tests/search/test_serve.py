@@ -107,3 +107,62 @@ def test_managed_server_reports_a_failed_load(tmp_path) -> None:
     with pytest.raises(RuntimeError, match="exited with code .* while loading: vpo serve: error: .*no-such-model"):
         ManagedServer(f"hf:{tmp_path / 'no-such-model'}", startup_timeout_s=120).start()
     assert time.time() - t0 < 120
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d))
+    return out
+
+
+def _gone(pid: int, timeout: float = 20.0) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("how", ["ctrl-c", "kill-9"])
+def test_evolve_stops_its_server(tmp_path, how: str) -> None:
+    """The `vpo serve` child of `vpo evolve` ends with it: on Ctrl-C (clean stop) and on kill -9
+    (parent-death signal)."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "evo"
+    cmd = [sys.executable, "-m", "harness.cli", "evolve", "--task", "maze", "--model", "mock:moves",
+           "--model-args", "latency_s=0.05", "--limit", "2", "--iterations", "2000", "--no-baseline",
+           "--no-progress", "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((out / "samples.jsonl").exists() and (out / "samples.jsonl").stat().st_size):
+        time.sleep(0.1)
+    servers = [c for c in _children(proc.pid) if b"harness.serve" in open(f"/proc/{c}/cmdline", "rb").read()]
+    assert len(servers) == 1
+    if how == "ctrl-c":
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        assert proc.returncode != 0
+    else:
+        proc.kill()
+        proc.wait()
+    assert _gone(servers[0]), "vpo serve child still running"
+    proc.stderr.close()
