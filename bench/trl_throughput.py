@@ -2,7 +2,9 @@
 
     python bench/trl_throughput.py [--steps 4] [--method vpo] [--threads 1] [--json out.json]
 
-Both engines start from the bundled ``maze-tiny-vpo`` policy and run the native trainer's RL shape:
+Both engines start from the same policy (``--init``, default the bundled ``maze-tiny-vpo``; it must
+write answers the current Maze parser accepts, else the native trainer skips the update of a step
+whose advantages are all zero) and run the native trainer's RL shape:
 6 prompts x G = 8 rollouts per step (m = 3 chains for VPO, 110 new tokens; single answers 40), two
 optimizer steps per generation round, temperature 1.0, PPO-clip 0.2, KL 1e-3, the same torch threads.
 A step is split the same way for both:
@@ -65,7 +67,7 @@ def timed_task_methods(clock: Clock) -> Iterator[None]:
             setattr(Maze, n, f)
 
 
-def bench_native(steps: int, method: str, threads: int) -> dict[str, float]:
+def bench_native(steps: int, method: str, threads: int, init: Path = INIT) -> dict[str, float]:
     import training.rl as rl
 
     score = Clock()
@@ -74,7 +76,7 @@ def bench_native(steps: int, method: str, threads: int) -> dict[str, float]:
     rl.sample = gen.wrap(real_sample)
     try:
         with tempfile.TemporaryDirectory() as tmp, timed_task_methods(score):
-            cfg = rl.RLConfig(init=str(INIT), out=str(Path(tmp) / "rl"), method=method, steps=1, augment=False,
+            cfg = rl.RLConfig(init=str(init), out=str(Path(tmp) / "rl"), method=method, steps=1, augment=False,
                               limit=64, threads=threads, save_every=10_000, prompts_per_step=6, group_size=8,
                               minibatches=2)
             rl.train_rl(cfg)                                 # warm-up step (not counted)
@@ -93,7 +95,7 @@ def bench_native(steps: int, method: str, threads: int) -> dict[str, float]:
             "wall_incl_load_save_s": wall}
 
 
-def bench_trl(steps: int, method: str, threads: int) -> dict[str, float]:
+def bench_trl(steps: int, method: str, threads: int, init: Path = INIT) -> dict[str, float]:
     from training import trl_vpo as T
 
     gen, score, total = Clock(), Clock(), Clock()
@@ -112,7 +114,7 @@ def bench_trl(steps: int, method: str, threads: int) -> dict[str, float]:
 
     multi = method in ("vpo", "multi_rlvr")
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = T.TRLVPOConfig(init=str(INIT), out=str(Path(tmp) / "trl"), task="maze", method=method, limit=64,
+        cfg = T.TRLVPOConfig(init=str(init), out=str(Path(tmp) / "trl"), task="maze", method=method, limit=64,
                              prompt_style="compact", m=3, group_size=8, prompts_per_step=6, minibatches=2,
                              steps=1 + steps, lr=1e-4, beta=1e-3, max_completion_length=110 if multi else 40,
                              threads=threads, seed=42)
@@ -128,11 +130,12 @@ def main() -> None:
     ap.add_argument("--method", default="vpo")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--init", default=str(INIT), help="policy both engines start from")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    native = bench_native(a.steps, a.method, a.threads)
-    trl = bench_trl(a.steps, a.method, a.threads)
-    res = {"method": a.method, "steps": a.steps, "threads": a.threads, "batch": "6 prompts x G=8",
+    native = bench_native(a.steps, a.method, a.threads, Path(a.init))
+    trl = bench_trl(a.steps, a.method, a.threads, Path(a.init))
+    res = {"init": a.init, "method": a.method, "steps": a.steps, "threads": a.threads, "batch": "6 prompts x G=8",
            "machine": platform.processor() or platform.machine(), "native": native, "trl": trl,
            "trl_over_native_steps_per_s": trl["steps_per_s"] / native["steps_per_s"]}
     for name, r in (("native", native), ("trl", trl)):

@@ -76,6 +76,10 @@ class TRLVPOConfig:
     use_vllm: bool = False
     vllm_mode: str = "colocate"
     bf16: bool = False
+    #: None: on with CUDA (memory), off on CPU. TRL turns it on by default, and with it plain
+    #: `generate` runs without a KV cache: every new token re-reads the whole prompt (a 135M model on
+    #: ToolRL's ~1k-token prompts then spends minutes per rollout on a CPU)
+    gradient_checkpointing: bool | None = None
     threads: int | None = None
     grpo_overrides: dict[str, Any] = field(default_factory=dict)   # any other GRPOConfig field
 
@@ -309,6 +313,7 @@ def grpo_config(cfg: TRLVPOConfig, **extra: Any) -> Any:
         vllm_mode=cfg.vllm_mode, disable_dropout=True, shuffle_dataset=True, log_completions=False,
         remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
         adam_beta2=0.99, weight_decay=0.0, max_grad_norm=1.0,
+        gradient_checkpointing=torch.cuda.is_available() if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing,
     )
     kw.update(cfg.grpo_overrides)
     kw.update(extra)

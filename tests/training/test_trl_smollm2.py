@@ -16,9 +16,10 @@ def test_trl_vpo_on_toolrl_with_smollm2(tmp_path):
     from harness.cli import main
     from training.trl_vpo import TRLVPOConfig, train_trl
 
+    # kept small for CI: 2 rounds of 1 prompt x G = 2 chains, no reference model (beta 0)
     cfg = TRLVPOConfig(init="hf:smollm2-135m", out=str(tmp_path / "trl"), task="toolrl", method="vpo", split="sft",
-                       limit=4, m=3, group_size=2, prompts_per_step=2, steps=3, lr=1e-5, max_completion_length=48,
-                       K=32, threads=2, seed=3)
+                       limit=2, m=3, group_size=2, prompts_per_step=1, steps=2, lr=1e-5, beta=0.0,
+                       max_completion_length=32, K=32, threads=2, seed=3)
     ckpt = train_trl(cfg)
     rows = [json.loads(x) for x in (tmp_path / "trl" / "trl_curves.jsonl").read_text().splitlines()]
     assert rows and all(math.isfinite(r["loss"]) for r in rows if "loss" in r)
@@ -30,8 +31,8 @@ def test_trl_vpo_on_toolrl_with_smollm2(tmp_path):
     assert "vpo" in card and "toolrl" in card and (ckpt / "vpo_training.json").exists()
 
     out = tmp_path / "eval"
-    assert main(["run", "--task", "toolrl", "--model", f"hf:{ckpt}", "--limit", "2", "-n", "2", "-m", "3",
-                 "--max-tokens", "48", "--out", str(out), "--no-progress"]) == 0
+    assert main(["run", "--task", "toolrl", "--model", f"hf:{ckpt}", "--limit", "1", "-n", "2", "-m", "3",
+                 "--max-tokens", "32", "--out", str(out), "--no-progress"]) == 0
     res = json.loads((out / "results.json").read_text())
     assert "best@1" in json.dumps(res)
     cfg_rec = json.loads((out / "config.json").read_text())
