@@ -5,7 +5,8 @@
 Stage 1 (SFT) counts every token of the batch (prompt + completion, padding excluded). Stage 2 (RL)
 reports generation (completion tokens/s) and the update (forward of policy and reference plus PPO
 backward passes, tokens/s over full sequences) separately, because on a CPU they scale differently.
-Uses a fresh default-size model on the first train mazes; numbers depend on the load of the machine.
+Uses a fresh model of the bundled checkpoints' size (layers/hidden read from checkpoints/maze-tiny-vpo)
+on the first train mazes; numbers depend on the load of the machine.
 """
 from __future__ import annotations
 
@@ -20,6 +21,18 @@ import numpy as np
 import torch
 
 
+def bundled_size() -> dict[str, int]:
+    """Layers / hidden / heads / intermediate of the bundled maze-tiny-vpo (the models this benchmarks)."""
+    from harness.paths import REPO_ROOT
+
+    cfg_path = REPO_ROOT / "checkpoints" / "maze-tiny-vpo" / "config.json"
+    if not cfg_path.exists():
+        return {}
+    c = json.loads(cfg_path.read_text())
+    return {"layers": c["num_hidden_layers"], "hidden": c["hidden_size"], "heads": c["num_attention_heads"],
+            "intermediate": c["intermediate_size"]}
+
+
 def bench_sft(steps: int, batch_size: int, threads: int) -> dict[str, float]:
     from benchmarks import get_task
     from training.data import encode_pairs, make_examples, search_targets
@@ -30,7 +43,7 @@ def bench_sft(steps: int, batch_size: int, threads: int) -> dict[str, float]:
     ps = task.load("train", limit=32)
     ex = make_examples(task, ps, search_targets(task, ps, n_random=2), copies=4, seed=0)
     tok = build_tokenizer()
-    model = build_model(tok)
+    model = build_model(tok, **bundled_size())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     times, toks = [], []
     for s in range(steps + 1):                           # step 0 is warm-up, not counted
@@ -54,7 +67,7 @@ def bench_rl(steps: int, method: str, threads: int) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as tmp:
         tok = build_tokenizer()
-        init = save_checkpoint(build_model(tok), tok, Path(tmp) / "init")
+        init = save_checkpoint(build_model(tok, **bundled_size()), tok, Path(tmp) / "init")
         cfg = RLConfig(init=str(init), out=str(Path(tmp) / "rl"), method=method, steps=steps, augment=False,
                        limit=64, threads=threads, save_every=10_000)
         t0 = time.perf_counter()

@@ -44,11 +44,6 @@ MAX_HOPS = 4
 _HUB_SPLIT = {"train": "train", "validation": "validation", "test": "validation"}
 _DIGITS = re.compile(r"\d+")
 
-_INSTRUCTIONS = (
-    "First reason about which paragraphs are relevant, then give the indices of the paragraphs that "
-    "support your answer (at most {hops}; only the first {hops} distinct indices count) and the answer "
-    "itself."
-)
 
 
 PARSE_MODES = ("paper", "lenient")
@@ -234,26 +229,35 @@ class MuSiQue(Benchmark):
         return (f"Read the paragraphs below and answer the multi-hop question.\n\nParagraphs:\n{paras}\n\n"
                 f"Question: {problem.data['question']}\n\n")
 
+    def _authors_prompt(self, problem: Problem) -> str:
+        """The authors' prompt up to the output instruction (``vpo_tasks/musique.py``: paragraphs one per
+        line as ``[idx] (Title: ...) text``)."""
+        paras = "\n".join(f"[{p['idx']}] (Title: {p['title']}) {p['text']}" for p in problem.data["paragraphs"])
+        return ("Read the paragraphs below and answer the multi-hop question. Identify which paragraphs "
+                f"support your answer.\n\nParagraphs:\n{paras}\n\nQuestion: {problem.data['question']}\n\n")
+
     def prompt(self, problem: Problem, *, style: str = "full") -> Messages:
+        """``full``: the authors' single-answer prompt, verbatim; ``compact``: a shorter instruction."""
         _check_style(style)
-        text = self._context(problem)
         if style == "full":
-            text += _INSTRUCTIONS.format(hops=MAX_HOPS) + "\n"
-        text += ("Answer in this format:\n<support>comma-separated paragraph indices (e.g. 3, 7, 12)"
-                 "</support>\n<answer>your answer</answer>")
-        return user(text)
+            return user(self._authors_prompt(problem) + "First reason about which paragraphs are relevant, then "
+                        "output your supporting paragraph indices and answer.\n<support>comma-separated paragraph "
+                        "indices (e.g., 3, 7, 12)</support>\n<answer>your answer</answer>")
+        return user(self._context(problem) + "Answer in this format:\n<support>comma-separated paragraph "
+                    "indices (e.g. 3, 7, 12)</support>\n<answer>your answer</answer>")
 
     def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
+        """``full``: the authors' multi-answer rewrite (the output instruction replaced), verbatim."""
         _check_style(style)
-        text = self._context(problem)
         if style == "full":
-            text += _INSTRUCTIONS.format(hops=MAX_HOPS) + "\n"
-        text += (f"Give {m} different answers, each in its own numbered tag <response_1>...</response_1> "
-                 f"through <response_{m}>...</response_{m}>. Each response holds "
-                 "<support>comma-separated paragraph indices</support> and <answer>your answer</answer>. "
-                 "Make the responses genuinely different (other paragraphs or another answer), "
-                 "and close every tag.")
-        return user(text)
+            return user(self._authors_prompt(problem) + f"Give {m} different answers in <response_i>...</response_i> "
+                        "tags, each with <support>indices</support> and <answer>answer</answer>.")
+        return user(self._context(problem) +
+                    f"Give {m} different answers, each in its own numbered tag <response_1>...</response_1> "
+                    f"through <response_{m}>...</response_{m}>. Each response holds "
+                    "<support>comma-separated paragraph indices</support> and <answer>your answer</answer>. "
+                    "Make the responses genuinely different (other paragraphs or another answer), "
+                    "and close every tag.")
 
     # ---- parsing ----------------------------------------------------------------------------------
     def parse(self, completion: str, m: int | None = None) -> list[str | None]:

@@ -67,12 +67,17 @@ _DECODER = json.JSONDecoder()
 
 Call = dict[str, Any]  # {"name": str, "parameters": dict}
 
+#: the authors' multi-attempt instruction (``vpo_tasks/tool.py``), appended to the user turn verbatim
 MULTI_BLOCK = (
-    "\n\n---\nADDITIONAL INSTRUCTION (replaces the single-answer output format above): give {m} different "
-    "attempts at this turn. Wrap each attempt in numbered tags <response_1>...</response_1> through "
-    "<response_{m}>...</response_{m}>. Inside each attempt follow the output format of the system prompt "
-    "(<think>, then <tool_call> and/or the inner <response>). Make the attempts genuinely different "
-    "(other tools, other argument values or other reasoning), and close every numbered tag."
+    "\n\n---\n"
+    "ADDITIONAL INSTRUCTION (overrides the single-attempt output format above): "
+    "Provide {m} different attempts at the task. Wrap each attempt in numbered "
+    "outer tags <response_1>...</response_1> through <response_{m}>...</response_{m}>. "
+    "Inside each <response_i>, follow the original output format from the system "
+    "prompt (your <think>, optional <tool_call>, and inner <response> sections). "
+    "The {m} attempts should be genuinely different — different tool choices, "
+    "different argument values, or different reasoning — not paraphrases. "
+    "Closing tags are required on every outer attempt."
 )
 
 

@@ -24,16 +24,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # before OSError, its base class
+        # `vpo compare ... | head` closed the pipe: stop quietly, as Unix tools do; point stdout at
+        # /dev/null so the interpreter's final flush does not raise a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (ValueError, KeyError, FileNotFoundError, RuntimeError, ImportError, OSError) as exc:
         # ImportError: an optional engine that is not installed (vllm); OSError: a path we cannot use
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"vpo {args.command}: error: {msg}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        # `vpo compare ... | head` closed the pipe: stop quietly, as Unix tools do; point stdout at
-        # /dev/null so the interpreter's final flush does not raise a second time.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
     except KeyboardInterrupt:
         print(f"vpo {args.command}: interrupted (runs are resumable: re-run the same command)", file=sys.stderr)
         return 130

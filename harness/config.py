@@ -1,5 +1,8 @@
 """What a run is: :class:`RunConfig` = task + model + sampling (its identity) + execution (how it ran).
 
+The ks at which best@k / pass@k are read (``sampling.ks``) are not part of the identity: they are
+metrics over the stored pool, so other ks on a finished run only recompute results.json.
+
 Two invocations with equal task, model and sampling sections (plus the recorded problem data and
 model weights, see ``harness.runner``) are the same run: the second resumes the first. Everything
 in :class:`ExecutionSpec` may change between a run and its resumption. The split follows OpenEvolve's
@@ -47,7 +50,7 @@ class SamplingSpec:
 
     m: int = 1  # answers per chain; 1 = the single-answer prompt
     n: int = 10  # chains per problem
-    ks: tuple[int, ...] = DEFAULT_KS
+    ks: tuple[int, ...] = DEFAULT_KS  # where best@k / pass@k are read: not identity (see NOT_IDENTITY)
     temperature: float | None = None  # None: the task's default from the paper
     top_p: float | None = None
     max_tokens: int = 1024
@@ -73,10 +76,22 @@ class ExecutionSpec:
 
 #: the sections that identify a run, in config.json order
 IDENTITY_SECTIONS = ("task", "model", "sampling")
+#: fields of those sections that do not: the ks are metrics computed from the stored rows, so a finished
+#: run read at other ks is the same run (config.json keeps them at top level, ``"ks"``)
+NOT_IDENTITY = ("sampling.ks",)
 _SECTIONS = {"task": TaskSpec, "model": ModelSpec, "sampling": SamplingSpec, "execution": ExecutionSpec}
 #: flat keyword -> (section, field) where the flat name differs from the field name
 _ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),
             "model_args": ("model", "args")}
+
+
+def recorded_ks(config: dict[str, Any]) -> list[int]:
+    """The ks a config.json record reads its metrics at: top-level ``ks``, or ``identity.sampling.ks``
+    in folders written before the ks left the identity; [] when neither is there."""
+    ks = config.get("ks")
+    if ks is None:
+        ks = ((config.get("identity") or {}).get("sampling") or {}).get("ks")
+    return [int(k) for k in ks or []]
 
 
 @dataclass
@@ -121,13 +136,16 @@ class RunConfig:
         self.execution.executor.validate()
 
     def identity(self) -> dict[str, Any]:
-        """The sections that make a run what it is (JSON-ready)."""
+        """The sections that make a run what it is (JSON-ready), less :data:`NOT_IDENTITY`."""
         out = {sec: asdict(getattr(self, sec)) for sec in IDENTITY_SECTIONS}
-        out["sampling"]["ks"] = list(self.sampling.ks)
+        for dotted in NOT_IDENTITY:
+            sec, name = dotted.split(".")
+            out[sec].pop(name, None)
         return out
 
     def to_json(self) -> dict[str, Any]:
         out = self.identity()
+        out["sampling"]["ks"] = list(self.sampling.ks)
         out["execution"] = asdict(self.execution)
         return out
 

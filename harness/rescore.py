@@ -50,10 +50,11 @@ def _with_options(config: dict[str, Any], options: dict[str, Any], task: Any, pr
 
 def _run_config(config: dict[str, Any]) -> Any:
     """The RunConfig of a config.json record (ks, seeds and pool shape for the metrics)."""
-    from harness.config import RunConfig
+    from harness.config import RunConfig, recorded_ks
 
     ident = config["identity"]
-    return RunConfig.from_json({**{k: ident[k] for k in ("task", "model", "sampling")},
+    sampling = {**ident["sampling"], **({"ks": recorded_ks(config)} if recorded_ks(config) else {})}
+    return RunConfig.from_json({"task": ident["task"], "model": ident["model"], "sampling": sampling,
                                 "execution": config.get("execution") or {}})
 
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import Estimate
+import numpy as np
+
+from harness.metrics import METRIC_SEED, Estimate, summarize
 from harness.store import CONFIG, RESULTS, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
@@ -95,6 +97,46 @@ def read_results(folder: str | Path) -> RunResults | None:
         return RunResults.from_json(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunStoreError(f"{path}: not valid JSON ({exc}); re-run the run's command to rewrite it") from exc
+
+
+def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, ks: list[int],
+                   component_names: list[str] | None, metric_seed: int) -> tuple[dict[str, Any], int]:
+    """The metrics of stored rows (the latest per chain) over ``problem_ids`` in that order, and the
+    number of failed chains (left out of the pools). The runner writes results.json with it and
+    ``vpo show --k`` reads a finished run at other ks with it: one computation for both."""
+    from harness.rows import ChainRow
+
+    by_problem: dict[str, list[ChainRow]] = {}
+    for raw in rows:
+        row = ChainRow.from_json(raw)
+        by_problem.setdefault(row.problem_id, []).append(row)
+    pools, scalars, passes = [], [], []
+    n_errors = 0
+    for pid in problem_ids:
+        prow = sorted(by_problem.get(pid, []), key=lambda r: r.chain_index)
+        good = [r for r in prow if r.ok]
+        n_errors += len(prow) - len(good)
+        rew = [np.asarray(r.rewards, dtype=float) for r in good if r.rewards]
+        pools.append(np.concatenate(rew) if rew else np.zeros((0, d)))
+        scalars.append(np.concatenate([np.asarray(r.scalars, dtype=float) for r in good]) if good else np.zeros(0))
+        passes.append(np.concatenate([np.asarray(r.passed, dtype=bool) for r in good]) if good else np.zeros(0, bool))
+    return summarize(pools, scalars, passes, ks, component_names, objective_seed=metric_seed), n_errors
+
+
+def results_at(folder: str | Path, ks: list[int]) -> RunResults | None:
+    """A finished run's results read at other ``ks``, computed from its stored rows (no sampling, no
+    task code): None before its first results.json."""
+    base = read_results(folder)
+    if base is None:
+        return None
+    config = json.loads((Path(folder) / CONFIG).read_text(encoding="utf-8"))
+    ident = config.get("identity") or {}
+    names = list(ident.get("components") or [])
+    rows = latest_rows(folder)
+    ids = (ident.get("problems") or {}).get("ids") or list(dict.fromkeys(r["problem_id"] for r in rows))
+    seed = ident.get("metric_seed")
+    summary, _ = summarize_rows(rows, ids, len(names), list(ks), names, METRIC_SEED if seed is None else int(seed))
+    return RunResults.from_json({**base.raw, "metrics": summary})
 
 
 @dataclass

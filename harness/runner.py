@@ -26,6 +26,7 @@ from harness.executors import BackendSpec, ChainScorer, Executor, make_executor
 from harness.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
 from harness.models.base import Backend, GenRequest, SamplingConfig
 from harness.paths import REPO_ROOT
+from harness.results import summarize_rows
 from harness.rows import ChainRow
 from harness.seeding import derive_seed
 from harness.store import RunStore, dumps, latest_rows
@@ -89,6 +90,7 @@ def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfi
     )
     return {
         "format": CONFIG_FORMAT, "identity": identity, "execution": asdict(cfg.execution),
+        "ks": list(cfg.sampling.ks),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": _versions(), "git": _git_hash(), "command": sys.argv,
     }
@@ -104,23 +106,11 @@ def make_prompt(task: Benchmark, problem: Problem, cfg: RunConfig) -> list[dict[
 def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], cfg: RunConfig,
                     config_record: dict[str, Any]) -> dict[str, Any]:
     """results.json from the rows on disk (the latest row of every (problem, chain))."""
-    rows = [ChainRow.from_json(r) for r in latest_rows(folder)]
-    by_problem: dict[str, list[ChainRow]] = {}
-    for row in rows:
-        by_problem.setdefault(row.problem_id, []).append(row)
-    pools, scalars, passes = [], [], []
-    n_errors = 0
-    for p in problems:
-        prow = sorted(by_problem.get(p.id, []), key=lambda r: r.chain_index)
-        good = [r for r in prow if r.ok]
-        n_errors += len(prow) - len(good)
-        rew = [np.asarray(r.rewards, dtype=float) for r in good if r.rewards]
-        pools.append(np.concatenate(rew) if rew else np.zeros((0, task.d)))
-        scalars.append(np.concatenate([np.asarray(r.scalars, dtype=float) for r in good]) if good else np.zeros(0))
-        passes.append(np.concatenate([np.asarray(r.passed, dtype=bool) for r in good]) if good else np.zeros(0, bool))
     s = cfg.sampling
-    summary = metrics.summarize(pools, scalars, passes, list(s.ks), task.component_names,
-                                objective_seed=config_record["identity"]["metric_seed"])
+    raw_rows = latest_rows(folder)
+    summary, n_errors = summarize_rows(raw_rows, [p.id for p in problems], task.d, list(s.ks),
+                                       list(task.component_names), config_record["identity"]["metric_seed"])
+    rows = [ChainRow.from_json(r) for r in raw_rows]
     tokens = [r.completion_tokens or 0 for r in rows if r.ok]
     return {
         "task": cfg.task.name, "split": cfg.task.split, "model": cfg.model.spec, "m": s.m, "n": s.n,
@@ -191,9 +181,13 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
             requests.append(GenRequest(p.id, make_prompt(task, p, cfg), tuple(todo),
                                        tuple(derive_seed(s.seed, p.id, c) for c in todo)))
     n_todo = sum(len(r.chain_indices) for r in requests)
+    store.update_record(ks=list(s.ks))  # the ks are metrics, not identity: a resume may read others
     if n_todo == 0 and store.results_current():
-        print(f"[vpo] {folder}: run already complete", file=sys.stderr)
-        return folder
+        if store.results_ks() == sorted(s.ks):
+            print(f"[vpo] {folder}: run already complete", file=sys.stderr)
+            return folder
+        print(f"[vpo] {folder}: run already complete; metrics recomputed at k = {','.join(map(str, s.ks))} "
+              "from the stored rows (nothing sampled)", file=sys.stderr)
     if n_todo:
         store.invalidate_results()  # until the rows below are summarised again, there are no metrics
         if resuming:

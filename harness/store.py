@@ -20,6 +20,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from harness.config import NOT_IDENTITY
+
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
 #: results.json field: the size of samples.jsonl the metrics were computed from (stale when it differs)
 SAMPLES_BYTES = "samples_bytes"
@@ -135,7 +137,15 @@ class RunStore:
                     f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' section); "
                     "it can still be read (vpo show, vpo plot) but not resumed: use another --out folder")
             a, b = _flatten(old[IDENTITY]), _flatten(config[IDENTITY])
+            for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
+                a.pop(key, None)
+                b.pop(key, None)
             diff = sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k)))
+            if diff and not self.samples_bytes():
+                # nothing sampled under the old settings (a typo in --model, a server that was down):
+                # the folder holds no run yet, so the corrected command starts it instead of being refused
+                write_json_atomic(cfg_path, config)
+                return False
             if diff:
                 detail = "; ".join(f"{k}: {_short(a.get(k))} -> {_short(b.get(k))}" for k in diff[:5])
                 raise RunStoreError(
@@ -151,6 +161,21 @@ class RunStore:
             return json.loads(cfg_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise RunStoreError(f"{cfg_path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+
+    def update_record(self, **fields: Any) -> None:
+        """Set top-level config.json fields outside the identity (the ks metrics are read at)."""
+        cfg = self.read_config()
+        if any(_canon(cfg.get(k)) != _canon(v) for k, v in fields.items()):
+            cfg.update(fields)
+            write_json_atomic(self.folder / CONFIG, cfg)
+
+    def results_ks(self) -> list[int] | None:
+        """The ks results.json holds best@k for (None without a readable results.json)."""
+        try:
+            metrics = json.loads((self.folder / RESULTS).read_text(encoding="utf-8")).get("metrics") or {}
+        except (OSError, ValueError):
+            return None
+        return sorted(int(k[5:]) for k in metrics if k.startswith("best@") and k[5:].isdigit())
 
     def record_backend(self, description: dict[str, Any]) -> None:
         """Add the backend's ``describe()`` to config.json (a list: one entry per distinct backend that

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness import metrics
+from harness.config import recorded_ks
 from harness.selection import Pool, answer_key, applicable, selected_at_k, split_visible, visible_mask
 
 #: strategies shown next to best@k when a run carries what they need
@@ -29,7 +30,7 @@ def run_facts(config: dict[str, Any]) -> dict[str, Any]:
             "task": task.get("name"), "split": task.get("split"), "task_options": task.get("options") or {},
             "prompt_style": task.get("prompt_style"), "data_path": task.get("data_path"), "limit": task.get("limit"),
             "model": model.get("spec"), "model_args": model.get("args") or {}, "base_url": model.get("base_url"),
-            "m": samp.get("m"), "n": samp.get("n"), "ks": samp.get("ks") or [], "seed": samp.get("seed"),
+            "m": samp.get("m"), "n": samp.get("n"), "ks": recorded_ks(config), "seed": samp.get("seed"),
             "temperature": res.get("temperature", samp.get("temperature")),
             "top_p": res.get("top_p", samp.get("top_p")), "max_tokens": samp.get("max_tokens"),
             "components": ident.get("components") or [], "task_info": ident.get("task_info") or {},

@@ -14,16 +14,18 @@ from harness.selection import selected_at_k, summarize_selected
 from reports.pools import RunPools, load_pools, strategies_for
 
 
-def curves(run: RunPools, strategies: Sequence[str], seed: int = 0) -> dict[str, dict[int, dict[str, float]]]:
-    """strategy -> k -> {mean, stderr, n, mc_stderr}, for the run's ks that fit its pools."""
-    ks = [k for k in run.ks if 1 <= k <= run.min_pool] or [1]
+def curves(run: RunPools, strategies: Sequence[str], seed: int = 0,
+           ks: Sequence[int] | None = None) -> dict[str, dict[int, dict[str, float]]]:
+    """strategy -> k -> {mean, stderr, n, mc_stderr}, for ``ks`` (default: the run's) that fit its pools."""
+    ks = [k for k in (run.ks if ks is None else ks) if 1 <= k <= run.min_pool] or [1]
     out: dict[str, dict[int, dict[str, float]]] = {}
     for s in ["oracle", *strategies_for([run], strategies)]:
         out[s] = {k: summarize_selected(*selected_at_k(run.pools(), k, s, seed)) for k in ks}
     return out
 
 
-def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed: int = 0) -> str:
+def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed: int = 0,
+                    ks: Sequence[int] | None = None) -> str:
     """Table: one line per run and strategy, one column per k (mean ± standard error over problems;
     Monte Carlo strategies add their simulation error in brackets when it is visible at 3 decimals)."""
     lines: list[list[str]] = []
@@ -33,7 +35,7 @@ def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed
         run = load_pools(p)
         if not run.problem_ids:
             continue
-        cur = curves(run, strategies, seed)
+        cur = curves(run, strategies, seed, ks)
         per_run.append((run.label, cur))
         ks_all = sorted(set(ks_all) | {k for c in cur.values() for k in c})
     if not per_run:

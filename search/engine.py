@@ -143,9 +143,9 @@ class ProblemEvolution:
             await self.step(it, done.get(it))
 
     async def step(self, it: int, replay: list[dict[str, Any]] | None = None) -> None:
-        """One iteration. With ``replay`` (the rows a killed run wrote for it) the same parent and
-        prompt are drawn, so the random state advances exactly as it did, and the recorded children
-        are admitted instead of calling the model and grading again."""
+        """One iteration. With ``replay`` (the rows a killed run wrote for it) a parent is still drawn
+        and the prompt built, so the random state advances as in the live run, but the recorded
+        children (with their recorded parent) are admitted instead of calling the model again."""
         s, cfg = self.s, self.s.config
         island = it % cfg.database.num_islands
         parent = None

@@ -69,6 +69,12 @@ def grpo_group_norm(R: np.ndarray, eps: float = EPS) -> np.ndarray:
     return np.where(np.ptp(R, axis=-1, keepdims=True) == 0, 0.0, adv)
 
 
+def normalise_group(method: str, R: np.ndarray) -> np.ndarray:
+    """The last step of ``method`` on set rewards R (groups, G): VPO's population z-score, or the GRPO
+    family's Bessel-corrected one. Adapters (verl, TRL) call this so the choice lives here only."""
+    return group_zscore(R) if method == "vpo" else grpo_group_norm(R)
+
+
 # ---- deduplication -------------------------------------------------------------------------------------
 def dedupe_chains(rewards: np.ndarray, keys: Sequence[Sequence[Sequence[Any]]]) -> np.ndarray:
     """Drop repeated answers inside each chain and zero-pad back to m rows.

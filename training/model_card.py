@@ -1,7 +1,8 @@
 """Package a trained run as a bundled checkpoint: HF files, curves and a model card README.md.
 
     python -m training.model_card --run runs/train/maze-vpo --sft runs/train/maze-sft \
-        --dest checkpoints/maze-tiny-vpo --command "vpo train ..." --demo runs/demo
+        --dest checkpoints/maze-tiny-vpo --command "vpo train ..." --demo runs/demo \
+        [--checkpoint runs/train/maze-vpo/step_0050]   # the step chosen on validation (default: last)
 
 The optimizer state (state.pt) stays behind: a bundled checkpoint is for inference and must stay small.
 """
@@ -44,12 +45,14 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
-def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None, notes: str = "") -> Path:
+def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None, notes: str = "",
+               checkpoint: Path | None = None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
+    src = checkpoint or run / "checkpoint"
     for f in HF_FILES:
-        if (run / "checkpoint" / f).exists():
-            shutil.copy2(run / "checkpoint" / f, dest / f)
-    for f in ("rl_curves.png", "rl_curves.jsonl", "rl_config.json"):
+        if (src / f).exists():
+            shutil.copy2(src / f, dest / f)
+    for f in ("rl_curves.png", "rl_config.json"):
         if (run / f).exists():
             shutil.copy2(run / f, dest / f)
     for f in ("sft_curves.png", "sft_curves.jsonl"):
@@ -57,6 +60,10 @@ def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None
             shutil.copy2(sft / f, dest / f)
     cfg = json.loads((run / "rl_config.json").read_text())
     rl, sf = _rows(run / "rl_curves.jsonl"), _rows(sft / "sft_curves.jsonl")
+    trained = json.loads((src / "vpo_training.json").read_text()).get("step") if (src / "vpo_training.json").exists() else None
+    if trained is not None:
+        rl = [r for r in rl if r["step"] < trained]      # the bundled weights' own history
+    (dest / "rl_curves.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rl))
     sft_cfg = json.loads((sft / "checkpoint" / "vpo_training.json").read_text())["config"] if (sft / "checkpoint" / "vpo_training.json").exists() else {}
     sft_wall, rl_wall = _wall(sf), _wall(rl)
     first, last = (rl[0], rl[-1]) if rl else ({}, {})
@@ -83,21 +90,26 @@ tags: [vpo, maze, tiny, cpu]
 # maze-tiny-{method}
 
 A {sft_cfg.get('layers', '?')}-layer LlamaForCausalLM (hidden {sft_cfg.get('hidden', '?')}, {size:.1f} MB safetensors,
-character-level tokenizer with a chat template) trained on CPU for the synthetic Maze task of the VPO
-paper (arXiv 2605.22817): a supervised warm start on search-optimal routes, then RL with the
-**{method}** advantage estimator (`training/advantages.py`). It exists so `vpo demo` and the tests have a
-real policy to evaluate offline; it is not a reproduction of the paper's Qwen3-4B numbers.
+character-level tokenizer for the grid, one token per move word, with a chat template) trained on CPU
+for the Maze task of the VPO paper (arXiv 2605.22817) on the paper's own mazes (the authors' generator,
+train split: 1000 mazes from base seed 42): a supervised warm start on search-optimal routes, then RL
+with the **{method}** advantage estimator (`training/advantages.py`) and the paper's reward mode
+(`convex_bonus`). It exists so `vpo demo` and the tests have a real policy to evaluate offline; it is
+not a reproduction of the paper's Qwen3-4B numbers.
 
-Prompt format: `Maze.prompt(style="compact")` (answer `<answer>RRDD..</answer>`) or
-`Maze.multi_prompt(m, style="compact")` (answers `<route_1>..</route_1>..`), rendered with the
-tokenizer's chat template. This checkpoint was RL-trained on the **{'multi-answer (m = ' + str(cfg['m']) + ')' if method in ('vpo', 'multi_rlvr') else 'single-answer'}** format.
+Prompt format: `Maze.prompt(style="compact")` (answer in the paper's format, move words:
+`<answer>RIGHT RIGHT DOWN ..</answer>`) or `Maze.multi_prompt(m, style="compact")` (answers
+`<route_1>RIGHT DOWN ..</route_1>..`), rendered with the tokenizer's chat template. Its answers are
+scored by the paper's scorer (`parse=paper`, the default). This checkpoint was RL-trained on the
+**{'multi-answer (m = ' + str(cfg['m']) + ')' if method in ('vpo', 'multi_rlvr') else 'single-answer'}** format.
 
 ## How it was trained
 ```
 {command}
 ```
 - Seed {cfg['seed']}; train split (1000 mazes, base seed 42) plus their 8 dihedral images
-  (rotations/mirrors; the generator's rules are symmetric, so the images are in-distribution).
+  (rotations/mirrors of the grid; the generator's rules are symmetric up to its random draws, so the
+  images are plausible training mazes).
 - Stage 1 (shared by every bundled method): SFT on search-optimal routes for anchor and random
   Dirichlet weightings of the four reward components, single answers and m = 3 chains mixed 50/50;
   {sft_cfg.get('steps', '?')} steps x batch {sft_cfg.get('batch_size', '?')}, AdamW lr {sft_cfg.get('lr', '?')} cosine; wall {sft_wall / 60:.1f} min.
@@ -119,9 +131,10 @@ tokenizer's chat template. This checkpoint was RL-trained on the **{'multi-answe
 
 Raw curves: `rl_curves.jsonl`, `sft_curves.jsonl`.
 
-## Evaluation (`vpo demo`: 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
+## Evaluation (`vpo demo`: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
 VPO/Multi-RLVR: 10 chains x 3 answers; single-answer models: 30 samples. best@k on the task scalar
-(mean of completion, gold, diamond, avoid_lava), mean ± standard error over mazes.
+(mean of completion, gold, diamond, avoid_lava; `convex_bonus` reward, the paper's scorer), mean ±
+standard error over mazes.
 
 {eval_md or '(not evaluated yet)'}
 
@@ -140,9 +153,11 @@ def main() -> None:
     ap.add_argument("--command", required=True)
     ap.add_argument("--demo", default=None)
     ap.add_argument("--notes", default="")
+    ap.add_argument("--checkpoint", default=None, help="checkpoint folder to bundle (default: RUN/checkpoint)")
     a = ap.parse_args()
     print(write_card(Path(a.run), Path(a.sft), Path(a.dest), a.command, Path(a.demo) if a.demo else None,
-                     Path(a.notes).read_text() if a.notes and Path(a.notes).exists() else a.notes))
+                     Path(a.notes).read_text() if a.notes and Path(a.notes).exists() else a.notes,
+                     Path(a.checkpoint) if a.checkpoint else None))
 
 
 if __name__ == "__main__":

@@ -68,6 +68,8 @@ class RLConfig:
     seed: int = 42
     threads: int = 2
     save_every: int = 10
+    #: also keep a copy of every saved checkpoint as ``step_NNNN/`` (for choosing the step on validation)
+    snapshots: bool = False
     time_budget_s: float | None = None
 
 
@@ -253,6 +255,9 @@ def train_rl(cfg: RLConfig) -> Path:
             save_checkpoint(policy, tok, ckpt, extra={"stage": "rl", "method": cfg.method, "step": step + 1,
                                                       "config": asdict(cfg)})
             save_state(state_path, step=step + 1, optimizer=opt)
+            if cfg.snapshots:
+                import shutil
+                shutil.copytree(ckpt, out / f"step_{step + 1:04d}", dirs_exist_ok=True)
         if done:
             break
     plot_curves(out / "rl_curves.jsonl", out / "rl_curves.png",

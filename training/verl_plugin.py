@@ -149,7 +149,8 @@ def group_ids(index: Any) -> tuple[np.ndarray, list[np.ndarray]]:
 
 
 def advantages_from_set_rewards(method: str, scores: np.ndarray, index: Any, k: int | None = None) -> np.ndarray:
-    """(bs,) advantages from per-rollout set rewards R: advantages.py's z-score, or max@k's coefficients."""
+    """(bs,) advantages from per-rollout set rewards R: advantages.py's group normalisation of the method
+    (VPO: population z-score; GRPO family: Bessel-corrected), or max@k's coefficients."""
     _, rows = group_ids(index)
     out = np.zeros(len(scores))
     for r in rows:
@@ -157,7 +158,7 @@ def advantages_from_set_rewards(method: str, scores: np.ndarray, index: Any, k: 
         if method == "max_at_k":
             out[r] = A.max_at_k_advantages(Rg[..., None, None], k=k)[0]  # s(r) of a (1,)-vector is R itself
         else:
-            out[r] = A.group_zscore(Rg)[0]
+            out[r] = A.normalise_group(method, Rg)[0]
     return out
 
 

@@ -12,7 +12,7 @@ from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("evolve", help="evolutionary test-time search (OpenEvolve) over a task's problems")
-    p.add_argument("--task", required=True)
+    p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
     p.add_argument("--model", required=True, help="openai:NAME (with --base-url) | hf:PATH_OR_ZOO | vllm:ID "
                                                   "(hf/vllm/zoo models are served by a `vpo serve` child)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models")
@@ -23,24 +23,24 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--prompt-mode", choices=["evolve", "task"], default="evolve",
                    help="evolve: OpenEvolve's templates with the task in the system message; task: the task's own prompt")
     p.add_argument("--config", dest="config_path", default=None, help="OpenEvolve YAML for everything the flags do not set")
-    p.add_argument("--out", default=None)
-    p.add_argument("--split", default="test")
-    p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--task-args", type=kv, default={})
-    p.add_argument("--data-path", default=None)
+    p.add_argument("--out", default=None, help="run folder (default: runs/evo-<task>-<model>-<mode>-m<m>-<hash>)")
+    p.add_argument("--split", default="test", help="split the problems come from")
+    p.add_argument("--limit", type=int, default=None, help="only the first N problems (after ranking, for hardest:)")
+    p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... as in `vpo run`")
+    p.add_argument("--data-path", default=None, help="local data file/folder (task-specific)")
     p.add_argument("--prompt-style", default=None,
                    help="full | compact (task-specific; default: the zoo model's trained style, else full)")
-    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--max-tokens", type=int, default=None,
                    help="completion budget per call (default: the zoo model's trained budget, else 1024)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="run seed: OpenEvolve's seed and every request seed derive from it")
     p.add_argument("--concurrency", type=int, default=8, help="problems evolved at once")
     p.add_argument("--serve-threads", type=int, default=1,
                    help="torch threads of the `vpo serve` child (hf/vllm/zoo models; 0 = torch's default)")
     p.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, help="seconds per LLM request")
     p.add_argument("--no-baseline", action="store_true", help="skip plain sampling at the same candidate budget")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_unsafe_sandbox(p)
     return p
 

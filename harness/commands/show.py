@@ -5,13 +5,24 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from dataclasses import replace
 from typing import Any, Sequence
+
+from harness.commands._args import int_list
+
+EXAMPLES = """\
+vpo show runs/smol runs/other
+vpo show runs/demo/*              # files that are not runs are skipped
+vpo show runs/smol --k 1,3,10     # other ks, computed from the stored rows (nothing sampled)
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="table of a run's metrics")
-    p.add_argument("runs", nargs="+")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (written by vpo run / demo / rescore)")
     p.add_argument("--json", action="store_true", help="print results.json")
+    p.add_argument("--k", dest="ks", type=int_list, default=None,
+                   help="read best@k / pass@k at these ks, computed from the stored rows (default: the run's own)")
     p.add_argument("--select", default="majority,random",
                    help="selection strategies for a selected@k table under the main one ('' for none)")
     return p
@@ -56,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     if not paths:
         raise ValueError(f"none of the {len(args.runs)} paths is a run folder (a folder with {CONFIG})")
     loaded = [load_run(r) for r in paths]
+    if args.ks:  # other ks: metrics over the stored pools, nothing is sampled
+        from harness.results import results_at
+
+        loaded = [replace(r, summary=results_at(r.path, list(args.ks))) for r in loaded]
     for r in loaded:
         if r.results is None:
             print(f"{r.path}: no results.json yet (interrupted run? re-run the same command to resume)",
@@ -73,5 +88,5 @@ def run(args: argparse.Namespace) -> int:
         if strategies:  # selection without an oracle, next to best@k (reports/selected.py)
             from reports.selected import format_selected
 
-            print("\n" + format_selected([r.path for r in loaded], strategies))
+            print("\n" + format_selected([r.path for r in loaded], strategies, ks=args.ks))
     return 0

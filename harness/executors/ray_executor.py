@@ -235,7 +235,7 @@ class RayExecutor(Executor):
             self._sent_gen.clear()
 
     def describe(self) -> dict[str, Any]:
-        return {"executor": self.name, **self.config.as_record(), "batch_chains": self.batch_chains,
+        return {**self.config.as_record(), "batch_chains": self.batch_chains,
                 "gpus_per_replica": self._gpus,
                 "placement": [{k: v for k, v in p.items() if k != "describe"} for p in self.placement]}
 

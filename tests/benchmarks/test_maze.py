@@ -139,6 +139,8 @@ def test_any_split_by_base_seed_and_size():
     assert len(get_task("maze", n=5).load("train")) == 5
     assert get_task("maze", base_seed=4242).load("test", limit=3)[0].id == "maze-test-0000"
     assert len(get_task("maze", base_seed=5).load("anything", limit=2)) == 2
+    with pytest.raises(ValueError, match="unknown option seed.*valid: reward_mode"):
+        get_task("maze", seed=777)                       # the old, silently ignored spelling
     for bad in ({"base_seed": "x"}, {"n": 0}, {"base_seed": -1}, {"parse": "loose"}, {"reward_mode": "quad"}):
         with pytest.raises(ValueError):
             get_task("maze", **bad)
@@ -481,18 +483,13 @@ def test_best_route_is_optimal_vs_brute_force(mode):
         assert d["info"]["reached_exit"] and d["info"]["steps"] == len(d["moves"]) <= m.budget
 
 
-def test_best_route_fast_and_deterministic():
-    import time
+def test_best_route_deterministic():
     rng = np.random.default_rng(0)
-    times = []
     for p, mode in product(TRAIN[:40], ("linear", "convex_bonus")):
         w = rng.dirichlet(np.ones(4))
-        t0 = time.perf_counter()
         moves = best_route(p, w, mode)
-        times.append(time.perf_counter() - t0)
         assert moves == best_route(MazeInstance.from_problem(p), list(w), mode)
         assert Maze(reward_mode=mode).reward(p, " ".join(moves))[0] == 1
-    assert np.mean(times) < 0.05
     with pytest.raises(ValueError):
         best_route(HAND, [1, 1, 1])
     with pytest.raises(ValueError):

@@ -168,8 +168,14 @@ def test_prompts(task, problems):
     text = single[0]["content"]
     assert "[1] (Title: Mountrail County Courthouse) The Mountrail" in text
     assert p.data["question"] in text and "<support>" in text and "<answer>" in text
+    assert text.startswith("Read the paragraphs below and answer the multi-hop question. Identify which")
+    assert text.endswith("indices (e.g., 3, 7, 12)</support>\n<answer>your answer</answer>")   # the authors' prompt
     multi = task.multi_prompt(p, 4)[0]["content"]
-    assert "<response_4>" in multi and "<response_5>" not in multi
+    assert multi.endswith("Give 4 different answers in <response_i>...</response_i> tags, each with "
+                          "<support>indices</support> and <answer>answer</answer>.")
+    assert multi[: text.index("First reason")] == text[: text.index("First reason")]
+    compact = task.multi_prompt(p, 4, style="compact")[0]["content"]
+    assert "<response_4>" in compact and "<response_5>" not in compact
     assert task.prompt(p, style="compact")[0]["content"] != text
     with pytest.raises(ValueError):
         task.prompt(p, style="nope")

@@ -52,7 +52,7 @@ def test_k_larger_than_the_pool_is_one_line(tmp_path: Path, capsys) -> None:
 ])
 def test_unknown_task_and_model_args_are_one_line(tmp_path: Path, capsys, flag, value, needle) -> None:
     rc = main(["run", "--task", "maze", "--model", "hf:maze-tiny-vpo", flag, value, "--limit", "1", "-n", "1",
-               "--out", str(tmp_path / "r"), "--no-progress"])
+               "--prompt-style", "compact", "--max-tokens", "8", "--out", str(tmp_path / "r"), "--no-progress"])
     line = _one_line_error(capsys)
     assert rc != 0 and needle in line
 

@@ -130,3 +130,34 @@ def test_runner_closes_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         runner.run(cfg(tmp_path, out=str(tmp_path / "r2")), backend=ScriptedBackend(), problems=[])
     assert closed == [True, True]
     assert ExecutionSpec().progress is True
+
+
+def test_ks_are_metrics_not_identity(tmp_path: Path) -> None:
+    """Other ks on a finished run recompute the metrics from the stored rows; nothing is sampled."""
+    a = cfg(tmp_path, ks=(1, 2, 4))
+    b = cfg(tmp_path, ks=(1, 3))
+    assert a.identity() == b.identity() and a.default_out() == b.default_out()
+    folder = runner.run(a, backend=ScriptedBackend())
+    rows_before = (folder / "samples.jsonl").read_bytes()
+    first = read_results(folder)
+    assert first is not None and first.ks == [1, 2, 4]
+    b2 = ScriptedBackend()
+    runner.run(b, backend=b2)
+    assert b2.calls == [] and (folder / "samples.jsonl").read_bytes() == rows_before
+    res = read_results(folder)
+    assert res is not None and res.ks == [1, 3]
+    assert res.best[1].mean == pytest.approx(first.best[1].mean)
+    assert first.best[2].mean <= res.best[3].mean <= first.best[4].mean
+    assert json.loads((folder / "config.json").read_text())["ks"] == [1, 3]
+
+
+def test_folder_written_with_ks_in_its_identity_resumes_with_other_ks(tmp_path: Path) -> None:
+    """Folders from before ks left the identity (``identity.sampling.ks``) still resume."""
+    folder = runner.run(cfg(tmp_path), backend=ScriptedBackend())
+    rec = json.loads((folder / "config.json").read_text())
+    rec["identity"]["sampling"]["ks"] = [1, 2, 4]
+    rec.pop("ks", None)
+    (folder / "config.json").write_text(json.dumps(rec))
+    b2 = ScriptedBackend()
+    runner.run(cfg(tmp_path, ks=(2,)), backend=b2)
+    assert b2.calls == [] and read_results(folder).ks == [2]

@@ -158,3 +158,14 @@ def test_cli_refuses_replicas_without_ray(capsys: pytest.CaptureFixture[str]) ->
     rc = main(["run", "--task", "maze", "--model", "hf:x", "--replicas", "2"])
     err = capsys.readouterr().err
     assert rc == 2 and "--replicas needs --executor ray" in err and "Traceback" not in err
+
+
+def test_ray_executor_without_ray_is_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from harness.executors.ray_executor import ExecutorError, RayExecutor
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    ex = RayExecutor(BackendSpec("hf:x"), ExecutorConfig(kind="ray", replicas=2))
+    with pytest.raises(ExecutorError, match=r"pip install 'vpo-harness\[ray\]'"):
+        ex.start(ChainScorer(lambda: None, 1, score_generation))

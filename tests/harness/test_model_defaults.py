@@ -56,3 +56,22 @@ def test_tokens_are_reported_while_a_batch_runs(tiny_llama_dir) -> None:  # noqa
     assert len(seen) >= 2 and sum(seen) >= 4 * 2  # ... and reported every decoding step on the way
     list(gen)
     assert first.completion_tokens is not None
+
+
+def test_runner_wires_a_token_bar_to_batching_backends(tmp_path: Path) -> None:
+    from harness.runner import RunConfig, run
+    from tests.harness.scripted import ScriptedBackend
+
+    class Batching(ScriptedBackend):
+        on_tokens = None
+
+        def generate(self, requests, sampling):
+            self.hooked = callable(self.on_tokens)
+            if self.hooked:
+                self.on_tokens(3)
+            yield from super().generate(requests, sampling)
+
+    b = Batching()
+    cfg = RunConfig.of(task="maze", model="scripted:x", limit=1, n=2, ks=(1,), out=str(tmp_path / "r"), progress=True)
+    run(cfg, backend=b)
+    assert b.hooked and b.on_tokens is None  # set while generating, removed after
