@@ -81,9 +81,9 @@ class Eureqa(Benchmark):
     def _source(self, path: str | None) -> Any:
         """A function hub split name -> rows, reading a local folder or the hub."""
         how = ("EUREQA has no offline copy here. Export the hub splits (questions_hard_1..5, "
-               "questions_normal_5) as <split>.parquet/.jsonl into a folder and pass path=<folder> "
-               "(or put them in <shared data>/eureqa/), pass path=<one file> to load it as the split, "
-               "or use hub=True with network access.")
+               "questions_normal_5) as <split>.parquet/.jsonl into a folder and pass it as --data-path "
+               "(path= in Python; or put them in <shared data>/eureqa/), pass one file as --data-path to load "
+               "it as the split, or use --task-args hub=true with network access.")
         if path is not None and looks_like_hub_id(path):
             return lambda s: hub_rows(path, s, how_to_fix=how)
         if path is not None:
@@ -96,7 +96,7 @@ class Eureqa(Benchmark):
         local = shared_data_dir() / "eureqa"
         if local.is_dir() and any(_candidates(local, s) for s in HUB_SPLITS):
             return lambda s: read_rows(_find_split_file(local, s, how))
-        raise DataError(f"no local EUREQA data and hub=False. {how}", path=str(local))
+        raise DataError(f"no local EUREQA data (and hub=false). {how}", path=str(local))
 
     def _split_rows(self, split: str, source: Any) -> list[tuple[str, Row]]:
         if split in HUB_SPLITS:

@@ -141,6 +141,11 @@ class RunStore:
                 a.pop(key, None)
                 b.pop(key, None)
             diff = sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k)))
+            if diff and not self.samples_bytes():
+                # nothing sampled under the old settings (a typo in --model, a server that was down):
+                # the folder holds no run yet, so the corrected command starts it instead of being refused
+                write_json_atomic(cfg_path, config)
+                return False
             if diff:
                 detail = "; ".join(f"{k}: {_short(a.get(k))} -> {_short(b.get(k))}" for k in diff[:5])
                 raise RunStoreError(

@@ -5,6 +5,11 @@ import argparse
 from pathlib import Path
 
 
+EXAMPLES = """\
+vpo compare runs/demo/maze-tiny-grpo runs/demo/maze-tiny-vpo
+vpo compare runs/a runs/b --k 1,30 --csv --out diff.csv
+"""
+
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="paired best@k/pass@k/selected@k/diversity/VPO-objective differences "
                                        "vs the first run, 95%% bootstrap CI, win/tie/loss")
@@ -12,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--k", dest="ks", default=None, help="comma-separated ks (default: those every run has)")
     p.add_argument("--strategies", default="majority,random,public-tests",
                    help="selection strategies for selected@k (those a run cannot evaluate are left out)")
-    p.add_argument("--resamples", type=int, default=10_000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples over problems")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and of Monte Carlo selection")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print JSON")
     fmt.add_argument("--csv", action="store_true", help="print CSV (one row per metric, k and run)")

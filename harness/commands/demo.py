@@ -7,14 +7,19 @@ from pathlib import Path
 from harness.paths import BUNDLED_CHECKPOINTS
 
 
+EXAMPLES = """\
+vpo demo                      # the 100 test mazes, about a minute on 2 CPUs
+vpo demo --limit 5 --out runs/demo-small
+"""
+
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="bundled tiny VPO vs GRPO on the Maze test split: best@k, pass@k, diversity")
-    p.add_argument("--checkpoints", default=str(BUNDLED_CHECKPOINTS))
-    p.add_argument("--out", default="runs/demo")
+    p.add_argument("--checkpoints", default=str(BUNDLED_CHECKPOINTS), help="folder holding maze-tiny-<method>/")
+    p.add_argument("--out", default="runs/demo", help="folder for the runs, plots and report")
     p.add_argument("--limit", type=int, default=None, help="number of test mazes (default all 100)")
-    p.add_argument("--batch-size", type=int, default=200)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=200, help="chains decoded together")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--only", nargs="*", default=["vpo", "grpo"],
                    help="methods to evaluate (default and 'all': vpo grpo, the bundled checkpoints)")
     return p

@@ -4,10 +4,15 @@ from __future__ import annotations
 import argparse
 import json
 
+EXAMPLES = """\
+vpo ls
+vpo ls --json | python3 -m json.tool
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="list tasks with reward dimensions, components, splits and sizes")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 

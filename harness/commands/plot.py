@@ -4,15 +4,20 @@ from __future__ import annotations
 import argparse
 
 
+EXAMPLES = """\
+vpo plot runs/a runs/b --labels VPO,GRPO --out best_at_k.png
+vpo plot runs/a runs/b --metric selected:majority --out majority.png
+"""
+
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="best@k curves with standard-error bands, one line per run "
                                     "(evolve runs: solved vs candidates next to plain sampling)")
-    p.add_argument("runs", nargs="+")
-    p.add_argument("--out", default="best_at_k.png")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (vpo run / demo / rescore / evolve)")
+    p.add_argument("--out", default="best_at_k.png", help="image file (.png, .pdf, .svg)")
     p.add_argument("--metric", default="best",
                    help="best | pass | selected:STRATEGY (majority, random, public-tests: drawn with best@k dashed)")
     p.add_argument("--labels", default=None, help="comma-separated line labels")
-    p.add_argument("--title", default=None)
+    p.add_argument("--title", default=None, help="figure title")
     return p
 
 

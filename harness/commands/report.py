@@ -4,20 +4,25 @@ from __future__ import annotations
 import argparse
 
 
+EXAMPLES = """\
+vpo report runs/demo/maze-tiny-grpo runs/demo/maze-tiny-vpo --labels GRPO,VPO --out report.html
+"""
+
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="self-contained HTML report of runs: curves, diversity, reward-space "
                                       "projections, paired comparison, per-problem table, provenance")
     p.add_argument("runs", nargs="+", help="run folders (evaluation or evolve runs); the first is the baseline")
-    p.add_argument("--out", default="report.html")
+    p.add_argument("--out", default="report.html", help="HTML file to write")
     p.add_argument("--labels", default=None, help="comma-separated run labels")
     p.add_argument("--problems", default=None,
                    help="comma-separated problem ids to project (default: largest VPO-minus-GRPO best@k gaps)")
     p.add_argument("--n-problems", type=int, default=4, help="how many problems to project by default")
     p.add_argument("--projection", default="pca", help="'pca' or two component names, e.g. gold,diamond")
-    p.add_argument("--strategies", default="majority,random,public-tests")
-    p.add_argument("--resamples", type=int, default=10_000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--title", default=None)
+    p.add_argument("--strategies", default="majority,random,public-tests",
+                   help="selection strategies for selected@k (those a run cannot evaluate are left out)")
+    p.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples over problems")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and of Monte Carlo selection")
+    p.add_argument("--title", default=None, help="page title")
     return p
 
 

@@ -6,6 +6,10 @@ import argparse
 from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 
+EXAMPLES = """\
+vpo rescore runs/demo/maze-tiny-vpo --out runs/vpo-linear --task-args reward_mode=linear
+"""
+
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("rescore", help="re-grade a run's stored completions with the current task code or other "
                                        "task options into a new run folder (no generation; code in the sandbox)")
@@ -14,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--task-args", type=kv, default={},
                    help="task options to change, k=v,... (e.g. reward_mode=convex_bonus, visible_tests=half)")
     p.add_argument("--workers", type=int, default=1, help="chains graded in parallel")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_unsafe_sandbox(p)
     return p
 

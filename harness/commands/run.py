@@ -5,6 +5,13 @@ import argparse
 
 from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
 
+EXAMPLES = """\
+vpo run --task maze --model mock:moves --limit 5 -n 4 -m 3          # no model: exercises the harness
+vpo run --task maze --model hf:maze-tiny-vpo --limit 20 -n 10 -m 3 --out runs/vpo
+vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhost:8000/v1 -n 10 -m 3
+vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="sample a pool per problem, score it, write a run folder (resumable)")
@@ -13,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME | mock:moves (zoo: smollm2-135m, ...)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (openai backend)")
     p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,k2=v2")
-    p.add_argument("--split", default="test")
+    p.add_argument("--split", default="test", help="which split of the task (see `vpo ls`)")
     p.add_argument("--data-path", default=None, help="local data file/folder or hub id (task-specific)")
     p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... (e.g. reward_mode=convex_bonus)")
     p.add_argument("--limit", type=int, default=None, help="only the first N problems")
@@ -22,18 +29,20 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("-n", "--num-chains", dest="n", type=int, default=10, help="chains per problem")
     p.add_argument("-m", "--answers", dest="m", type=int, default=1,
                    help="answers per chain (1 = single-answer prompt); pool = n*m candidates")
-    p.add_argument("--k", dest="ks", type=int_list, default=None, help="best@k / pass@k values, e.g. 1,2,4,8,16,30")
+    p.add_argument("--k", dest="ks", type=int_list, default=None,
+                   help="best@k / pass@k values, e.g. 1,2,4,8,16,30 (default: those of 1,2,4,8,16,30 within the "
+                        "pool n*m). Not part of the run: other ks on a finished run only recompute the metrics")
     p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
-    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--top-p", type=float, default=None, help="default: the task's paper setting")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="completion budget; default: the model's own (bundled checkpoints), else 1024")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="sampling seed; every chain's seed derives from it")
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
-    p.add_argument("--score-workers", type=int, default=1)
+    p.add_argument("--score-workers", type=int, default=1, help="threads grading chains (code tasks)")
     p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_unsafe_sandbox(p)
     from harness.executors.cli_args import add_executor_arguments
 

@@ -10,14 +10,15 @@ from typing import Any, Sequence
 
 from harness.commands._args import int_list
 
+EXAMPLES = """\
+vpo show runs/smol runs/other
+vpo show runs/demo/*              # files that are not runs are skipped
+vpo show runs/smol --k 1,3,10     # other ks, computed from the stored rows (nothing sampled)
+"""
+
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("show", help="table of a run's metrics", formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Print best@k / pass@k / diversity (mean ± standard error) of run folders,\n"
-                                   "then selected@k without an oracle.",
-                       epilog="examples:\n  vpo show runs/smol runs/other\n"
-                              "  vpo show runs/demo/*              # files that are not runs are skipped\n"
-                              "  vpo show runs/smol --k 1,3,10     # other ks, recomputed from the stored rows")
+    p = sub.add_parser("show", help="table of a run's metrics")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (written by vpo run / demo / rescore)")
     p.add_argument("--json", action="store_true", help="print results.json")
     p.add_argument("--k", dest="ks", type=int_list, default=None,

@@ -163,7 +163,7 @@ def test_paper_sizes_from_a_full_size_folder(tmp_path):
 
 def test_no_data_without_hub_says_how_to_pass_a_path(monkeypatch, tmp_path):
     monkeypatch.setenv("VPO_SHARED_DATA", str(tmp_path))
-    with pytest.raises(DataError, match="pass path=<folder>"):
+    with pytest.raises(DataError, match="pass it as --data-path .*--task-args hub=true"):
         Eureqa().load("test")
     with pytest.raises(DataError, match="no file for split 'questions_hard_5'"):
         Eureqa().load("train", path=str(tmp_path))
@@ -186,7 +186,7 @@ def test_hub_loader_through_datasets(monkeypatch):
         raise ConnectionError("no network")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(DataError, match="ConnectionError.*pass path="):
+    with pytest.raises(DataError, match="ConnectionError.*--data-path"):
         Eureqa(hub=True).load("train")
 
 

@@ -50,6 +50,28 @@ def test_show_reads_other_ks_from_the_stored_rows(two_runs: list[Path], capsys: 
     assert "best@3" in out and "best@6" not in out and "k=3" in out
 
 
+def test_every_command_help_has_a_description_and_shows_defaults() -> None:
+    """`vpo CMD --help`: what the command does, and every option with a default says what it is."""
+    import argparse
+
+    from harness.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        text = " ".join(parser.format_help().split())
+        assert parser.description, name
+        for action in parser._actions:
+            d = action.default
+            if not action.option_strings or d is None or d is False or d is argparse.SUPPRESS or d in ({}, [], ""):
+                continue
+            shown = parser._get_formatter()._expand_help(action)
+            assert "default" in shown, (name, action.option_strings, shown)
+        if name in ("run", "show", "compare", "rescore"):
+            assert "examples:" in text and f"vpo {name} " in text, name
+    run_help = " ".join(sub.choices["run"].format_help().split())
+    assert "chains per problem (default: 10)" in run_help and "--seed SEED sampling seed" in run_help
+
+
 def test_plot_writes_png(two_runs: list[Path], tmp_path: Path) -> None:
     png = tmp_path / "fig" / "best.png"
     assert main(["plot", *map(str, two_runs), "--out", str(png), "--labels", "chains,singles"]) == 0

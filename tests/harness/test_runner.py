@@ -79,6 +79,23 @@ def test_config_mismatch_is_refused(tmp_path: Path) -> None:
         run(cfg(tmp_path, n=5), backend=ScriptedBackend())
 
 
+def test_folder_without_rows_takes_the_corrected_command(tmp_path: Path) -> None:
+    """A first attempt that failed before any chain was stored (a typo in --model) leaves a config.json;
+    the corrected command must start the run there, not be refused as "a different run"."""
+    from harness.cli import main
+
+    out = str(tmp_path / "run")
+    assert main(["run", "--task", "maze", "--model", "mok:moves", "--limit", "2", "-n", "2", "--out", out,
+                 "--no-progress"]) == 2
+    assert (tmp_path / "run" / "config.json").exists()
+    assert main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "2", "-n", "2", "--out", out,
+                 "--no-progress"]) == 0
+    rec = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert rec["identity"]["model"]["spec"] == "mock:moves" and len(load_run(out).chains) == 4
+    with pytest.raises(RunStoreError, match="different run"):  # once rows exist, a change is refused
+        run(cfg(tmp_path, model="mock:words"), backend=ScriptedBackend())
+
+
 def test_failures_are_recorded_and_retryable(tmp_path: Path) -> None:
     c = cfg(tmp_path)
     folder = run(c, backend=ScriptedBackend(fail=[1]))
