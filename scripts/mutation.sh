@@ -31,6 +31,8 @@ DEFAULT=(
 if [ "$#" -gt 0 ]; then GLOBS=("$@"); else GLOBS=("${DEFAULT[@]}"); fi
 
 rm -rf mutants
+# mutmut runs the tests from ./mutants, where ../shared/data is not next to the checkout any more
+export VPO_SHARED_DATA="${VPO_SHARED_DATA:-$(cd .. && pwd)/shared/data}"
 log=$(mktemp)
 start=$(date +%s)
 # mutmut draws a progress line per mutant: keep it in a log, print the summary
