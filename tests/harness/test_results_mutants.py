@@ -51,6 +51,8 @@ def test_results_fields(partial_run):
     mt = raw["metrics"]
     assert mt["n_problems"] == len(ids) and mt["n_candidates"] == 2 * len(ok)
     assert mt["best@1"]["n"] == len(ids) - 1  # the problem without a good chain is undefined, not 0
+    for name in ("pass@1", "mean_scalar", "diversity", "pareto_fraction", "vpo_objective"):
+        assert mt[name]["n"] == len(ids) - 1, name  # ... in every metric (no phantom zero candidate)
     assert set(mt["components"]) == set(get_task("eureqa").component_names)
     from harness.metrics import METRIC_SEED
 
