@@ -121,6 +121,14 @@ class Benchmark(ABC):
         return [self.parse_single(b) if b is not None else None
                 for b in parse_numbered_tags(text, self.answer_tag, m)]
 
+    def authors_parse(self, completion: str, m: int) -> list[str | None]:
+        """The VPO authors' chain reading (``extract_numbered_tags``): the first ``<tag_i>`` of each i,
+        tags case-sensitive, reasoning kept; each block read by :meth:`parse_single`."""
+        if not isinstance(completion, str):
+            return [None] * m
+        return [self.parse_single(b) if b is not None else None
+                for b in tags.numbered_blocks(completion, self.answer_tag, m, which="first", ignore_case=False)]
+
     def parse_single(self, completion: str) -> str | None:
         return completion if completion.strip() else None
 

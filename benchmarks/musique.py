@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from benchmarks.base import Benchmark, Messages, Option, Problem, extract_tag, user
-from benchmarks.tags import first_block, numbered_blocks
+from benchmarks.tags import first_block
 from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import authors_token_f1, best_token_f1, strip_think
 from harness.paths import shared_data_dir
@@ -263,10 +263,7 @@ class MuSiQue(Benchmark):
     def parse(self, completion: str, m: int | None = None) -> list[str | None]:
         if m is None or self.parse_mode != "paper":
             return super().parse(completion, m)
-        if not isinstance(completion, str):
-            return [None] * m
-        blocks = numbered_blocks(completion, "response", m, which="first", ignore_case=False)
-        return [self.parse_single(b) if b is not None else None for b in blocks]
+        return self.authors_parse(completion, m)
 
     def parse_single(self, completion: str) -> str | None:
         """paper: the reply as written when its first ``<answer>`` is non-empty, else None. lenient: the

@@ -55,7 +55,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
-from benchmarks.tags import find_tags, first_block, numbered_blocks
+from benchmarks.tags import find_tags, first_block
 from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, read_rows
 from benchmarks.textnorm import authors_normalize, authors_token_f1, multiset_f1, set_f1, squad_normalize, token_f1
 from harness.paths import shared_data_dir
@@ -501,10 +501,8 @@ class ToolRL(Benchmark):
     def parse(self, completion: str, m: int | None = None) -> list[str | None]:
         if m is None or self.parse_mode != "paper":
             return super().parse(completion, m)
-        if not isinstance(completion, str):
-            return [None] * m
-        blocks = numbered_blocks(completion, "response", m, which="first", ignore_case=False)
-        return [b if b is not None and b.strip() else None for b in blocks]
+        # an empty block is a missing attempt (zero vector), unlike an empty single reply
+        return [b if b is not None and b.strip() else None for b in self.authors_parse(completion, m)]
 
     def parse_single(self, completion: str) -> str | None:
         """paper: the reply as written (an empty reply is scored too: format 0, and 1 on the call

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from harness.metrics import mean_se, pass_at_k
+from harness.metrics import best_at_k_curve, mean_se, pass_at_k
 
 
 def _curve(values: np.ndarray, xs: Sequence[int]) -> dict[str, list]:
@@ -35,6 +35,7 @@ def evolve_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str], it
     solved_it = np.zeros((len(problem_ids), len(its)))
     solved_c = np.zeros((len(problem_ids), len(cands)))
     best_it = np.full((len(problem_ids), len(its)), np.nan)
+    best_c = np.full((len(problem_ids), len(cands)), np.nan)
     per_problem: dict[str, Any] = {}
     for i, pid in enumerate(problem_ids):
         rs = sorted(by_p[pid], key=lambda r: (int(r["iteration"]), int(r["answer_index"])))
@@ -51,6 +52,7 @@ def evolve_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str], it
         np.maximum.at(best_per_it, it_of, sc)
         run = np.maximum.accumulate(best_per_it)
         best_it[i] = np.where(np.isfinite(run), run, np.nan)
+        best_c[i, : len(sc)] = np.maximum.accumulate(sc)
         if len(rs) < n_cand:  # an unfinished problem: unknown beyond what was evaluated
             solved_c[i, len(rs):] = np.nan
             solved_it[i, it_of.max() + 1:] = np.nan
@@ -64,6 +66,7 @@ def evolve_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str], it
         "solved_vs_iteration": _curve(solved_it, its),
         "solved_vs_candidates": _curve(solved_c, cands),
         "best_vs_iteration": _curve(best_it, its),
+        "best_vs_candidates": _curve(best_c, cands),
         "per_problem": per_problem,
         "solved": mean_se(solved_c[:, -1] if n_cand else []).as_dict(),
     }
@@ -78,7 +81,8 @@ def sampling_curve(pools: Sequence[np.ndarray], budgets: Sequence[int]) -> dict[
 
 def baseline_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
                     solved: Callable[[str, float, bool], bool], budget: int) -> dict[str, Any]:
-    """Plain best@k sampling of the same model, as a solved-vs-candidates curve up to ``budget``."""
+    """Plain best@k sampling of the same model up to ``budget`` candidates: solved within c samples
+    and the unbiased best@c of the task scalar."""
     pools: dict[str, list[bool]] = {p: [] for p in problem_ids}
     scores: dict[str, list[float]] = {p: [] for p in problem_ids}
     for r in rows:
@@ -90,5 +94,7 @@ def baseline_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
     arr = [np.asarray(pools[p], dtype=float) for p in problem_ids]
     n = min((len(a) for a in arr), default=0)
     xs = list(range(1, min(n, budget) + 1))
-    return {"solved_vs_candidates": sampling_curve(arr, xs), "pool": n,
+    best = best_at_k_curve([np.asarray(scores[p], dtype=float) for p in problem_ids], xs) if xs else {}
+    best_vals = np.stack([best[c] for c in xs], axis=1) if xs else np.zeros((len(arr), 0))
+    return {"solved_vs_candidates": sampling_curve(arr, xs), "best_vs_candidates": _curve(best_vals, xs), "pool": n,
             "solved": mean_se([float(a.any()) for a in arr]).as_dict()}

@@ -1,5 +1,5 @@
-"""Figures of evolve runs: fraction solved vs candidates evaluated (evolve solid, plain sampling of the
-same model at the same budget dashed, one colour per run), and mean best score vs iteration."""
+"""Figures of evolve runs: fraction solved and best task scalar vs candidates evaluated (evolve solid,
+plain sampling of the same model at the same budget dashed, one colour per run)."""
 from __future__ import annotations
 
 import json
@@ -48,14 +48,19 @@ def plot_evolve(runs: Sequence[str | Path], out: str | Path, labels: Sequence[st
         _band(a1, res["evolve"]["solved_vs_candidates"], f"{lab}: evolve", c)
         if res.get("baseline"):
             _band(a1, res["baseline"]["solved_vs_candidates"], f"{lab}: sampling", c, "--")
-        _band(a2, res["evolve"]["best_vs_iteration"], lab, c)
+        if "best_vs_candidates" in res["evolve"]:
+            _band(a2, res["evolve"]["best_vs_candidates"], f"{lab}: evolve", c)
+            if res.get("baseline") and "best_vs_candidates" in res["baseline"]:
+                _band(a2, res["baseline"]["best_vs_candidates"], f"{lab}: sampling (best@k)", c, "--")
+        else:  # results written before best-vs-candidates existed
+            _band(a2, res["evolve"]["best_vs_iteration"], lab, c)
     a1.set_xlabel("candidates evaluated per problem")
     a1.set_ylabel("fraction of problems solved")
     a1.set_title(f"solved ({results[0].get('solved_definition', 'passed')})", fontsize=9)
     a1.grid(alpha=0.3)
     a1.legend(fontsize=8)
-    a2.set_xlabel("iteration")
-    a2.set_ylabel("best task scalar so far (mean over problems)")
+    a2.set_xlabel("candidates evaluated per problem")
+    a2.set_ylabel("best task scalar (mean over problems)")
     a2.grid(alpha=0.3)
     a2.legend(fontsize=8)
     n = results[0]["metrics"].get("n_problems", "?")

@@ -46,6 +46,16 @@ def method_prompt(task: Benchmark, problem: Problem, method: str, m: int, style:
     return msgs
 
 
+def goal_weights(task: Benchmark, problems: Sequence[Problem], method: str, *, seed: int,
+                 alpha: float = 1.0) -> list[list[float] | None]:
+    """Goal-conditioned GRPO's prompt weights, one Dir(alpha) draw per problem (None for other methods).
+    They live in the data row, so the G rollouts of a prompt share them (TRL and verl alike)."""
+    if method != "goal_cond":
+        return [None] * len(problems)
+    rng = np.random.default_rng([seed, 3])
+    return [rng.dirichlet(np.full(len(task_components(task, p)), alpha)).tolist() for p in problems]
+
+
 def task_components(task: Benchmark, problem: Problem) -> tuple[str, ...]:
     """Component names of one problem (code tasks have one per test, so d varies by problem)."""
     per = getattr(task, "components_for", None)

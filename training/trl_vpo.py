@@ -34,7 +34,6 @@ import torch
 
 from benchmarks import get_task
 from benchmarks.base import Benchmark, Problem
-from training import advantages as A
 from training import rollouts as R
 
 
@@ -77,6 +76,10 @@ class TRLVPOConfig:
     use_vllm: bool = False
     vllm_mode: str = "colocate"
     bf16: bool = False
+    #: None: on with CUDA (memory), off on CPU. TRL turns it on by default, and with it plain
+    #: `generate` runs without a KV cache: every new token re-reads the whole prompt (a 135M model on
+    #: ToolRL's ~1k-token prompts then spends minutes per rollout on a CPU)
+    gradient_checkpointing: bool | None = None
     threads: int | None = None
     grpo_overrides: dict[str, Any] = field(default_factory=dict)   # any other GRPOConfig field
 
@@ -101,13 +104,9 @@ def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, 
     """
     from harness.models.prompting import render_messages
 
-    rng = np.random.default_rng([cfg.seed, 3])
     templated = tokenizer is None or bool(getattr(tokenizer, "chat_template", None))
     rows = []
-    for p in problems:
-        gw = None
-        if cfg.method == "goal_cond":
-            gw = rng.dirichlet(np.full(len(R.task_components(task, p)), cfg.alpha)).tolist()
+    for p, gw in zip(problems, R.goal_weights(task, problems, cfg.method, seed=cfg.seed, alpha=cfg.alpha)):
         msgs = R.method_prompt(task, p, cfg.method, cfg.m, cfg.prompt_style, gw)
         rows.append({"prompt": msgs if templated else render_messages(msgs, None),
                      "problem": R.problem_to_json(p), "goal_weights": gw or []})
@@ -314,6 +313,7 @@ def grpo_config(cfg: TRLVPOConfig, **extra: Any) -> Any:
         vllm_mode=cfg.vllm_mode, disable_dropout=True, shuffle_dataset=True, log_completions=False,
         remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
         adam_beta2=0.99, weight_decay=0.0, max_grad_norm=1.0,
+        gradient_checkpointing=torch.cuda.is_available() if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing,
     )
     kw.update(cfg.grpo_overrides)
     kw.update(extra)
@@ -417,6 +417,8 @@ def write_model_card(ckpt: Path, cfg: TRLVPOConfig, rows: list[dict[str, Any]], 
     head, tail = rows[:5], rows[-5:]
     table = "\n".join(f"| {k} | {avg(head, k)} | {avg(tail, k)} |" for k in keys)
     multi = R.is_multi(cfg.method)
+    vpo_line = (f"; K = {cfg.K} {'scrambled-Sobol' if cfg.sobol else 'Dirichlet'}(alpha = {cfg.alpha}) weights per group"
+                if cfg.method == "vpo" else "")
     card = f"""---
 library_name: transformers
 pipeline_tag: text-generation
@@ -426,17 +428,18 @@ tags: [vpo, trl, {cfg.task}, {cfg.method}]
 
 Trained with `training/trl_vpo.py` (TRL GRPOTrainer, advantages from `training/advantages.py`).
 
-- Method: **{cfg.method}** ({'multi-answer chains of m = ' + str(cfg.m) if multi else 'single answer'});
-  K = {cfg.K} {'scrambled-Sobol' if cfg.sobol else 'Dirichlet'}(alpha = {cfg.alpha}) weights per group
-  {'(duplicates removed by the task dedup key)' if multi else ''}.
-- Task: `{cfg.task}` {cfg.task_args or ''}, split `{cfg.split}`{', limit ' + str(cfg.limit) if cfg.limit else ''}{', 8 dihedral images' if cfg.augment else ''}; prompt style `{cfg.prompt_style}`.
+- Method: **{cfg.method}** ({'multi-answer chains of m = ' + str(cfg.m) + ', duplicates removed by the task dedup key' if multi else 'single answer'}){vpo_line}.
+- Task: `{cfg.task}`{' ' + str(cfg.task_args) if cfg.task_args else ''}, split `{cfg.split}`{', limit ' + str(cfg.limit) if cfg.limit else ''}{', 8 dihedral images' if cfg.augment else ''}; prompt style `{cfg.prompt_style}`.
 - Init: `{cfg.init}` ({init}).
 - {cfg.steps} generation rounds x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, {cfg.minibatches} optimizer step(s) per round;
   lr {cfg.lr}, KL beta {cfg.beta}, clip {cfg.clip}, temperature {cfg.temperature}, top-p {cfg.top_p},
   max completion {cfg.max_completion_length} tokens, loss `{cfg.loss_type}`, truncated rollouts: {cfg.truncated_reward}; seed {cfg.seed}.
 - Wall time {wall_s / 60:.1f} min; generation: {'vLLM (' + cfg.vllm_mode + ')' if cfg.use_vllm else 'transformers generate'}.
 
-Evaluate: `vpo run --task {cfg.task} --model hf:{ckpt} {'-m ' + str(cfg.m) if multi else ''} ...`
+Evaluate: `vpo run --task {cfg.task} --model hf:{ckpt}{' -m ' + str(cfg.m) if multi else ''} ...`
+
+`reward` in the table is TRL's sum of the per-component reward functions (each the mean over the
+rollout's answers); the advantages themselves come from `training/advantages.py`.
 
 ## Curves (mean of first / last 5 logged steps)
 ![curves](trl_curves.png)

@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from benchmarks import get_task
 from benchmarks.base import Benchmark, Problem
@@ -61,13 +60,8 @@ def verl_rows(cfg: VerlExport) -> list[dict[str, Any]]:
     task = get_task(cfg.task, **cfg.task_args)
     try:
         problems = task.load(cfg.split, path=cfg.path, limit=cfg.limit)
-        rng = np.random.default_rng([cfg.seed, 3])
-        rows = []
-        for i, p in enumerate(problems):
-            gw = None
-            if cfg.method == "goal_cond":
-                gw = rng.dirichlet(np.full(len(R.task_components(task, p)), cfg.alpha)).tolist()
-            rows.append(problem_row(task, p, cfg, i, gw))
+        weights = R.goal_weights(task, problems, cfg.method, seed=cfg.seed, alpha=cfg.alpha)
+        rows = [problem_row(task, p, cfg, i, gw) for i, (p, gw) in enumerate(zip(problems, weights))]
         return rows
     finally:
         if hasattr(task, "close"):

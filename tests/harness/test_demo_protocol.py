@@ -30,6 +30,8 @@ def test_demo_only_filter(tmp_path: Path) -> None:
     for name in zoo.BUNDLED_POLICIES:
         (tmp_path / f"maze-tiny-{name}").mkdir()
         (tmp_path / f"maze-tiny-{name}" / "config.json").write_text("{}")
-    labels = [lab for lab, _ in demo_configs(tmp_path, tmp_path / "out", None, 8, only=["vpo", "max@k"])]
-    assert labels == ["VPO", "Max@k"]
-    assert len(demo_configs(tmp_path, tmp_path / "out", None, 8, only=["all"])) == 4
+    labels = [lab for lab, _ in demo_configs(tmp_path, tmp_path / "out", None, 8, only=["grpo"])]
+    assert labels == ["GRPO"]
+    # the optional max@k / multi_rlvr policies were removed with issue 10: asking for one selects nothing
+    assert [lab for lab, _ in demo_configs(tmp_path, tmp_path / "out", None, 8, only=["vpo", "max@k"])] == ["VPO"]
+    assert len(demo_configs(tmp_path, tmp_path / "out", None, 8, only=["all"])) == len(zoo.BUNDLED_POLICIES) == 2

@@ -112,3 +112,10 @@ def test_summarize_mixed_dimensions_and_empty_pools():
     assert named["spread"] == {"a": pytest.approx(0.25), "b": pytest.approx(0.25)}
     unnamed = M.summarize(pools[:1], scalars[:1], passes[:1], [1], ["only_one"])
     assert set(unnamed["components"]) == {"c0", "c1"}
+
+
+def test_pools_of_one_candidate():
+    assert M.pareto_fraction(np.array([[0.2, 0.4]])) == 1.0  # one candidate is undominated
+    assert M.pass_at_k([np.array([True]), np.array([False])], 1).tolist() == [1.0, 0.0]
+    assert M.best_at_k([np.array([0.3])], 1).tolist() == [0.3]
+    assert M.mean_pairwise_l1(np.array([[0.2, 0.4]])) == 0.0

@@ -86,3 +86,16 @@ def test_evolve_curves_first_solved_and_running_best() -> None:
                             {"problem_id": "b", "scalars": [0.0, 0.0], "passed": [False, False]}],
                            ["a", "b"], lambda pid, s, ok: ok, budget=8)
     assert base["pool"] == 2 and base["solved_vs_candidates"]["mean"] == [0.25, 0.5]
+
+
+def test_best_vs_candidates_curves() -> None:
+    rows = [{"problem_id": "a", "iteration": it, "answer_index": 0, "scalars": [s], "solved": False}
+            for it, s in enumerate([0.2, 0.1, 0.5, 0.3])]
+    cur = evolve_curves(rows, ["a"], 3)
+    assert cur["best_vs_candidates"]["mean"] == [0.2, 0.2, 0.5, 0.5]
+    base = baseline_curves([{"problem_id": "a", "scalars": [0.2, 0.1, 0.5, 0.3], "passed": [False] * 4}],
+                           ["a"], lambda pid, s, ok: ok, budget=4)
+    # unbiased best@c of the pool {0.1, 0.2, 0.3, 0.5}: brute force over subsets
+    for j, c in enumerate(range(1, 5)):
+        want = np.mean([max(sub) for sub in itertools.combinations([0.2, 0.1, 0.5, 0.3], c)])
+        assert base["best_vs_candidates"]["mean"][j] == pytest.approx(want, abs=1e-6)

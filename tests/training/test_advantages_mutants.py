@@ -100,8 +100,14 @@ def test_compute_advantages_passes_every_argument_through():
         want = A.vpo_advantages(REW, K=7, alpha=0.5, sobol=sobol, rng=np.random.default_rng(3))
         np.testing.assert_allclose(got, want)
         assert not np.allclose(got, A.vpo_advantages(REW, rng=np.random.default_rng(3), sobol=sobol))
-    np.testing.assert_allclose(A.compute_advantages("max_at_k", REW, k=3), A.max_at_k_advantages(REW, k=3))
-    assert not np.allclose(A.compute_advantages("max_at_k", REW, k=5), A.max_at_k_advantages(REW, k=2))
+    np.testing.assert_allclose(A.compute_advantages("max_at_k", REW, k=2), A.max_at_k_advantages(REW, k=2))
+    assert not np.allclose(A.max_at_k_advantages(REW, k=2), A.max_at_k_advantages(REW))  # k reaches it
+    # the defaults: K=100 Dirichlet(1) draws, no Sobol; k = max(2, G // 2) for max@k
+    np.testing.assert_allclose(A.compute_advantages("vpo", REW, rng=np.random.default_rng(4)),
+                               A.vpo_advantages(REW, K=100, alpha=1.0, sobol=False, rng=np.random.default_rng(4)))
+    four = REW[:, :4]
+    np.testing.assert_allclose(A.max_at_k_advantages(four), A.max_at_k_advantages(four, k=2))
+    assert not np.allclose(A.max_at_k_advantages(four, k=3), A.max_at_k_advantages(four, k=2))
     np.testing.assert_allclose(A.compute_advantages("grpo", REW), A.grpo_advantages(REW))
     np.testing.assert_allclose(A.compute_advantages("multi_rlvr", REW), A.multi_rlvr_advantages(REW))
     for m in ("random_weight", "goal_cond"):
@@ -122,6 +128,20 @@ def test_weight_samplers_are_on_the_simplex_with_the_right_mean():
     assert abs(w[0, :, 0].var() - (3 * 3) / (6 ** 2 * 7)) < 0.01  # Beta(3, 3) variance 1/28
     u = np.array([0.1, 0.5, 0.9])
     np.testing.assert_allclose(A._gamma_ppf(u, 1.0), -np.log1p(-u))
+
+
+def test_sobol_fallback_without_scipy_is_a_shifted_lattice_in_the_unit_cube(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)  # `from scipy.stats import qmc` fails
+    pts = A._scrambled_sobol(64, 3, np.random.default_rng(0))
+    assert pts.shape == (64, 3) and (pts >= 0).all() and (pts < 1).all()
+    assert np.abs(pts.mean(axis=0) - 0.5).max() < 0.1  # evenly spread
+    assert len({tuple(p) for p in pts.round(9)}) == 64
+    again = A._scrambled_sobol(64, 3, np.random.default_rng(0))
+    np.testing.assert_array_equal(pts, again)
+    w = A.sobol_weights(2, 16, 3, 1.0, np.random.default_rng(1))
+    np.testing.assert_allclose(w.sum(-1), 1.0)
 
 
 def test_goal_prompt_appends_weights_to_a_copy_of_the_last_message():

@@ -38,16 +38,18 @@ def maze():
 @pytest.fixture(scope="module")
 def routes(maze):
     """Per problem, a few distinct real routes (optimal for different weightings) plus junk."""
-    from training.data import route_words, search_targets
+    from training.data import search_targets
 
     ps = maze.load("train", limit=2)
     t = search_targets(maze, ps, n_random=3, seed=1)
-    # routes in the paper's answer format (move words): letters are no moves for the paper's scorer
-    return {p.id: [route_words(x["route"]) for x in t[p.id]] + ["RIGHT", "DOWN DOWN DOWN DOWN"] for p in ps}
+    return {p.id: [x["route"] for x in t[p.id]] + ["R", "DDDD"] for p in ps}     # letters; texts via training.data
 
 
 def _script(method: str, problem_ids: list[str], routes: dict, rng: np.random.Generator) -> list[tuple[str, bool]]:
-    """(text, truncated) per rollout: chains with duplicates and missing answers, some cut."""
+    """(text, truncated) per rollout: chains with duplicates and missing answers, some cut (the answer
+    format is the warm start's, training.data, so it follows the task's parser)."""
+    from training.data import chain_completion, single_completion
+
     out = []
     for pid in problem_ids:
         pool = routes[pid]
@@ -58,9 +60,9 @@ def _script(method: str, problem_ids: list[str], routes: dict, rng: np.random.Ge
                     pick[2] = pick[0]                      # a duplicate answer
                 if g == 1:
                     pick = pick[:2]                        # a missing answer
-                text = "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(pick, 1))
+                text = chain_completion(pick)
             else:
-                text = f"<answer>{pool[int(rng.integers(len(pool)))]}</answer>"
+                text = single_completion(pool[int(rng.integers(len(pool)))])
             out.append((text, g == 3 and pid == problem_ids[-1]))   # one truncated rollout
     return out
 
@@ -141,11 +143,14 @@ def test_component_rewards_are_answer_means(maze, routes):
     p = maze.load("train", limit=1)[0]
     r1, r2 = routes[p.id][0], routes[p.id][1]
     scorer = TaskScorer(maze, "vpo", 3, eos_token_ids=[99])
-    texts = [f"<route_1>{r1}</route_1><route_2>{r2}</route_2>", f"<route_1>{r1}</route_1>"]
+    from training.data import chain_completion, route_words
+
+    texts = [chain_completion([r1, r2]), chain_completion([r1])]
     funcs = scorer.reward_funcs()
     vals = np.array([f(completions=texts, problem=[problem_to_json(p)] * 2, completion_ids=[[1, 99], [1, 2]])
                      for f in funcs]).T
-    want0 = (maze.reward(p, r1) + maze.reward(p, r2)) / 3
+    want0 = (maze.reward(p, route_words(r1)) + maze.reward(p, route_words(r2))) / 3
+    assert want0.max() > 0
     np.testing.assert_allclose(vals[0], want0)
     np.testing.assert_allclose(vals[1], 0.0)              # truncated: zero vector
     assert [f.__name__ for f in funcs] == list(maze.component_names)
