@@ -93,6 +93,18 @@ def test_show_reads_a_run_in_progress_from_its_rows(two_runs: list[Path], capsys
     assert "(partial)" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("task", ["livecodebench", "musique", "toolrl"])
+def test_missing_data_file_names_the_file_and_the_flag(task: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "nope.jsonl")
+    assert main(["run", "--task", task, "--model", "mock:words", "--data-path", missing, "--out",
+                 str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and missing in err and "no such data file" in err
+    if task == "livecodebench":
+        assert "--data-path" in err
+
+
 def test_show_names_a_broken_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "config.json").write_text("")  # a disk that filled up, an editor that crashed
