@@ -123,7 +123,7 @@ def test_splits_and_ids():
     assert skipped and all(build_maze(s) is None for s in skipped)
     assert [p.id for p in t.load("train", limit=3)] == ["maze-train-0000", "maze-train-0001", "maze-train-0002"]
     assert len(t.load("train")) == 1000
-    assert t.load("test", path="/nonexistent", limit=2)[1].id == "maze-test-0001"   # path is ignored
+    assert t.load("test", limit=2)[1].id == "maze-test-0001"
     with pytest.raises(KeyError):
         t.load("validation")
 
