@@ -203,8 +203,8 @@ def hub_files(files: Sequence[str] = HUB_FILES, revision: str | None = None) -> 
         try:
             out.append(Path(hf_hub_download(HUB_ID, name, repo_type="dataset", revision=revision)))
         except Exception as exc:
-            raise DataError(f"could not download ({type(exc).__name__}: {exc}); pass path= to local "
-                            f"JSONL/parquet files instead", path=f"hub:{HUB_ID}/{name}") from exc
+            raise DataError(f"could not download ({type(exc).__name__}: {exc}); pass local files with --data-path "
+                            f"(JSONL/parquet) instead", path=f"hub:{HUB_ID}/{name}") from exc
     return out
 
 
@@ -348,7 +348,8 @@ class LiveCodeBench(Benchmark):
                 raise DataError("no .jsonl or .parquet files in directory", path=str(p))
             return files
         if not p.is_file():
-            raise DataError("no such data file (pass path= or use path='hub' when online)", path=str(p))
+            raise DataError("no such data file (pass one with --data-path, or --data-path hub when online)",
+                            path=str(p))
         return [p]
 
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:

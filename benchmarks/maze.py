@@ -207,7 +207,11 @@ class Maze(Benchmark):
         return label, int(base), int(self.n if self.n is not None else n)
 
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
-        """Generate the split (``path`` is ignored: the task is synthetic)."""
+        """Generate the split. The task is synthetic, so a data path is refused rather than ignored: a
+        user who passes one expects those mazes to be evaluated."""
+        if path is not None:
+            raise ValueError(f"maze is generated, not read from files: drop --data-path {path} and choose "
+                             "the mazes with --split train|test|val or --task-args base_seed=...,n=...")
         label, base, n = self.split_spec(split)
         if limit is not None:
             n = max(0, min(n, int(limit)))

@@ -137,7 +137,10 @@ class RunConfig:
 
     def identity(self) -> dict[str, Any]:
         """The sections that make a run what it is (JSON-ready), less :data:`NOT_IDENTITY`."""
+        from harness.models import identity_args
+
         out = {sec: asdict(getattr(self, sec)) for sec in IDENTITY_SECTIONS}
+        out["model"]["args"] = identity_args(self.model.spec, self.model.args)  # not timeouts, keys, batch sizes
         for dotted in NOT_IDENTITY:
             sec, name = dotted.split(".")
             out[sec].pop(name, None)
@@ -146,6 +149,7 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         out = self.identity()
         out["sampling"]["ks"] = list(self.sampling.ks)
+        out["model"]["args"] = dict(self.model.args)
         out["execution"] = asdict(self.execution)
         return out
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness.metrics import METRIC_SEED, Estimate, summarize
-from harness.store import CONFIG, RESULTS, RunStoreError, latest_rows
+from harness.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
 SUMMARY_METRICS = ("mean_scalar", "diversity", "pareto_fraction", "vpo_objective")
@@ -123,20 +123,35 @@ def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, k
     return summarize(pools, scalars, passes, ks, component_names, objective_seed=metric_seed), n_errors
 
 
-def results_at(folder: str | Path, ks: list[int]) -> RunResults | None:
-    """A finished run's results read at other ``ks``, computed from its stored rows (no sampling, no
-    task code): None before its first results.json."""
+def results_at(folder: str | Path, ks: list[int] | None = None) -> RunResults | None:
+    """A run's results computed from its stored rows at ``ks`` (default: the ks it records), with no
+    sampling and no task code. A run without results.json yet (still running, or interrupted) gets
+    the metrics over the rows stored so far, marked ``raw["partial"] = True``. None when there is
+    nothing to compute: no rows, an evolve run, or a config from an older version."""
+    from harness.config import recorded_ks
+
     base = read_results(folder)
-    if base is None:
-        return None
-    config = json.loads((Path(folder) / CONFIG).read_text(encoding="utf-8"))
-    ident = config.get("identity") or {}
-    names = list(ident.get("components") or [])
+    config = RunStore(folder).read_config()
+    ident = config.get("identity")
+    if config.get("kind") == "evolve" or not isinstance(ident, dict):
+        return base
     rows = latest_rows(folder)
+    if base is None and not rows:
+        return None
+    samp = ident.get("sampling") or {}
+    n, m = int(samp.get("n") or 1), int(samp.get("m") or 1)
+    ks = list(ks) if ks else [k for k in recorded_ks(config) if 1 <= k <= n * m]
+    names = list(ident.get("components") or [])
     ids = (ident.get("problems") or {}).get("ids") or list(dict.fromkeys(r["problem_id"] for r in rows))
     seed = ident.get("metric_seed")
-    summary, _ = summarize_rows(rows, ids, len(names), list(ks), names, METRIC_SEED if seed is None else int(seed))
-    return RunResults.from_json({**base.raw, "metrics": summary})
+    summary, n_errors = summarize_rows(rows, ids, len(names), ks or [1], names,
+                                       METRIC_SEED if seed is None else int(seed))
+    if base is not None:
+        return RunResults.from_json({**base.raw, "metrics": summary})
+    task, model = ident.get("task") or {}, ident.get("model") or {}
+    return RunResults.from_json({"task": task.get("name"), "split": task.get("split"), "model": model.get("spec"),
+                                 "m": m, "n": n, "metrics": summary, "n_chains": len(rows), "n_errors": n_errors,
+                                 "partial": True})
 
 
 @dataclass
@@ -180,7 +195,7 @@ def load_run(path: str | Path) -> LoadedRun:
     cfg_path = folder / CONFIG
     if not cfg_path.exists():
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
-    config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    config = RunStore(folder).read_config()  # a broken config.json is one line naming it
     summary = read_results(folder)
     rows = [_arrow_safe(r) for r in latest_rows(folder)]
     chains = pd.DataFrame(rows)

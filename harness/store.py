@@ -21,6 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from harness.config import NOT_IDENTITY
+from harness.models import identity_args
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
 #: results.json field: the size of samples.jsonl the metrics were computed from (stale when it differs)
@@ -140,6 +141,9 @@ class RunStore:
             for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
                 a.pop(key, None)
                 b.pop(key, None)
+            for d in (a, b):  # execution-only model args (timeouts, batch sizes) in older folders
+                if isinstance(d.get("model.args"), dict):
+                    d["model.args"] = identity_args(str(d.get("model.spec", "")), d["model.args"])
             diff = sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k)))
             if diff and not self.samples_bytes():
                 # nothing sampled under the old settings (a typo in --model, a server that was down):

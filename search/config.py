@@ -67,7 +67,11 @@ def build_config(user: dict[str, Any], *, task_name: str, feature_dims: list[str
     llm = dict(cfg.get("llm") or {})
     for legacy in ("primary_model", "primary_model_weight", "secondary_model", "secondary_model_weight"):
         llm.pop(legacy, None)  # the model comes from --model
-    llm.update(api_base=api_base, api_key=llm.get("api_key") or "EMPTY", models=[{"name": model_name, "weight": 1.0}],
+    # several servers (URL1,URL2: a fleet of replicas) are one OpenEvolve model entry each, equal weights
+    urls = [u.strip() for u in api_base.split(",") if u.strip()] or [api_base]
+    models = [{"name": model_name, "weight": 1.0}] if len(urls) == 1 else \
+        [{"name": model_name, "weight": 1.0 / len(urls), "api_base": u} for u in urls]
+    llm.update(api_base=urls[0], api_key=llm.get("api_key") or "EMPTY", models=models,
                temperature=temperature, top_p=top_p, max_tokens=max_tokens, timeout=int(timeout_s),
                random_seed=derive_seed(seed, "openevolve-llm", 0))
     cfg["llm"] = llm

@@ -3,6 +3,11 @@
 The same ``openai.AsyncOpenAI`` client OpenEvolve uses (``openevolve/llm/openai.py``), with the
 request ``seed`` derived from the run seed, the problem and the iteration, so a seed-honouring server
 (``vpo serve``, vLLM) gives the same child for the same iteration on a re-run.
+
+``base_url`` may list several servers (``URL1,URL2``: a fleet of vLLM replicas behind no load
+balancer). Requests then go through the same :class:`harness.models.endpoints.EndpointPool` as
+``vpo run``: least-in-flight routing, dead servers ejected and re-admitted after a health check, and
+a request that fails on one server is sent to another before the run gives up.
 """
 from __future__ import annotations
 
@@ -31,26 +36,46 @@ class Completion:
 class ChatLLM:
     def __init__(self, base_url: str, model: str, *, api_key: str = "EMPTY", timeout_s: float = 120.0,
                  retries: int = 2, temperature: float = 0.7, top_p: float = 1.0, max_tokens: int = 1024,
-                 stop: tuple[str, ...] = ()):
+                 stop: tuple[str, ...] = (), eject_after: int = 3, cooldown_s: float = 10.0):
         import openai
 
-        self.base_url, self.model = base_url.rstrip("/"), model
+        from harness.models.endpoints import EndpointPool, split_urls
+
+        urls = split_urls(base_url)
+        if not urls:
+            raise ValueError("evolve needs the LLM server's URL (--base-url)")
+        self.base_url, self.model, self.api_key = ",".join(urls), model, api_key
         self.temperature, self.top_p, self.max_tokens, self.stop = temperature, top_p, max_tokens, stop
-        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, timeout=timeout_s,
-                                         max_retries=retries)
+        self.pool = EndpointPool(urls, lambda u: openai.AsyncOpenAI(api_key=api_key, base_url=u, timeout=timeout_s,
+                                                                    max_retries=retries),
+                                 eject_after=eject_after, cooldown_s=cooldown_s)
+
+    @property
+    def client(self) -> object:
+        """The first server's client (the only one when a single URL is given)."""
+        return self.pool.endpoints[0].client
 
     def check(self, timeout_s: float = 10.0) -> list[str]:
-        """Model ids the server lists; raises LLMUnreachable naming the URL when it cannot."""
+        """Model ids the servers list. Raises LLMUnreachable naming the URL(s) when none answers;
+        with several servers, those that do not answer start ejected (the pool re-checks them)."""
         import openai
 
-        probe = openai.OpenAI(api_key=self.client.api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
-        try:
-            return [m.id for m in probe.models.list().data]
-        except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout, 404, garbage
-            raise LLMUnreachable(f"cannot reach the LLM server at {self.base_url} "
-                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
-        finally:
-            probe.close()
+        models: list[str] = []
+        dead: list[tuple[object, str]] = []
+        for ep in self.pool.endpoints:
+            probe = openai.OpenAI(api_key=self.api_key, base_url=ep.url, timeout=timeout_s, max_retries=0)
+            try:
+                models += [m.id for m in probe.models.list().data if m.id not in models]
+            except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout, 404, garbage
+                dead.append((ep, f"{type(exc).__name__}: {str(exc)[:200]}"))
+            finally:
+                probe.close()
+        if len(dead) == len(self.pool.endpoints):
+            where = "server at " + self.base_url if len(dead) == 1 else "servers " + self.base_url
+            raise LLMUnreachable(f"cannot reach the LLM {where} ({dead[0][1]})")
+        for ep, why in dead:
+            self.pool._eject(ep, f"failed the health check at start ({why})")
+        return models
 
     async def complete(self, messages: list[dict[str, str]], seed: int) -> Completion:
         import openai
@@ -60,13 +85,28 @@ class ChatLLM:
                                   temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
         if self.stop:
             kw["stop"] = list(self.stop)
-        try:
-            resp = await self.client.chat.completions.create(**kw)
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            raise LLMUnreachable(f"LLM server at {self.base_url} stopped answering ({type(exc).__name__})") from None
-        except openai.APIError as exc:  # 4xx/5xx after the client's retries: stop with one clear line
-            raise LLMError(f"LLM server at {self.base_url} refused a request after retries "
-                           f"({type(exc).__name__}: {str(exc)[:200]})") from None
+        # one try per server (the client retries within each); a single server is tried once, as before
+        for attempt in range(len(self.pool.endpoints)):
+            ep = self.pool.pick()
+            ep.inflight += 1
+            ep.stats["requests"] += 1
+            try:
+                resp = await ep.client.chat.completions.create(**kw)
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                self.pool.failed(ep, exc)
+                if attempt + 1 < len(self.pool.endpoints):
+                    continue
+                raise LLMUnreachable(f"LLM server at {ep.url} stopped answering ({type(exc).__name__})") from None
+            except openai.APIError as exc:  # 4xx/5xx after the client's retries: stop with one clear line
+                self.pool.failed(ep, exc)
+                if attempt + 1 < len(self.pool.endpoints) and getattr(exc, "status_code", 500) >= 500:
+                    continue
+                raise LLMError(f"LLM server at {ep.url} refused a request after retries "
+                               f"({type(exc).__name__}: {str(exc)[:200]})") from None
+            finally:
+                ep.inflight -= 1
+            self.pool.succeeded(ep)
+            break
         choice = resp.choices[0] if resp.choices else None
         text = (choice.message.content if choice is not None and choice.message is not None else None) or ""
         usage = resp.usage
@@ -75,5 +115,9 @@ class ChatLLM:
                           finish_reason=getattr(choice, "finish_reason", None),
                           latency_s=time.perf_counter() - t0)
 
+    def describe(self) -> dict[str, Any]:
+        """Per-server request/failure/ejection counts, recorded in the run's results."""
+        return self.pool.describe()
+
     async def aclose(self) -> None:
-        await self.client.close()
+        await self.pool.aclose()

@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
     p.add_argument("--model", required=True, help="openai:NAME (with --base-url) | hf:PATH_OR_ZOO | vllm:ID "
                                                   "(hf/vllm/zoo models are served by a `vpo serve` child)")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models; "
+                   "URL1,URL2,... spreads the calls over a fleet of servers (dead ones are ejected)")
     p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,... for the served model")
     p.add_argument("--problems", default="all", help="all | ID,ID,... | hardest:N@RUN_FOLDER[,RUN2]")
     p.add_argument("--iterations", type=int, default=20, help="iterations per problem (plus iteration 0, the seed)")

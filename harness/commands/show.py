@@ -46,7 +46,8 @@ def format_table(runs: Sequence[Any]) -> str:
             task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
             lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
             continue
-        lines.append([r.path.name, res.task, res.pool_shape]
+        name = r.path.name + (" (partial)" if res.raw.get("partial") else "")
+        lines.append([name, res.task, res.pool_shape]
                      + [_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(k)) for k in pass_ks]
                      + [_cell(res.diversity), str(res.n_errors)])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
@@ -67,14 +68,16 @@ def run(args: argparse.Namespace) -> int:
     if not paths:
         raise ValueError(f"none of the {len(args.runs)} paths is a run folder (a folder with {CONFIG})")
     loaded = [load_run(r) for r in paths]
-    if args.ks:  # other ks: metrics over the stored pools, nothing is sampled
-        from harness.results import results_at
+    from harness.results import results_at
 
-        loaded = [replace(r, summary=results_at(r.path, list(args.ks))) for r in loaded]
-    for r in loaded:
-        if r.results is None:
-            print(f"{r.path}: no results.json yet (interrupted run? re-run the same command to resume)",
-                  file=sys.stderr)
+    for i, r in enumerate(loaded):
+        if r.results is None:  # running or interrupted: the rows stored so far
+            loaded[i] = r = replace(r, summary=results_at(r.path, args.ks))
+            done = f"metrics over the {len(r.chains)} chains stored so far" if r.summary else "no chains stored"
+            print(f"{r.path}: no results.json yet (still running, or interrupted: re-run the same command to "
+                  f"resume); {done}", file=sys.stderr)
+        elif args.ks:  # other ks: metrics over the stored pools, nothing is sampled
+            loaded[i] = replace(r, summary=results_at(r.path, list(args.ks)))
     if args.json:
         print(json.dumps([r.results for r in loaded], indent=2))
     else:

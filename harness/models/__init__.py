@@ -16,6 +16,8 @@ __all__ = [
     "Generation",
     "SamplingConfig",
     "KNOWN_BACKENDS",
+    "EXECUTION_ARGS",
+    "identity_args",
     "accepted_args",
     "check_args",
     "load_backend",
@@ -25,6 +27,21 @@ __all__ = [
 ]
 
 Factory = Callable[[str, "str | None", dict[str, Any]], Backend]
+
+#: --model-args that change how requests are made, never what a chain's text is: they may differ when a
+#: run is resumed, and they are not written into the run's identity (``api_key`` is never written at all)
+EXECUTION_ARGS: dict[str, frozenset[str]] = {
+    "openai": frozenset({"concurrency", "max_retries", "timeout", "deadline", "backoff_base", "backoff_max",
+                         "api_key", "eject_after", "cooldown_s"}),
+    "hf": frozenset({"batch_size"}),  # each chain has its own seeded sampler: text independent of the batch
+    "mock": frozenset({"latency_s"}),
+}
+
+
+def identity_args(spec: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The model args that identify a run (``args`` less the backend's :data:`EXECUTION_ARGS`)."""
+    skip = EXECUTION_ARGS.get(spec.split(":", 1)[0], frozenset())
+    return {k: v for k, v in (args or {}).items() if k not in skip}
 
 
 def _coerce(value: str) -> Any:

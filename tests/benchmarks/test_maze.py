@@ -123,7 +123,7 @@ def test_splits_and_ids():
     assert skipped and all(build_maze(s) is None for s in skipped)
     assert [p.id for p in t.load("train", limit=3)] == ["maze-train-0000", "maze-train-0001", "maze-train-0002"]
     assert len(t.load("train")) == 1000
-    assert t.load("test", path="/nonexistent", limit=2)[1].id == "maze-test-0001"   # path is ignored
+    assert t.load("test", limit=2)[1].id == "maze-test-0001"
     with pytest.raises(KeyError):
         t.load("validation")
 
@@ -494,3 +494,13 @@ def test_best_route_deterministic():
         best_route(HAND, [1, 1, 1])
     with pytest.raises(ValueError):
         best_route(HAND, [1, -1, 1, 1])
+
+
+def test_data_path_is_refused_not_ignored(tmp_path) -> None:
+    from harness.cli import main
+
+    rc = main(["run", "--task", "maze", "--model", "mock:moves", "--data-path", str(tmp_path / "mazes.jsonl"),
+               "--limit", "1", "-n", "1", "--out", str(tmp_path / "r"), "--no-progress"])
+    assert rc != 0 and not (tmp_path / "r" / "samples.jsonl").exists()
+    with pytest.raises(ValueError, match="base_seed"):
+        Maze().load("test", path="x.jsonl")

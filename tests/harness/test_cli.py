@@ -72,6 +72,47 @@ def test_every_command_help_has_a_description_and_shows_defaults() -> None:
     assert "chains per problem (default: 10)" in run_help and "--seed SEED sampling seed" in run_help
 
 
+def test_show_reads_a_run_in_progress_from_its_rows(two_runs: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """No results.json yet (running or interrupted): the table shows the rows stored so far, marked."""
+    folder = two_runs[1]  # 3 problems x 6 single answers
+    lines = (folder / "samples.jsonl").read_text().splitlines(keepends=True)
+    (folder / "samples.jsonl").write_text("".join(lines[:6]))  # the first problem's chains only
+    (folder / "results.json").unlink()
+    assert main(["show", str(folder), "--json", "--select", ""]) == 0
+    out = capsys.readouterr()
+    res = json.loads(out.out)[0]
+    by_problem: dict[str, list[float]] = {}
+    for ln in lines[:6]:
+        row = json.loads(ln)
+        by_problem.setdefault(row["problem_id"], []).extend(row["scalars"])
+    means = [sum(v) / len(v) for v in by_problem.values()]
+    assert res["partial"] is True and res["metrics"]["best@1"]["n"] == len(by_problem)
+    assert res["metrics"]["best@1"]["mean"] == pytest.approx(sum(means) / len(means))
+    assert "6 chains stored so far" in out.err
+    assert main(["show", str(folder), "--select", ""]) == 0
+    assert "(partial)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("task", ["livecodebench", "musique", "toolrl"])
+def test_missing_data_file_names_the_file_and_the_flag(task: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "nope.jsonl")
+    assert main(["run", "--task", task, "--model", "mock:words", "--data-path", missing, "--out",
+                 str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and missing in err and "no such data file" in err
+    if task == "livecodebench":
+        assert "--data-path" in err
+
+
+def test_show_names_a_broken_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "config.json").write_text("")  # a disk that filled up, an editor that crashed
+    assert main(["show", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "config.json: line 1: not valid JSON" in err and len(err.strip().splitlines()) == 1
+
+
 def test_plot_writes_png(two_runs: list[Path], tmp_path: Path) -> None:
     png = tmp_path / "fig" / "best.png"
     assert main(["plot", *map(str, two_runs), "--out", str(png), "--labels", "chains,singles"]) == 0

@@ -161,3 +161,20 @@ def test_folder_written_with_ks_in_its_identity_resumes_with_other_ks(tmp_path: 
     b2 = ScriptedBackend()
     runner.run(cfg(tmp_path, ks=(2,)), backend=b2)
     assert b2.calls == [] and read_results(folder).ks == [2]
+
+
+def test_execution_model_args_are_not_identity(tmp_path: Path) -> None:
+    """A resume may change timeouts, retries, batch sizes or the API key; those never re-sample, and
+    the API key is not written into the run folder."""
+    a = cfg(tmp_path, model="openai:m", model_args={"timeout": 5, "api_key": "sk-secret", "use_n": False})
+    b = cfg(tmp_path, model="openai:m", model_args={"timeout": 60, "max_retries": 2, "use_n": False})
+    assert a.identity() == b.identity() and a.default_out() == b.default_out()
+    assert cfg(tmp_path, model="openai:m", model_args={"use_n": True}).identity() != a.identity()
+    folder = runner.run(cfg(tmp_path, model="mock:moves", model_args={"latency_s": 0.001}))
+    rows = (folder / "samples.jsonl").read_bytes()
+    b2 = ScriptedBackend()
+    runner.run(cfg(tmp_path, model="mock:moves", model_args={"latency_s": 0}), backend=b2)
+    assert b2.calls == [] and (folder / "samples.jsonl").read_bytes() == rows
+    c = cfg(tmp_path, model="openai:m", model_args={"api_key": "sk-secret"}, out=str(tmp_path / "o"))
+    folder = runner.run(c, backend=ScriptedBackend())
+    assert "sk-secret" not in (folder / "config.json").read_text()
