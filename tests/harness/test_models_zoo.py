@@ -120,9 +120,8 @@ def test_smollm2_converts_loads_generates_and_caches(tmp_path, monkeypatch):
     answer = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
     assert "4" in answer  # de-quantised weights still know arithmetic: the conversion is not garbage
     stamp = (folder / "model.safetensors").stat().st_mtime_ns
-    t0 = time.perf_counter()
     assert Path(zoo.resolve("smollm2-135m")) == folder
-    assert time.perf_counter() - t0 < 1.0 and (folder / "model.safetensors").stat().st_mtime_ns == stamp
+    assert (folder / "model.safetensors").stat().st_mtime_ns == stamp  # reused, not converted again
     # and the hf backend reaches it by its zoo name
     from harness.models import load_backend
     from harness.models.base import GenRequest, SamplingConfig
