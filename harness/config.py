@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.executors.config import ExecutorConfig
-from harness.metrics import DEFAULT_KS
+from harness.metrics import default_ks
 
 #: config.json layout version; older folders (flat config) are refused for resume with a clear message
 CONFIG_FORMAT = 2
@@ -50,11 +50,16 @@ class SamplingSpec:
 
     m: int = 1  # answers per chain; 1 = the single-answer prompt
     n: int = 10  # chains per problem
-    ks: tuple[int, ...] = DEFAULT_KS  # where best@k / pass@k are read: not identity (see NOT_IDENTITY)
+    #: where best@k / pass@k are read: not identity (see NOT_IDENTITY). None: those of DEFAULT_KS that
+    #: the pool n*m can estimate, so a small pool never fails on ks nobody asked for
+    ks: tuple[int, ...] | None = None
     temperature: float | None = None  # None: the task's default from the paper
     top_p: float | None = None
     max_tokens: int = 1024
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.ks = default_ks(self.n * self.m) if self.ks is None else tuple(self.ks)
 
 
 @dataclass

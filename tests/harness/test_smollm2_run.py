@@ -21,7 +21,8 @@ def test_smollm2_maze_run_end_to_end(tmp_path: Path) -> None:
     run = load_run(out)
     assert len(run.chains) == 4 and run.chains["error"].isna().all()
     assert (run.chains["completion_tokens"] > 0).all() and run.chains["text"].str.len().min() > 0
-    assert run.config["model"] == "hf:smollm2-135m" and run.config["m"] == 3
+    ident = run.config["identity"]
+    assert ident["model"]["spec"] == "hf:smollm2-135m" and ident["sampling"]["m"] == 3
     m = run.results["metrics"]
     assert m["n_candidates"] == 12 and 0.0 <= m["best@6"]["mean"] <= 1.0
     assert m["best@1"]["mean"] <= m["best@2"]["mean"] + 1e-12 <= m["best@6"]["mean"] + 2e-12

@@ -150,8 +150,11 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
     cmd = [sys.executable, "-m", "harness.cli", "evolve", "--task", "maze", "--model", "mock:moves",
            "--model-args", "latency_s=0.05", "--limit", "2", "--iterations", "2000", "--no-baseline",
            "--no-progress", "--out", str(out)]
+    # stderr to a file, not a pipe nobody reads: a full pipe would block the child's writes and with
+    # them its Ctrl-C handling
+    err_log = open(tmp_path / "evolve.stderr", "wb")
     proc = subprocess.Popen(cmd, cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=err_log)
     deadline = time.time() + 120
     while time.time() < deadline and not ((out / "samples.jsonl").exists() and (out / "samples.jsonl").stat().st_size):
         time.sleep(0.1)
@@ -159,10 +162,15 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
     assert len(servers) == 1
     if how == "ctrl-c":
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("vpo evolve ignored Ctrl-C; its stderr ends: "
+                                 + (tmp_path / "evolve.stderr").read_text(errors="replace")[-2000:]) from None
         assert proc.returncode != 0
     else:
         proc.kill()
         proc.wait()
+    err_log.close()
     assert _gone(servers[0]), "vpo serve child still running"
-    proc.stderr.close()
