@@ -153,8 +153,11 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
     # stderr to a file, not a pipe nobody reads: a full pipe would block the child's writes and with
     # them its Ctrl-C handling
     err_log = open(tmp_path / "evolve.stderr", "wb")
+    # a test run started in the background (`pytest &`) inherits SIGINT ignored, and so would the child:
+    # give it the default disposition, as an interactive `vpo evolve` has
     proc = subprocess.Popen(cmd, cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)},
-                            stdout=subprocess.DEVNULL, stderr=err_log)
+                            stdout=subprocess.DEVNULL, stderr=err_log,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline and not ((out / "samples.jsonl").exists() and (out / "samples.jsonl").stat().st_size):
         time.sleep(0.1)
