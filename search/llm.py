@@ -74,7 +74,7 @@ class ChatLLM:
             where = "server at " + self.base_url if len(dead) == 1 else "servers " + self.base_url
             raise LLMUnreachable(f"cannot reach the LLM {where} ({dead[0][1]})")
         for ep, why in dead:
-            self.pool._eject(ep, f"failed the health check at start ({why})")
+            self.pool.eject(ep, f"failed the health check at start ({why})")
         return models
 
     async def complete(self, messages: list[dict[str, str]], seed: int) -> Completion:
@@ -87,25 +87,19 @@ class ChatLLM:
             kw["stop"] = list(self.stop)
         # one try per server (the client retries within each); a single server is tried once, as before
         for attempt in range(len(self.pool.endpoints)):
-            ep = self.pool.pick()
-            ep.inflight += 1
-            ep.stats["requests"] += 1
+            last = attempt + 1 == len(self.pool.endpoints)
             try:
-                resp = await ep.client.chat.completions.create(**kw)
+                async with self.pool.use() as ep:
+                    resp = await ep.client.chat.completions.create(**kw)
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-                self.pool.failed(ep, exc)
-                if attempt + 1 < len(self.pool.endpoints):
+                if not last:
                     continue
                 raise LLMUnreachable(f"LLM server at {ep.url} stopped answering ({type(exc).__name__})") from None
             except openai.APIError as exc:  # 4xx/5xx after the client's retries: stop with one clear line
-                self.pool.failed(ep, exc)
-                if attempt + 1 < len(self.pool.endpoints) and getattr(exc, "status_code", 500) >= 500:
+                if not last and getattr(exc, "status_code", 500) >= 500:
                     continue
                 raise LLMError(f"LLM server at {ep.url} refused a request after retries "
                                f"({type(exc).__name__}: {str(exc)[:200]})") from None
-            finally:
-                ep.inflight -= 1
-            self.pool.succeeded(ep)
             break
         choice = resp.choices[0] if resp.choices else None
         text = (choice.message.content if choice is not None and choice.message is not None else None) or ""

@@ -16,11 +16,12 @@ Why it works the way it does:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, AsyncIterator, Callable, Sequence
 
 Client = Any  # openai.AsyncOpenAI
 
@@ -104,7 +105,7 @@ class EndpointPool:
                              + ", ".join(ep.url for ep in self.endpoints))
         for ep, good in zip(self.endpoints, ok):
             if not good:
-                self._eject(ep, "failed the health check at start")
+                self.eject(ep, "failed the health check at start")
         self._started = True
 
     def pick(self) -> Endpoint:
@@ -113,6 +114,22 @@ class EndpointPool:
         turn = next(self._turn)
         n = len(self.endpoints)
         return min(live, key=lambda ep: (ep.inflight, (self.endpoints.index(ep) - turn) % n))
+
+    @contextlib.asynccontextmanager
+    async def use(self) -> AsyncIterator[Endpoint]:
+        """One request on the endpoint :meth:`pick` chooses: in-flight and request counts kept, and the
+        outcome reported (a failure counts against the endpoint, then propagates)."""
+        ep = self.pick()
+        ep.inflight += 1
+        ep.stats["requests"] += 1
+        try:
+            yield ep
+        except Exception as exc:
+            self.failed(ep, exc)
+            raise
+        finally:
+            ep.inflight -= 1
+        self.succeeded(ep)
 
     def succeeded(self, ep: Endpoint) -> None:
         ep.consecutive_failures = 0
@@ -123,9 +140,9 @@ class EndpointPool:
         ep.stats["failures"] += 1
         ep.consecutive_failures += 1
         if self.managed and ep.admitted and ep.consecutive_failures >= self.eject_after:
-            self._eject(ep, f"{ep.consecutive_failures} consecutive failures, last {type(exc).__name__}")
+            self.eject(ep, f"{ep.consecutive_failures} consecutive failures, last {type(exc).__name__}")
 
-    def _eject(self, ep: Endpoint, why: str) -> None:
+    def eject(self, ep: Endpoint, why: str) -> None:
         ep.ejected_until = time.monotonic() + self.cooldown_s
         ep.stats["ejections"] += 1
         print(f"[vpo] endpoint {ep.url} ejected ({why}); health check again in {self.cooldown_s:g}s",

@@ -349,17 +349,8 @@ class OpenAIServerBackend(Backend):
 
     async def _once(self, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
         pool = await self._get_pool()
-        ep = pool.pick()
-        ep.inflight += 1
-        ep.stats["requests"] += 1
-        try:
+        async with pool.use() as ep:
             gens = await self._send(ep.client, unit, sampling)
-        except Exception as exc:
-            pool.failed(ep, exc)
-            raise
-        finally:
-            ep.inflight -= 1
-        pool.succeeded(ep)
         if pool.managed:
             for g in gens:
                 g.extra["endpoint"] = ep.url
