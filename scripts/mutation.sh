@@ -41,12 +41,15 @@ if ! nice -n 10 mutmut run --max-children "${VPO_MUTMUT_CHILDREN:-2}" "${GLOBS[@
   exit 1
 fi
 echo "mutmut finished in $(( $(date +%s) - start )) s"
-results=$(mutmut results --all true 2>/dev/null)
-python3 - "$results" "${GLOBS[@]}" <<'PY'
+# the statuses go through a file: every mutant's line as one argument overflows ARG_MAX on a full run
+mutmut results --all true >"$log" 2>/dev/null
+python3 - "$log" "${GLOBS[@]}" <<'PY'
 import fnmatch, sys
 from collections import Counter, defaultdict
 
-lines, globs = sys.argv[1].splitlines(), sys.argv[2:]
+with open(sys.argv[1], encoding="utf-8") as f:
+    lines = f.read().splitlines()
+globs = sys.argv[2:]
 per: dict[str, Counter] = defaultdict(Counter)
 survivors = []
 for ln in lines:
