@@ -135,6 +135,20 @@ def test_paper_same_name_dominates_key_overlap():
     assert paper_score_calls(pred, gold) == pytest.approx((2 / 3, 0, 0))
 
 
+def test_paper_name_match_is_worth_exactly_100_shared_keys():
+    # the authors score a candidate 100 for the same name plus one per shared key, so another tool
+    # sharing 100 keys ties with a same-name call sharing none (the first one wins the tie), and one
+    # sharing 99 keys loses to it
+    keys = {f"k{i}": i for i in range(100)}
+    gold = [{"name": "a", "parameters": keys}]
+    other, same = {"name": "b", "parameters": dict(keys)}, call("a")
+    assert paper_score_calls([other, same], gold)[1:] == pytest.approx((0.5, 0.5))  # b aligned, a left over
+    assert paper_score_calls([same, other], gold)[1:] == (0, 0)  # a aligned (first of the tie)
+    gold99 = [{"name": "a", "parameters": dict(list(keys.items())[:99])}]
+    other99 = {"name": "b", "parameters": dict(gold99[0]["parameters"])}
+    assert paper_score_calls([other99, same], gold99)[1:] == (0, 0)  # 99 shared keys < a name match
+
+
 def test_paper_among_same_name_calls_key_overlap_then_order_decides():
     gold = [call("a", x=1), call("a", y=2)]
     assert paper_score_calls([call("a", y=2), call("a", x=1)], gold) == (1, 1, 1)
