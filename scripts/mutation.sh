@@ -41,12 +41,14 @@ if ! nice -n 10 mutmut run --max-children "${VPO_MUTMUT_CHILDREN:-2}" "${GLOBS[@
   exit 1
 fi
 echo "mutmut finished in $(( $(date +%s) - start )) s"
-results=$(mutmut results --all true 2>/dev/null)
+# the status list goes through a file: thousands of lines overflow the argument list of python3
+results="$log.results"
+mutmut results --all true >"$results" 2>/dev/null
 python3 - "$results" "${GLOBS[@]}" <<'PY'
 import fnmatch, sys
 from collections import Counter, defaultdict
 
-lines, globs = sys.argv[1].splitlines(), sys.argv[2:]
+lines, globs = open(sys.argv[1], encoding="utf-8").read().splitlines(), sys.argv[2:]
 per: dict[str, Counter] = defaultdict(Counter)
 survivors = []
 for ln in lines:
