@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.livecodebench_judge import PASS, TIMEOUT_S, grade_program  # noqa: E402
+from benchmarks.livecodebench_judge import PASS, TIMEOUT_S, TLE, grade_program  # noqa: E402
 from harness.paths import shared_data_dir  # noqa: E402
 from harness.sandbox import Sandbox, SandboxPool  # noqa: E402
 from harness.sandbox.pool import UID_BLOCK, default_uid_base  # noqa: E402
@@ -79,7 +79,10 @@ def grade_ours(data: Path, limit: int | None, workers: int, timeout: float, firs
                 probs[r["question_id"]]["tests"], timeout_s=timeout, first_failure=first_failure), rows))
         wall = time.monotonic() - t0
         iso = pool.isolation_record()
+    # tests that ran into the per-test limit (not those marked after a first failure without running)
+    at_limit = sum(v == TLE and not d.startswith("not run") for g in grades for v, d in zip(g.verdicts, g.details))
     return {"wall_s": wall, "verdicts": [g.passed for g in grades], "per_test": [g.verdicts for g in grades],
+            "tests_at_limit": at_limit,
             "peak_kb_per_row": [g.peak_kb for g in grades], "isolation": iso}
 
 
@@ -106,8 +109,9 @@ def run_official(args: argparse.Namespace, tmp: Path, k: int) -> dict[str, Any]:
     if code != 0:
         raise SystemExit(f"official grader failed (exit {code}): {' '.join(argv)}")
     summary = json.loads(Path(str(out) + ".summary.json").read_text())
-    verdicts = [json.loads(line)["lcb_public_verdict"] for line in out.read_text().splitlines()]
-    return {"wall_s": summary["wall_s"], "verdicts": verdicts, "peak_kb": peak}
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    return {"wall_s": summary["wall_s"], "verdicts": [r["lcb_public_verdict"] for r in recs], "peak_kb": peak,
+            "tests_at_limit": sum(t == -3 for r in recs for t in r["lcb_test_results"])}
 
 
 def run_ours(args: argparse.Namespace, tmp: Path, k: int, mode: str) -> dict[str, Any]:
@@ -207,8 +211,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"| fixed cost, trivial program | ours {fixed['ours_s'] * 1e3:.1f} ms | bare python "
           f"{fixed['bare_s'] * 1e3:.1f} ms ({fixed['ours_s'] / fixed['bare_s']:.2f}x) | official "
           f"{fixed.get('official_s', float('nan')) * 1e3:.1f} ms |")
-    # verdict parity on the last round
+    # Why full mode is bounded: a test at the limit holds a worker for the whole timeout (every such
+    # program here is CPU-bound, so more slots than cores would only slow the others), so no grader
+    # that runs every test can finish before tests_at_limit * timeout / workers seconds.
     last = pairs[-1]
+    n_lim = {m: last[m]["tests_at_limit"] for m in ("official", "ff", "full")}
+    floor_s = n_lim["full"] * args.timeout / args.workers
+    off_wall = statistics.mean(p["official"]["wall_s"] for p in pairs)
+    print(f"\ntests at the {args.timeout:g}s limit: official {n_lim['official']}, ours first-failure {n_lim['ff']}, "
+          f"ours full {n_lim['full']}. Full mode must wait {n_lim['full']} x {args.timeout:g}s / {args.workers} "
+          f"workers = {floor_s:.1f} s at the limit alone, against the official grader's whole run of "
+          f"{off_wall:.1f} s: even with every other test free, full mode could reach at most "
+          f"{off_wall / floor_s if floor_s else float('inf'):.2f}x")
+    # verdict parity on the last round
     off, ours_full, ours_ff = last["official"]["verdicts"], last["full"]["verdicts"], last["ff"]["verdicts"]
     diff = [i for i in range(len(rows)) if off[i] != ours_full[i]]
     print(f"\nverdict parity (last round): official vs ours-full differ on {len(diff)} of {len(rows)} rows"
@@ -223,6 +238,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                           for m in ("official", "ff", "full")} | {"load_before": p["load_before"],
                                                                   "load_after": p["load_after"]}
                          for p in pairs],
+              "tests_at_limit": n_lim, "full_floor_s": floor_s,
               "parity_diff_rows": diff, "isolation": iso,
               "official_passes": sum(off), "ours_passes": sum(ours_full)}
     if args.json:

@@ -98,6 +98,12 @@ class Benchmark(ABC):
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
         """Problems of ``split``; ``path`` points at local files for offline use."""
 
+    def local_size(self, split: str) -> int | None:
+        """Problems of ``split`` that load on this machine without a network (an offline copy, or a
+        generator); None when the split needs the hub. Why: ``splits`` gives the full release's sizes,
+        which are not what an offline run gets (ToolRL test: 80 in the release, 60 in the offline slice)."""
+        return None
+
     # ---- prompts ----------------------------------------------------------------------------------
     @abstractmethod
     def prompt(self, problem: Problem, *, style: str = "full") -> Messages:

@@ -98,6 +98,14 @@ class Eureqa(Benchmark):
             return lambda s: read_rows(_find_split_file(local, s, how))
         raise DataError(f"no local EUREQA data (and hub=false). {how}", path=str(local))
 
+    def local_size(self, split: str) -> int | None:
+        if self.options["hub"]:
+            return None
+        try:
+            return len(self.load(split))
+        except DataError:  # no local export
+            return None
+
     def _split_rows(self, split: str, source: Any) -> list[tuple[str, Row]]:
         if split in HUB_SPLITS:
             return [(split, r) for r in source(split)]

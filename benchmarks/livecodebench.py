@@ -352,6 +352,15 @@ class LiveCodeBench(Benchmark):
                             path=str(p))
         return [p]
 
+    def local_size(self, split: str) -> int | None:
+        path = self.options.get("path")
+        if path in ("hub", f"hub:{HUB_ID}", HUB_ID):
+            return None
+        try:
+            return len(self.load(split))
+        except DataError:  # no such local file
+            return None
+
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
         if split not in self.splits:
             raise KeyError(f"unknown split {split!r}; known: {', '.join(self.splits)}")

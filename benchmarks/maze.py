@@ -217,6 +217,9 @@ class Maze(Benchmark):
             n = max(0, min(n, int(limit)))
         return maze_problems(label, base, n)
 
+    def local_size(self, split: str) -> int | None:
+        return self.split_spec(split)[2]  # generated: every split is local
+
     # ---- prompts ----------------------------------------------------------------------------------
     def _rules(self, inst: MazeInstance, steps: str) -> str:
         """The authors' single-answer prompt up to the output instruction (``steps``: "" or " per route")."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 import re
 import warnings
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -159,10 +160,17 @@ class MuSiQue(Benchmark):
                f"{LOCAL_FILE}, splits validation/test).")
         if path is not None and not looks_like_hub_id(path):
             return read_rows(path)
-        local = shared_data_dir() / LOCAL_FILE
-        if path is None and not self.options["hub"] and split in ("validation", "test") and local.is_file():
+        local = self._local_file(split)
+        if path is None and local is not None:
             return read_rows(local)
         return hub_rows(path or HUB_ID, _HUB_SPLIT[split], how_to_fix=how)
+
+    def _local_file(self, split: str) -> Path | None:
+        local = shared_data_dir() / LOCAL_FILE
+        return local if not self.options["hub"] and split in ("validation", "test") and local.is_file() else None
+
+    def local_size(self, split: str) -> int | None:
+        return len(self.load(split)) if self._local_file(split) is not None else None
 
     def _problem(self, row: Row) -> Problem:
         d = row.data

@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -427,9 +428,8 @@ class ToolRL(Benchmark):
                "{instruction, input, output} items; offline defaults exist for splits test and sft.")
         if path is not None and not looks_like_hub_id(path):
             rows = read_rows(path)
-        elif path is None and not self.options["hub"] and split in LOCAL_FILES \
-                and (shared_data_dir() / LOCAL_FILES[split]).is_file():
-            rows = read_rows(shared_data_dir() / LOCAL_FILES[split])
+        elif path is None and self._local_file(split) is not None:
+            rows = read_rows(self._local_file(split))
         elif split == "sft":
             raise DataError(f"the SFT items have no hub copy. {how}", path=str(shared_data_dir() / LOCAL_FILES["sft"]))
         elif path is not None:
@@ -439,6 +439,15 @@ class ToolRL(Benchmark):
         problems = [self._problem(split, r) for r in rows]
         check_unique_ids(((p.id, r) for p, r in zip(problems, rows)), "extra_info.index")
         return problems[:limit] if limit is not None else problems
+
+    def _local_file(self, split: str) -> Path | None:
+        if self.options["hub"] or split not in LOCAL_FILES:
+            return None
+        f = shared_data_dir() / LOCAL_FILES[split]
+        return f if f.is_file() else None
+
+    def local_size(self, split: str) -> int | None:
+        return len(self.load(split)) if self._local_file(split) is not None else None
 
     def _problem(self, split: str, row: Row) -> Problem:
         d = row.data

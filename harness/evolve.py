@@ -68,19 +68,51 @@ class EvolveConfig:
         if self.model.startswith("openai:") and not self.base_url:
             raise ValueError(f"{self.model} needs --base-url (an OpenAI-compatible server)")
 
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """The settings split as a `vpo run` config is (task / model / sampling) plus the search's own
+        (evolve) and how it runs (execution). Everything but execution is the run's identity: the
+        folder name and the resume check both read it from here, so they cannot disagree."""
+        values = asdict(self)
+        out: dict[str, dict[str, Any]] = {}
+        for sec, names in SECTIONS.items():
+            out[sec] = {key: values[name] for name, key in names}
+        if not self.model.startswith("openai:"):
+            out["model"]["base_url"] = None  # a spawned server's port changes every time
+        # readers of run folders (vpo ls/show/report) expect a run's pool shape in sampling
+        out["sampling"].update(n=self.iterations + 1, ks=[1])
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        from harness.models import identity_args
+
+        out = {sec: v for sec, v in self.sections().items() if sec != "execution"}
+        out["model"]["args"] = identity_args(self.model, self.model_args)  # not timeouts, keys, batch sizes
+        return out
+
     def default_out(self) -> Path:
+        """A deterministic folder from the identity, so repeating a command resumes the same run."""
         import hashlib
 
         from harness.store import dumps
 
-        key = {k: v for k, v in asdict(self).items() if k not in ("out", "progress", "concurrency", "base_url", "serve_threads")}
-        h = hashlib.sha1(dumps(key).encode()).hexdigest()[:8]
+        h = hashlib.sha1(dumps(self.identity()).encode()).hexdigest()[:8]
         model = self.model.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
         return Path("runs") / f"evo-{self.task}-{model}-{self.prompt_mode}-m{self.m}-{h}"
 
 
-#: EvolveConfig fields that say how a run executes, not what it is (free to change on resume)
-EXECUTION_FIELDS = ("out", "progress", "concurrency", "serve_threads", "timeout_s")
+#: every EvolveConfig field, by section, as (field, name in config.json). A field missing here fails
+#: tests/harness/test_evolve_config.py, so a new setting must be declared identity or execution.
+SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "task": (("task", "name"), ("split", "split"), ("task_options", "options"), ("data_path", "data_path"),
+             ("limit", "limit"), ("prompt_style", "prompt_style")),
+    "model": (("model", "spec"), ("base_url", "base_url"), ("model_args", "args")),
+    "sampling": (("m", "m"), ("temperature", "temperature"), ("top_p", "top_p"), ("max_tokens", "max_tokens"),
+                 ("seed", "seed")),
+    "evolve": (("problems", "problems"), ("iterations", "iterations"), ("prompt_mode", "prompt_mode"),
+               ("config_path", "config_path"), ("baseline", "baseline")),
+    "execution": (("out", "out"), ("progress", "progress"), ("concurrency", "concurrency"),
+                  ("serve_threads", "serve_threads"), ("timeout_s", "timeout_s")),
+}
 
 
 def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg: dict[str, Any],
@@ -90,25 +122,12 @@ def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg:
     from harness.metrics import METRIC_SEED
     from harness.runner import _git_hash, _versions, model_fingerprint, problems_fingerprint
 
-    settings = asdict(cfg)
-    execution = {k: settings.pop(k) for k in EXECUTION_FIELDS}
-    if not cfg.model.startswith("openai:"):
-        execution["base_url"] = None  # a spawned server's port changes every time
-    # the sections of a `vpo run` identity (readers of run folders share them), plus the search's own
+    execution = {**cfg.sections()["execution"], "base_url": cfg.base_url, "model_args": dict(cfg.model_args)}
     identity = dict(
-        task={"name": cfg.task, "split": cfg.split, "options": cfg.task_options, "data_path": cfg.data_path,
-              "limit": cfg.limit, "prompt_style": cfg.prompt_style},
-        model={"spec": cfg.model, "base_url": cfg.base_url if cfg.model.startswith("openai:") else None,
-               "args": cfg.model_args},
-        sampling={"m": cfg.m, "n": cfg.iterations + 1, "ks": [1], "temperature": cfg.temperature,
-                  "top_p": cfg.top_p, "max_tokens": cfg.max_tokens, "seed": cfg.seed},
-        evolve={"problems": cfg.problems, "iterations": cfg.iterations, "prompt_mode": cfg.prompt_mode,
-                "config_path": cfg.config_path, "baseline": cfg.baseline},
-        kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
-                    components=list(task.component_names), openevolve_user_config=user_cfg,
-                    problems={"n": len(problems), "sha256": problems_fingerprint(problems),
-                              "ids": [p.id for p in problems]},
-                    model_fingerprint=model_fingerprint(cfg.model), metric_seed=METRIC_SEED)
+        **cfg.identity(), kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
+        components=list(task.component_names), openevolve_user_config=user_cfg,
+        problems={"n": len(problems), "sha256": problems_fingerprint(problems), "ids": [p.id for p in problems]},
+        model_fingerprint=model_fingerprint(cfg.model), metric_seed=METRIC_SEED)
     return {"format": CONFIG_FORMAT, "kind": "evolve", "identity": identity, "execution": execution,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "versions": {**_versions(), "openevolve": _oe_version()}, "git": _git_hash(), "command": sys.argv}

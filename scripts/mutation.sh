@@ -41,15 +41,14 @@ if ! nice -n 10 mutmut run --max-children "${VPO_MUTMUT_CHILDREN:-2}" "${GLOBS[@
   exit 1
 fi
 echo "mutmut finished in $(( $(date +%s) - start )) s"
-# the statuses go through a file: every mutant's line as one argument overflows ARG_MAX on a full run
-mutmut results --all true >"$log" 2>/dev/null
-python3 - "$log" "${GLOBS[@]}" <<'PY'
+# the status list goes through a file: thousands of lines overflow the argument list of python3
+results="$log.results"
+mutmut results --all true >"$results" 2>/dev/null
+python3 - "$results" "${GLOBS[@]}" <<'PY'
 import fnmatch, sys
 from collections import Counter, defaultdict
 
-with open(sys.argv[1], encoding="utf-8") as f:
-    lines = f.read().splitlines()
-globs = sys.argv[2:]
+lines, globs = open(sys.argv[1], encoding="utf-8").read().splitlines(), sys.argv[2:]
 per: dict[str, Counter] = defaultdict(Counter)
 survivors = []
 for ln in lines:

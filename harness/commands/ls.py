@@ -16,6 +16,22 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+def _local_size(task: object, split: str) -> int | None:
+    """What a run here would get: a broken local copy reads as none, it must not hide the list."""
+    try:
+        return task.local_size(split)  # type: ignore[attr-defined]
+    except Exception:
+        return None
+
+
+def _sizes(release: int | None, here: int | None) -> str:
+    if here is None:
+        return f"{release if release is not None else '?'}; hub only"
+    if release == here:
+        return str(here)
+    return f"{release if release is not None else '?'}; here {here}"
+
+
 def run(args: argparse.Namespace) -> int:
     from benchmarks import get_task, task_names
 
@@ -27,13 +43,14 @@ def run(args: argparse.Namespace) -> int:
             if t.variable_d:  # the reward length is the problem's, up to max_d: say so, not a fixed number
                 comps = [f"{comps[0]}..{comps[t.max_d - 1]} (one per test)"] if comps else comps
             rows.append({"task": name, "d": t.d_label() if t.variable_d else t.d, "max_d": t.max_d,
-                         "components": comps, "splits": dict(t.splits)})
+                         "components": comps, "splits": dict(t.splits),
+                         "here": {s: _local_size(t, s) for s in t.splits}})
         except Exception as exc:  # an unavailable task must not hide the others
             rows.append({"task": name, "error": f"{type(exc).__name__}: {exc}"})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'task':<15}{'d':<20}{'components':<58}splits (size)")
+    print(f"{'task':<15}{'d':<20}{'components':<58}splits (size in the release; size here, offline)")
     for r in rows:
         if "error" in r:
             print(f"{r['task']:<15}unavailable: {r['error']}")
@@ -41,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
         comps = ", ".join(r["components"])
         if len(comps) > 55:
             comps = comps[:52] + "..."
-        splits = ", ".join(f"{k} ({v if v is not None else '?'})" for k, v in r["splits"].items())
+        splits = ", ".join(f"{k} ({_sizes(v, r['here'][k])})" for k, v in r["splits"].items())
         print(f"{r['task']:<15}{str(r['d']):<20}{comps:<58}{splits}")
     return 0

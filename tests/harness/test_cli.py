@@ -194,3 +194,24 @@ def test_closed_pipe_ends_quietly() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141, err
     assert "Traceback" not in err and "error" not in err, err
+
+
+def test_ls_says_what_loads_here_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    """The release's split sizes are not what an offline run gets: `vpo ls` prints both. The sizes here
+    are counted from the offline files themselves, so a changed slice cannot make this test stale."""
+    from harness.paths import shared_data_dir
+
+    def lines(rel: str) -> int:
+        return sum(1 for ln in (shared_data_dir() / rel).read_text(encoding="utf-8").splitlines() if ln.strip())
+
+    assert main(["ls", "--json"]) == 0
+    rows = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
+    toolrl, maze, lcb = rows["toolrl"], rows["maze"], rows["livecodebench"]
+    assert toolrl["splits"]["test"] == 80 and toolrl["here"]["test"] == lines("toolrl/rlla_4k_test.jsonl") < 80
+    assert toolrl["here"]["train"] is None  # only the hub release has it
+    assert maze["here"] == maze["splits"]  # generated: every split is local
+    assert lcb["here"]["all"] == lines("livecodebench/code_generation_lite.v5v6.public.jsonl")
+    assert lcb["here"]["test"] + lcb["here"]["train"] == lcb["here"]["all"]
+    assert main(["ls"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("toolrl"))
+    assert f"test (80; here {toolrl['here']['test']})" in line and "train (3920; hub only)" in line

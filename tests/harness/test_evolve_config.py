@@ -1,0 +1,60 @@
+"""EvolveConfig: one declaration says which settings identify an evolve run; the folder name and the
+resume check both read it (they used to keep two lists, and disagreed on timeout_s and base_url)."""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import pytest
+
+from harness.evolve import SECTIONS, EvolveConfig
+
+
+def base(**kw) -> EvolveConfig:
+    return EvolveConfig(task="maze", model="hf:maze-tiny-vpo", prompt_style="moves", max_tokens=256, **kw)
+
+
+def test_every_field_is_declared_once():
+    declared = [name for names in SECTIONS.values() for name, _ in names]
+    assert sorted(declared) == sorted(f.name for f in fields(EvolveConfig))
+    assert len(declared) == len(set(declared))
+
+
+EXECUTION_CHANGES = {"out": "elsewhere", "progress": False, "concurrency": 3, "serve_threads": 4, "timeout_s": 9.0}
+IDENTITY_CHANGES = {"problems": "hardest:4", "iterations": 7, "m": 3, "prompt_mode": "task", "split": "val",
+                    "limit": 5, "task_options": {"parse": "lenient"}, "temperature": 0.5, "top_p": 0.9,
+                    "max_tokens": 128, "seed": 1, "baseline": False, "config_path": "oe.yaml",
+                    "data_path": "x.jsonl", "prompt_style": "full", "model": "hf:maze-tiny-grpo",
+                    "model_args": {"dtype": "float64"}}
+
+
+def test_changes_cover_every_field():
+    assert set(EXECUTION_CHANGES) | set(IDENTITY_CHANGES) | {"task", "base_url"} == {f.name for f in fields(EvolveConfig)}
+
+
+@pytest.mark.parametrize("name", sorted(EXECUTION_CHANGES))
+def test_execution_settings_keep_the_folder_and_identity(name):
+    a, b = base(), replace(base(), **{name: EXECUTION_CHANGES[name]})
+    assert a.default_out() == b.default_out()
+    assert a.identity() == b.identity()
+    assert a.sections()["execution"] != b.sections()["execution"]
+
+
+@pytest.mark.parametrize("name", sorted(IDENTITY_CHANGES))
+def test_identity_settings_change_the_folder(name):
+    a, b = base(), replace(base(), **{name: IDENTITY_CHANGES[name]})
+    assert a.identity() != b.identity()
+    assert a.default_out() != b.default_out()
+
+
+def test_base_url_identifies_only_a_user_given_server():
+    # a spawned `vpo serve` gets a new port every time: not identity; a user's server is the model
+    hf = base()
+    assert hf.identity() == replace(hf, base_url="http://127.0.0.1:1/v1").identity()
+    oa = EvolveConfig(task="maze", model="openai:m", base_url="http://a/v1")
+    assert oa.identity() != replace(oa, base_url="http://b/v1").identity()
+
+
+def test_request_only_model_args_are_not_identity():
+    oa = EvolveConfig(task="maze", model="openai:m", base_url="http://a/v1")
+    assert oa.identity() == replace(oa, model_args={"timeout": 5, "api_key": "k"}).identity()
+    assert oa.identity() != replace(oa, model_args={"reasoning_effort": "low"}).identity()
