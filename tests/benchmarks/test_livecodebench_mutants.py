@@ -30,8 +30,11 @@ def problem() -> Problem:
                                     "content": "Echo the number.", "starter_code": "", "contest_date": "2025-03-01"})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def scored(task, problem):
+    """Graded afresh for each test (cheap: identical programs are graded in parallel on the pool), so
+    that each test calls ``score`` itself: mutmut links a function to the tests that call it, and a
+    module-scoped result would link ``score`` to the first test only."""
     return task.score(problem, [ECHO, None, CRASH_ON_2, RAISES])
 
 
