@@ -191,6 +191,11 @@ def in_split(date: _dt.datetime, split: str, window: tuple[_dt.datetime, _dt.dat
     raise KeyError(f"unknown split {split!r}; known: train, test, all")
 
 
+def _is_hub(path: str | None) -> bool:
+    """``path`` names the hub release rather than local files."""
+    return path in ("hub", f"hub:{HUB_ID}", HUB_ID)
+
+
 def hub_files(files: Sequence[str] = HUB_FILES, revision: str | None = None) -> list[Path]:
     """Download the raw test*.jsonl files of the hub repo (its loading script is broken for
     datasets >= 4, so the files are read directly)."""
@@ -339,7 +344,7 @@ class LiveCodeBench(Benchmark):
     # ---- data -----------------------------------------------------------------------------------
     def _files(self, path: str | None) -> list[Path]:
         path = path or self.options.get("path")
-        if path in ("hub", f"hub:{HUB_ID}", HUB_ID):
+        if _is_hub(path):
             return hub_files(self.options.get("hub_files", HUB_FILES), self.options.get("revision"))
         p = Path(path) if path else shared_data_dir() / "livecodebench" / DEFAULT_FILE
         if p.is_dir():
@@ -353,8 +358,7 @@ class LiveCodeBench(Benchmark):
         return [p]
 
     def local_size(self, split: str) -> int | None:
-        path = self.options.get("path")
-        if path in ("hub", f"hub:{HUB_ID}", HUB_ID):
+        if _is_hub(self.options.get("path")):
             return None
         try:
             return len(self.load(split))

@@ -428,8 +428,8 @@ class ToolRL(Benchmark):
                "{instruction, input, output} items; offline defaults exist for splits test and sft.")
         if path is not None and not looks_like_hub_id(path):
             rows = read_rows(path)
-        elif path is None and self._local_file(split) is not None:
-            rows = read_rows(self._local_file(split))
+        elif path is None and (local := self._local_file(split)) is not None:
+            rows = read_rows(local)
         elif split == "sft":
             raise DataError(f"the SFT items have no hub copy. {how}", path=str(shared_data_dir() / LOCAL_FILES["sft"]))
         elif path is not None:

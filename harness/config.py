@@ -85,8 +85,8 @@ IDENTITY_SECTIONS = ("task", "model", "sampling")
 #: run read at other ks is the same run (config.json keeps them at top level, ``"ks"``)
 NOT_IDENTITY = ("sampling.ks",)
 _SECTIONS = {"task": TaskSpec, "model": ModelSpec, "sampling": SamplingSpec, "execution": ExecutionSpec}
-#: flat keyword -> (section, field) where the flat name differs from the field name
-_ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),
+#: flat keyword -> (section, field) where the flat name differs from the field name (EvolveConfig too)
+ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),
             "model_args": ("model", "args")}
 
 
@@ -111,7 +111,7 @@ class RunConfig:
         """Build from flat keywords (``task=, model=, n=, m=, out=, ...``): every field name is unique
         across sections, plus ``task``/``task_options``/``model``/``model_args`` for the names."""
         where = {f.name: (sec, f.name) for sec, dc in _SECTIONS.items() for f in fields(dc)}
-        where.update(_ALIASES)
+        where.update(ALIASES)
         parts: dict[str, dict[str, Any]] = {sec: {} for sec in _SECTIONS}
         for key, value in flat.items():
             if key not in where:

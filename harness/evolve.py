@@ -72,10 +72,11 @@ class EvolveConfig:
         """The settings split as a `vpo run` config is (task / model / sampling) plus the search's own
         (evolve) and how it runs (execution). Everything but execution is the run's identity: the
         folder name and the resume check both read it from here, so they cannot disagree."""
+        from harness.config import ALIASES
+
         values = asdict(self)
-        out: dict[str, dict[str, Any]] = {}
-        for sec, names in SECTIONS.items():
-            out[sec] = {key: values[name] for name, key in names}
+        out = {sec: {ALIASES.get(name, (sec, name))[1]: values[name] for name in names}
+               for sec, names in SECTIONS.items()}
         if not self.model.startswith("openai:"):
             out["model"]["base_url"] = None  # a spawned server's port changes every time
         # readers of run folders (vpo ls/show/report) expect a run's pool shape in sampling
@@ -100,18 +101,15 @@ class EvolveConfig:
         return Path("runs") / f"evo-{self.task}-{model}-{self.prompt_mode}-m{self.m}-{h}"
 
 
-#: every EvolveConfig field, by section, as (field, name in config.json). A field missing here fails
-#: tests/harness/test_evolve_config.py, so a new setting must be declared identity or execution.
-SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
-    "task": (("task", "name"), ("split", "split"), ("task_options", "options"), ("data_path", "data_path"),
-             ("limit", "limit"), ("prompt_style", "prompt_style")),
-    "model": (("model", "spec"), ("base_url", "base_url"), ("model_args", "args")),
-    "sampling": (("m", "m"), ("temperature", "temperature"), ("top_p", "top_p"), ("max_tokens", "max_tokens"),
-                 ("seed", "seed")),
-    "evolve": (("problems", "problems"), ("iterations", "iterations"), ("prompt_mode", "prompt_mode"),
-               ("config_path", "config_path"), ("baseline", "baseline")),
-    "execution": (("out", "out"), ("progress", "progress"), ("concurrency", "concurrency"),
-                  ("serve_threads", "serve_threads"), ("timeout_s", "timeout_s")),
+#: every EvolveConfig field, by section (config.json names follow harness.config.ALIASES, as in `vpo
+#: run`). A field missing here fails tests/harness/test_evolve_config.py, so a new setting must be
+#: declared identity or execution.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "task": ("task", "split", "task_options", "data_path", "limit", "prompt_style"),
+    "model": ("model", "base_url", "model_args"),
+    "sampling": ("m", "temperature", "top_p", "max_tokens", "seed"),
+    "evolve": ("problems", "iterations", "prompt_mode", "config_path", "baseline"),
+    "execution": ("out", "progress", "concurrency", "serve_threads", "timeout_s"),
 }
 
 

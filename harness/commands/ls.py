@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchmarks.base import Benchmark
 
 EXAMPLES = """\
 vpo ls
@@ -16,10 +20,10 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _local_size(task: object, split: str) -> int | None:
+def _local_size(task: Benchmark, split: str) -> int | None:
     """What a run here would get: a broken local copy reads as none, it must not hide the list."""
     try:
-        return task.local_size(split)  # type: ignore[attr-defined]
+        return task.local_size(split)
     except Exception:
         return None
 
