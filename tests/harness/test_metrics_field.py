@@ -183,3 +183,39 @@ def test_results_json_carries_the_new_metrics(tmp_path: Path, n: int, m: int) ->
         assert x == pytest.approx(j * tbar)
         assert mean == pytest.approx(np.mean([brute_best_of_chains(c, j) for c in chains]), abs=1e-12)
     assert cur["mean"][-1] > cur["mean"][0]
+
+
+def test_show_prints_pass_hat_and_cover_also_for_older_results(tmp_path: Path, capsys) -> None:
+    import json
+
+    from benchmarks import get_task
+    from harness.cli import main
+
+    gold = {p.id: list(p.data["entities"]) for p in get_task("eureqa").load("test", path=str(FIXTURE))}
+    cfg = RunConfig.of(task="eureqa", model="scripted:entities", data_path=str(FIXTURE), n=6, m=1, ks=(1, 2, 4),
+                       out=str(tmp_path / "run"), progress=False)
+    folder = run(cfg, backend=EntityBackend(gold, 1))
+    res = load_run(folder).summary
+
+    def table() -> dict[str, str]:
+        lines = capsys.readouterr().out.splitlines()
+        head, row = lines[0].split(), lines[1].split()
+        return dict(zip(head, row))
+
+    assert main(["show", str(folder), "--select", ""]) == 0
+    got = table()
+    assert got["pass^4"] == f"{res.pass_all[4].mean:.3f}±{res.pass_all[4].stderr:.3f}"
+    assert got["cover@0.1"] == f"{res.cover[0.1].mean:.3f}±{res.cover[0.1].stderr:.3f}"
+    # a results.json written before these metrics existed: show recomputes them from the rows
+    path = Path(folder) / "results.json"
+    old = json.loads(path.read_text())
+    old["metrics"] = {k: v for k, v in old["metrics"].items() if not k.startswith(("pass^", "cover@", "best_vs"))}
+    path.write_text(json.dumps(old))
+    assert main(["show", str(folder), "--select", ""]) == 0
+    assert table() == got
+    assert main(["show", str(folder), "--select", "", "--tau", "0.3"]) == 0
+    got3 = table()
+    cand = load_run(folder).candidates
+    rates = cand.groupby("problem_id").passed.mean().to_numpy()
+    assert "cover@0.1" not in got3
+    assert got3["cover@0.3"].startswith(f"{np.mean(rates >= 0.3):.3f}±")
