@@ -53,12 +53,23 @@ def test_markdown_cells_and_bold_side(comp) -> None:
     assert rows["best@1"][2] == f"**{r.run_mean:.3f} ± {r.run_se:.3f}**"
     assert rows["best@1"][1] == f"{r.baseline_mean:.3f} ± {r.baseline_se:.3f}"  # the worse side is not bold
     assert rows["best@1"][3] == f"{r.diff:+.3f} ± {r.diff_se:.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
-    # a metric whose CI holds 0 has no bold cell
-    tie = [nm for nm, row in by.items() if row.ci_low <= 0 <= row.ci_high]
-    assert tie, "fixture has a metric with a CI around 0"
-    for nm in tie:
-        assert "**" not in "".join(rows[nm])
     assert "bold: the CI excludes 0" in text
+
+
+def test_no_bold_where_the_ci_holds_zero() -> None:
+    """A run that is the baseline plus symmetric noise: intervals straddle 0, nothing is bold."""
+    rng = np.random.default_rng(5)
+    a = [np.round(rng.random(4) * 0.8, 1) for _ in range(30)]
+    b = [np.clip(s + rng.choice([-0.1, 0.1], size=4), 0, 1) for s in a]
+    noisy = compare_runs([make_run("a", a), make_run("b", b)], ks=[1, 2], strategies=[], resamples=500)
+    rows = _md_rows(to_markdown(noisy))
+    straddle = [display_name(r.metric, r.k) for r in noisy.rows if r.ci_low < 0 < r.ci_high]
+    assert len(straddle) >= 3, "fixture has metrics whose CI strictly holds 0"
+    for nm in straddle:
+        assert "**" not in "".join(rows[nm]), nm
+    tex = {ln.split(" & ")[0]: ln for ln in to_latex(noisy).splitlines() if " & " in ln}
+    for nm in straddle:
+        assert r"\textbf" not in tex[latex_escape(nm)], nm
 
 
 def test_bold_goes_to_the_baseline_when_it_is_better(comp) -> None:

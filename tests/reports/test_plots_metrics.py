@@ -38,12 +38,12 @@ def evolve_run(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("ev") / "evolve"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"kind": "evolve"}))
-    cur = lambda m: {"x": [1, 2, 3, 4, 5, 6, 7], "mean": m, "stderr": [0.05] * 7}  # noqa: E731
+    # three candidates: autoscaling alone would tick 1.0, 1.25, 1.5, ... (fractional candidate counts)
+    cur = lambda m: {"x": [1, 2, 3], "mean": m, "stderr": [0.05] * 3}  # noqa: E731
     (folder / "results.json").write_text(json.dumps({
         "kind": "evolve", "task": "eureqa", "model": "hf:some/evolver", "m": 1, "prompt_mode": "diff", "metrics": {},
-        "evolve": {"best_vs_candidates": cur([0.2, 0.3, 0.35, 0.5, 0.5, 0.55, 0.6]),
-                   "solved_vs_candidates": cur([0.0, 0.0, 0.1, 0.1, 0.2, 0.2, 0.3])},
-        "baseline": {"solved_vs_candidates": cur([0.0, 0.05, 0.05, 0.1, 0.1, 0.1, 0.15])}}))
+        "evolve": {"best_vs_candidates": cur([0.2, 0.35, 0.6]), "solved_vs_candidates": cur([0.0, 0.1, 0.3])},
+        "baseline": {"solved_vs_candidates": cur([0.0, 0.05, 0.15])}}))
     return folder
 
 
@@ -113,11 +113,18 @@ def test_evolve_curves_from_results_json_with_integer_candidate_ticks(evolve_run
     fig = metric_figure(runs, ["evolve", "evolve-solved"])
     ev, solved = fig.axes[:2]
     lines = _lines(ev)
-    assert np.allclose(lines["evo"][1], [0.2, 0.3, 0.35, 0.5, 0.5, 0.55, 0.6])
+    assert np.allclose(lines["evo"][1], [0.2, 0.35, 0.6])
     res = load_run(eureqa_runs[1]).summary
     plain = lines["plain (8x1) (plain sampling: best@k)"]
     assert np.allclose(plain[1], [res.best[k].mean for k in plain[0].astype(int)])
     assert "evo (plain sampling)" in _lines(solved)  # the baseline curve the evolve run stored
+    fig.canvas.draw()
+    only = metric_figure(load_plot_runs([evolve_run]), ["evolve-solved"])
+    only.canvas.draw()
+    lo, hi = only.axes[0].get_xlim()
+    ticks = [t for t in only.axes[0].get_xticks() if lo <= t <= hi]
+    assert ticks == [1.0, 2.0, 3.0], ticks
+    plt.close(only)
     fig.canvas.draw()
     for ax in (ev, solved):
         ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
