@@ -33,7 +33,7 @@ def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
     zero on a labelled scale (autoscaling put it on the axis edge or blew up rounding noise); returns
     True when every value is zero."""
     lo, hi = min(lows + [0.0]), max(highs + [0.0])
-    span = max(hi - lo, 0.25)
+    span = max(hi - lo, 0.25) if hi > lo else 1.0  # all zero: the 0..1 axis of a score or rate
     ax.set_ylim(lo - 0.06 * span, lo + 1.12 * span)
     return hi <= 0.0 and lo >= 0.0
 
@@ -277,8 +277,9 @@ def _series(run: PlotRun, metric: str, taus: Sequence[float]) -> tuple[np.ndarra
     if kind == "tau":
         # Cover@tau is a step function of tau (it drops at each problem's pass rate): a fine grid draws the steps
         grid = sorted({round(t, 6) for t in np.linspace(0.005, 1.0, 200)} | {float(t) for t in taus})
-        per = _per_problem(run, grid)
-        est = [_est(per[f"cover@{t:g}"]) for t in grid]
+        from harness.metrics import cover_at_tau
+
+        est = [_est(cover_at_tau(run.pools.passed, t)) for t in grid]  # only this: no full metric pass per tau grid
         return np.array(grid), np.array([e[0] for e in est]), np.array([e[1] for e in est])
     if kind == "tokens":
         from harness import metrics as hm
