@@ -254,7 +254,7 @@ def _f(x: float, nd: int = 3, sign: bool = False) -> str:
 def format_table(comp: Comparison) -> str:
     """Terminal table: one line per metric and run, then the problem counts and the one-sided solves."""
     head = ["metric", "k", "run", "n", "baseline", "run mean", "diff", "95% CI", "win/tie/loss"]
-    lines = [[r.metric, "" if r.k is None else str(r.k), r.run, str(r.n), _f(r.baseline_mean), _f(r.run_mean),
+    lines = [[display_name(r.metric, r.k), "" if r.k is None else str(r.k), r.run, str(r.n), _f(r.baseline_mean), _f(r.run_mean),
               _f(r.diff, sign=True), f"[{_f(r.ci_low, sign=True)}, {_f(r.ci_high, sign=True)}]",
               f"{r.wins}/{r.ties}/{r.losses}"] for r in comp.rows]
     widths = [max(len(x) for x in col) for col in zip(head, *lines)]

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.metrics import mean_se
-from reports.compare import Comparison, compare_runs, default_ks
+from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
 from reports.selected import k_axis
 
@@ -518,7 +518,7 @@ def comparison_table(comp: Comparison) -> str:
     rows, sv = [], []
     for r in comp.rows:
         cls = "pos" if r.ci_low > 0 else "neg" if r.ci_high < 0 else ""
-        rows.append([_esc(r.metric), "" if r.k is None else str(r.k), _esc(r.run), str(r.n), _num(r.baseline_mean),
+        rows.append([_esc(display_name(r.metric, r.k)), "" if r.k is None else str(r.k), _esc(r.run), str(r.n), _num(r.baseline_mean),
                      _num(r.run_mean), f'<span class="{cls}">{_num(r.diff, sign=True)}</span>',
                      f"[{_num(r.ci_low, sign=True)}, {_num(r.ci_high, sign=True)}]", f"{r.wins}/{r.ties}/{r.losses}"])
         sv.append([None, r.k, None, None, r.baseline_mean, r.run_mean, r.diff, r.ci_low, None])
