@@ -344,7 +344,8 @@ def fig_projections(views: Sequence[RunView], problems: Sequence[str], axes_spec
                 ax.scatter(uniq[:, 0], uniq[:, 1], s=18 + 22 * counts, color=f"C{c}", alpha=0.6,
                            edgecolor="k", lw=0.4)
                 n_vec = len(np.unique(np.round(m, 9), axis=0))  # of the full vectors, not of the 2-D points
-                ax.set_title(f"{v.label}\n{pid}: {len(m)} candidates, {n_vec} distinct vectors", fontsize=8)
+                ax.set_title(f"{v.label}\n{pid}: {len(m)} candidates, {n_vec} distinct vector{'s' if n_vec != 1 else ''}",
+                             fontsize=8)
             else:
                 ax.set_title(f"{v.label}\n{pid}: not in this run", fontsize=8)
             ax.set_xlim(*lims[0])

@@ -75,9 +75,9 @@ def test_report_renders_in_chromium_without_errors(report, tmp_path, needs_chrom
     tables = json.loads(st["data-tables"])
     assert tables["summary"] == 2 and tables["problems"] == 6
     assert tables["selection"] == 2 * 3  # oracle, majority, random per run (no visible tests on maze)
-    # best, pass, pass^k, 2 strategies x 4 ks, Cover at 3 taus, 3 summaries, 4 maze components (no token
-    # counts in these rows: no compute-matched rows)
-    assert tables["comparison"] == 4 * 3 + 4 * 2 + 3 + 3 + 4
+    # best, pass, pass^k, 2 strategies x 4 ks, Cover at 3 taus, 4 token budgets (compute-matched best),
+    # 3 summaries, 4 maze components
+    assert tables["comparison"] == 4 * 3 + 4 * 2 + 3 + 4 + 3 + 4
     assert tables["provenance-0"] >= 10 and tables["provenance-1"] >= 10
 
     shot = tmp_path / "shot.png"
