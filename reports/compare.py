@@ -313,8 +313,8 @@ def _paper_rows(comp: Comparison, nd: int) -> tuple[list[str], list[list[tuple[s
     written as :data:`_PM`, which each writer renders its own way."""
     runs = list(dict.fromkeys(r.run for r in comp.rows))
     base = comp.rows[0].baseline if comp.rows else "baseline"
-    head = ["metric"] + (["run"] if len(runs) > 1 else []) + [base, "run" if len(runs) > 1 else runs[0] if runs else "run",
-                                                               "difference [95% CI]", "n"]
+    run_head = runs[0] if len(runs) == 1 else "run mean"
+    head = ["metric"] + (["run"] if len(runs) > 1 else []) + [base, run_head, "difference [95% CI]", "n"]
     out = []
     for r in comp.rows:
         better_run, better_base = r.ci_low > 0, r.ci_high < 0

@@ -348,7 +348,8 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                 x = np.arange(len(names))
                 ax.bar(x, vals, yerr=errs, capsize=3, color=[f"C{i}" for i in range(len(names))],
                        error_kw={"lw": st["lw"] * 0.8})
-                ax.set_xticks(x, names, rotation=15 if len(names) > 2 else 0, ha="right" if len(names) > 2 else "center")
+                tilt = len(names) > 2
+                ax.set_xticks(x, names, rotation=15 if tilt else 0, ha="right" if tilt else "center")
                 lo = min(0.0, float(np.nanmin(np.array(vals) - errs)))
                 hi = max(0.0, float(np.nanmax(np.array(vals) + errs)))
                 ax.set_title(ptitle + " (bars: ±1 s.e.)")
@@ -362,7 +363,8 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                     dashed = kind == "evolve" and r.evolve is None
                     lab = r.label + (" (plain sampling: best@k)" if dashed and metric == "evolve" else
                                      " (plain sampling: pass@k)" if dashed else "")
-                    ax.plot(x, m, ls="--" if dashed else "-", marker="o" if x.size <= 40 and kind != "tau" else None, ms=st["ms"],
+                    marker = "o" if x.size <= 40 and kind != "tau" else None
+                    ax.plot(x, m, ls="--" if dashed else "-", marker=marker, ms=st["ms"],
                             color=f"C{i}", label=lab, zorder=3)
                     ax.fill_between(x, m - s, m + s, color=f"C{i}", alpha=0.2, lw=0)
                     if r.evolve is not None and metric == "evolve-solved" and r.evolve.get("baseline"):

@@ -281,7 +281,8 @@ def project(points: np.ndarray, comps: Sequence[str] | None, axes_spec: str | No
     if points.shape[1] == 1:
         return np.c_[points[:, 0], np.zeros(len(points))], (comps[0] if comps else "c1", "(none)")
     if not axes_spec and points.shape[1] > 2:
-        comps = list(comps) if comps and len(comps) == points.shape[1] else [f"c{i + 1}" for i in range(points.shape[1])]
+        d = points.shape[1]
+        comps = list(comps) if comps and len(comps) == d else [f"c{i + 1}" for i in range(d)]
         axes_spec = top_components(points, comps)
     if axes_spec and axes_spec != "pca":
         names = [s.strip() for s in axes_spec.split(",")]
