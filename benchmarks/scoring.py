@@ -30,7 +30,7 @@ class ChainScore:
 
     @property
     def n_unique(self) -> int:
-        """Distinct answers of the chain under the task's dedup key (missing answers don't count)."""
+        """Unique answers of the chain (distinct under the task's dedup key; missing answers don't count)."""
         return len({repr(k) for k in self.keys if k is not None})
 
 

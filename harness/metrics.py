@@ -112,6 +112,133 @@ def pass_at_k(correct: np.ndarray | Sequence[Sequence[bool]], k: int) -> np.ndar
     return out
 
 
+def _tail_log_products(n: int, k: int) -> np.ndarray:
+    """cum[j] = sum_{i<=j, i>k} log(1 - k/i), so prod_{i=a+1}^{n} (1 - k/i) = exp(cum[n] - cum[a]) for a >= k.
+
+    Both pass@k and pass^k are ratios C(a, k)/C(n, k) = prod_{i=a+1}^{n} (1 - k/i): one cumulative
+    log-sum per pool size serves every problem of that size."""
+    i = np.arange(1, n + 1, dtype=float)
+    logs = np.zeros(n)
+    np.log1p(-k / i, out=logs, where=i > k)
+    return np.concatenate([[0.0], np.cumsum(logs)])
+
+
+def pass_hat_k(correct: np.ndarray | Sequence[Sequence[bool]], k: int) -> np.ndarray:
+    """pass^k per problem: the probability that k attempts drawn without replacement ALL pass.
+
+    Unbiased from n samples with c passes: C(c, k)/C(n, k) (the without-replacement analogue of
+    p^k, as tau-bench reports it); a reliability measure where pass@k is a coverage one. NaN where
+    the pool is smaller than k.
+    """
+    pools = _as_pools(correct)
+    out = np.full(len(pools), np.nan)
+    for n, (ix, mat) in _grouped(pools).items():
+        if n < k or n == 0:
+            continue
+        c = (mat > 0.5).sum(axis=1)
+        cum = _tail_log_products(n, k)
+        res = np.zeros(len(ix))
+        ok = c >= k  # fewer than k passes: no all-pass k-subset
+        res[ok] = np.exp(cum[n] - cum[c[ok]])
+        out[ix] = res
+    return out
+
+
+#: default success-rate thresholds of Cover@tau (`--tau` changes them)
+DEFAULT_TAUS: tuple[float, ...] = (0.1, 0.5, 0.9)
+
+
+def cover_at_tau(correct: np.ndarray | Sequence[Sequence[bool]], tau: float) -> np.ndarray:
+    """Per problem 1.0 when its pass rate c/n is at least ``tau`` (else 0.0; NaN for an empty pool).
+
+    The benchmark's Cover@tau is the mean of these (the fraction of problems the model solves
+    reliably at level tau). This is the plug-in estimate from the observed rate: no unbiased
+    estimator of the indicator [p >= tau] exists from n Bernoulli draws (only polynomials of degree
+    <= n in p are unbiasedly estimable), so a small pool makes it coarse, never biased by design.
+    """
+    if not 0.0 < tau <= 1.0:
+        raise ValueError(f"Cover@tau needs 0 < tau <= 1, got {tau}")
+    pools = _as_pools(correct)
+    out = np.full(len(pools), np.nan)
+    for n, (ix, mat) in _grouped(pools).items():
+        if n:
+            out[ix] = ((mat > 0.5).sum(axis=1) >= tau * n - 1e-9 * n).astype(float)
+    return out
+
+
+def chain_maxima(scalars: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The best scalar of each chain, from a problem's answer scalars and answers per chain."""
+    s = np.asarray(scalars, dtype=float)
+    sizes = np.asarray(sizes, dtype=int)
+    if sizes.sum() != s.size:
+        raise ValueError(f"chain sizes sum to {int(sizes.sum())}, pool has {s.size} answers")
+    if s.size == 0:
+        return np.zeros(0)
+    keep = sizes > 0
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[keep]
+    return np.maximum.reduceat(s, starts)
+
+
+def tokens_per_chain(chain_tokens: Sequence[np.ndarray]) -> float:
+    """Mean completion tokens of a chain: the mean over problems of each problem's mean chain length
+    (NaN when a chain's token count is unknown)."""
+    per = [float(np.mean(t)) for t in chain_tokens if len(t)]
+    if not per or any(x != x for x in per):
+        return float("nan")
+    return float(np.mean(per))
+
+
+def best_at_tokens(chain_best: Sequence[np.ndarray], chain_tokens: Sequence[np.ndarray],
+                   budgets: Sequence[float]) -> dict[float, np.ndarray]:
+    """Compute-matched best: expected best task scalar when a problem gets T completion tokens.
+
+    Definition (exact, no Monte Carlo): with tbar = :func:`tokens_per_chain`, a budget T buys
+    J = T / tbar chains; J = j + f (0 <= f < 1) is spent as j + 1 chains with probability f and j
+    chains otherwise, the chains drawn uniformly without replacement from the problem's pool, and
+    the value is the best scalar among all their answers. So the expected completion tokens spent
+    per problem (averaged over problems) is exactly T, and the per-problem value is
+    (1 - f) best@j + f best@(j+1) over the chain maxima, each term the unbiased order-statistics
+    estimator. A chain of m answers therefore competes with single answers at equal token cost:
+    at T = 4 tbar a 1x4 run is judged on one chain, a 4x1 run of 4x shorter chains on four.
+    Undefined (NaN) where J < 1 or J exceeds the problem's number of chains.
+    """
+    tbar = tokens_per_chain(chain_tokens)
+    vals = _as_pools(chain_best)
+    out = {T: np.full(len(vals), np.nan) for T in budgets}
+    if not tbar > 0:
+        return out
+    for n, (ix, mat) in _grouped(vals).items():
+        if n == 0:
+            continue
+        srt = np.sort(mat, axis=1)
+        for T in budgets:
+            J = T / tbar
+            j = int(np.floor(J + 1e-9))
+            f = J - j if J - j > 1e-9 else 0.0
+            if j < 1 or j + (f > 0) > n:
+                continue
+            w = best_at_k_weights(n, j) * (1.0 - f)
+            if f > 0:
+                w = w + f * best_at_k_weights(n, j + 1)
+            out[T][ix] = srt @ w
+    return out
+
+
+def tokens_curve(chain_best: Sequence[np.ndarray], chain_tokens: Sequence[np.ndarray]) -> dict[str, object]:
+    """best vs completion tokens at the whole-chain budgets T = j * tbar, j = 1..(smallest pool of
+    chains): x (tokens per problem), mean, stderr and n per point; empty lists when tokens are unknown."""
+    tbar = tokens_per_chain(chain_tokens)
+    sizes = [len(v) for v in chain_best if len(v)]
+    if not tbar > 0 or not sizes:
+        return {"tokens_per_chain": None if tbar != tbar else tbar, "chains": [], "x": [], "mean": [],
+                "stderr": [], "n": []}
+    js = list(range(1, min(sizes) + 1))
+    cur = best_at_tokens(chain_best, chain_tokens, [j * tbar for j in js])
+    est = [mean_se(v) for v in cur.values()]
+    return {"tokens_per_chain": tbar, "chains": js, "x": [j * tbar for j in js], "mean": [e.mean for e in est],
+            "stderr": [e.stderr for e in est], "n": [e.n for e in est]}
+
+
 def mean_pairwise_l1(rewards: np.ndarray) -> float:
     """Mean L1 distance over unordered pairs of a pool's reward vectors (n, d).
 
@@ -195,16 +322,27 @@ def summarize(
     ks: Sequence[int],
     component_names: Sequence[str] | None = None,
     objective_seed: int = METRIC_SEED,
+    taus: Sequence[float] = DEFAULT_TAUS,
+    chain_sizes: Sequence[np.ndarray] | None = None,
+    chain_tokens: Sequence[np.ndarray] | None = None,
 ) -> dict[str, object]:
     """All metrics of a run from per-problem pools.
 
     pools[p]: (n_p, d) reward vectors; scalars[p]: (n_p,) task scalars; passes[p]: (n_p,) booleans.
+    chain_sizes[p] / chain_tokens[p]: answers and completion tokens of each chain of problem p, for
+    the compute-matched ``best_vs_tokens`` curve (left out when not given).
     """
     out: dict[str, object] = {}
     best = best_at_k_curve(scalars, ks)
     for k in ks:
         out[f"best@{k}"] = mean_se(best[k]).as_dict()
         out[f"pass@{k}"] = mean_se(pass_at_k(passes, k)).as_dict()
+        out[f"pass^{k}"] = mean_se(pass_hat_k(passes, k)).as_dict()
+    for tau in taus:
+        out[f"cover@{tau:g}"] = mean_se(cover_at_tau(passes, tau)).as_dict()
+    if chain_sizes is not None and chain_tokens is not None:
+        maxima = [chain_maxima(s, z) for s, z in zip(scalars, chain_sizes)]
+        out["best_vs_tokens"] = tokens_curve(maxima, chain_tokens)
     out["mean_scalar"] = mean_se(np.mean(s) if len(s) else np.nan for s in scalars).as_dict()
     out["diversity"] = mean_se(mean_pairwise_l1(r) if len(r) > 1 else np.nan for r in pools).as_dict()
     out["pareto_fraction"] = mean_se(pareto_fraction(r) for r in pools).as_dict()

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from harness.metrics import METRIC_SEED, Estimate, summarize
+from harness.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, summarize
 from harness.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
@@ -32,6 +32,10 @@ class RunResults:
     n: int = 0
     best: dict[int, Estimate] = field(default_factory=dict)  # k -> best@k
     pass_at: dict[int, Estimate] = field(default_factory=dict)  # k -> pass@k
+    pass_all: dict[int, Estimate] = field(default_factory=dict)  # k -> pass^k (all k attempts pass)
+    cover: dict[float, Estimate] = field(default_factory=dict)  # tau -> Cover@tau
+    #: compute-matched best vs completion tokens (harness.metrics.tokens_curve); None in older runs
+    best_vs_tokens: dict[str, Any] | None = None
     summary: dict[str, Estimate] = field(default_factory=dict)  # SUMMARY_METRICS present in the run
     components: dict[str, float] = field(default_factory=dict)  # mean reward per component
     spread: dict[str, float] = field(default_factory=dict)  # mean within-pool std per component
@@ -76,16 +80,35 @@ class RunResults:
             name, _, k = key.partition("@")
             if k.isdigit() and isinstance(val, dict):
                 {"best": best, "pass": pass_at}.get(name, {})[int(k)] = Estimate.from_dict(val)
+        pass_all, cover = _new_metrics(mt)
         return cls(
             task=str(d.get("task", "?")), model=str(d.get("model", "?")), split=str(d.get("split", "?")),
             m=int(d.get("m") or 1), n=int(d.get("n") or 0), best=dict(sorted(best.items())),
-            pass_at=dict(sorted(pass_at.items())),
+            pass_at=dict(sorted(pass_at.items())), pass_all=pass_all, cover=cover,
+            best_vs_tokens=mt.get("best_vs_tokens") if isinstance(mt.get("best_vs_tokens"), dict) else None,
             summary={k: Estimate.from_dict(mt[k]) for k in SUMMARY_METRICS if isinstance(mt.get(k), dict)},
             components=dict(mt.get("components") or {}), spread=dict(mt.get("spread") or {}),
             n_problems=int(mt.get("n_problems") or 0), n_candidates=int(mt.get("n_candidates") or 0),
             n_chains=int(d.get("n_chains") or 0), n_errors=int(d.get("n_errors") or 0),
             mean_completion_tokens=d.get("mean_completion_tokens"), raw=d,
         )
+
+
+def _new_metrics(mt: dict[str, Any]) -> tuple[dict[int, Estimate], dict[float, Estimate]]:
+    """pass^k (``"pass^4"``) and Cover@tau (``"cover@0.5"``) from a metrics dict; empty in older runs."""
+    pass_all: dict[int, Estimate] = {}
+    cover: dict[float, Estimate] = {}
+    for key, val in mt.items():
+        if not isinstance(val, dict):
+            continue
+        if key.startswith("pass^") and key[5:].isdigit():
+            pass_all[int(key[5:])] = Estimate.from_dict(val)
+        elif key.startswith("cover@"):
+            try:
+                cover[float(key[6:])] = Estimate.from_dict(val)
+            except ValueError:
+                continue
+    return dict(sorted(pass_all.items())), dict(sorted(cover.items()))
 
 
 def read_results(folder: str | Path) -> RunResults | None:
@@ -100,7 +123,8 @@ def read_results(folder: str | Path) -> RunResults | None:
 
 
 def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, ks: list[int],
-                   component_names: list[str] | None, metric_seed: int) -> tuple[dict[str, Any], int]:
+                   component_names: list[str] | None, metric_seed: int,
+                   taus: Sequence[float] | None = None) -> tuple[dict[str, Any], int]:
     """The metrics of stored rows (the latest per chain) over ``problem_ids`` in that order, and the
     number of failed chains (left out of the pools). The runner writes results.json with it and
     ``vpo show --k`` reads a finished run at other ks with it: one computation for both."""
@@ -110,7 +134,7 @@ def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, k
     for raw in rows:
         row = ChainRow.from_json(raw)
         by_problem.setdefault(row.problem_id, []).append(row)
-    pools, scalars, passes = [], [], []
+    pools, scalars, passes, sizes, tokens = [], [], [], [], []
     n_errors = 0
     for pid in problem_ids:
         prow = sorted(by_problem.get(pid, []), key=lambda r: r.chain_index)
@@ -120,10 +144,15 @@ def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, k
         pools.append(np.concatenate(rew) if rew else np.zeros((0, d)))
         scalars.append(np.concatenate([np.asarray(r.scalars, dtype=float) for r in good]) if good else np.zeros(0))
         passes.append(np.concatenate([np.asarray(r.passed, dtype=bool) for r in good]) if good else np.zeros(0, bool))
-    return summarize(pools, scalars, passes, ks, component_names, objective_seed=metric_seed), n_errors
+        sizes.append(np.asarray([len(r.scalars) for r in good], dtype=int))
+        tokens.append(np.asarray([np.nan if r.completion_tokens is None else r.completion_tokens for r in good],
+                                 dtype=float))
+    return summarize(pools, scalars, passes, ks, component_names, objective_seed=metric_seed,
+                     taus=DEFAULT_TAUS if taus is None else taus, chain_sizes=sizes, chain_tokens=tokens), n_errors
 
 
-def results_at(folder: str | Path, ks: list[int] | None = None) -> RunResults | None:
+def results_at(folder: str | Path, ks: list[int] | None = None,
+               taus: Sequence[float] | None = None) -> RunResults | None:
     """A run's results computed from its stored rows at ``ks`` (default: the ks it records), with no
     sampling and no task code. A run without results.json yet (still running, or interrupted) gets
     the metrics over the rows stored so far, marked ``raw["partial"] = True``. None when there is
@@ -145,7 +174,7 @@ def results_at(folder: str | Path, ks: list[int] | None = None) -> RunResults | 
     ids = (ident.get("problems") or {}).get("ids") or list(dict.fromkeys(r["problem_id"] for r in rows))
     seed = ident.get("metric_seed")
     summary, n_errors = summarize_rows(rows, ids, len(names), ks or [1], names,
-                                       METRIC_SEED if seed is None else int(seed))
+                                       METRIC_SEED if seed is None else int(seed), taus=taus)
     if base is not None:
         return RunResults.from_json({**base.raw, "metrics": summary})
     task, model = ident.get("task") or {}, ident.get("model") or {}

@@ -22,7 +22,7 @@ class ChainRow:
 
     ``answers``, ``rewards``, ``scalars`` and ``passed`` have one entry per answer (m for an m-answer
     chain, 1 for a single-answer sample); a failed generation (``error`` set) has none of them.
-    ``n_unique`` counts distinct answers under the task's dedup key (VPO dedup).
+    ``n_unique`` counts unique answers (distinct texts under the task's dedup key: VPO dedup).
     """
 
     problem_id: str

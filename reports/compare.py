@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from reports.pools import DEFAULT_STRATEGIES, RunPools, per_problem_metrics, strategies_for
+from harness.metrics import DEFAULT_TAUS
+from reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
 #: config fields that must agree between compared runs (reward mode lives in the task options)
 IDENTITY_FIELDS = ("task", "split", "reward_mode", "prompt_style")
@@ -97,6 +98,11 @@ class Row:
     wins: int
     ties: int
     losses: int
+    # standard errors over the n paired problems (sample std / sqrt(n)): of each side's mean and of the
+    # mean difference (paired, so usually far below either side's)
+    baseline_se: float = float("nan")
+    run_se: float = float("nan")
+    diff_se: float = float("nan")
 
 
 @dataclass
@@ -117,11 +123,44 @@ class Comparison:
 
 
 def _metric_k(name: str) -> tuple[str, int | None]:
+    """("best", 4) for best@4, ("selected[majority]", 4) for selected@4[majority], ("pass^", 4) for
+    pass^4, ("best_tokens", 1200) for a token budget; a name whose suffix is no integer (cover@0.5)
+    is kept whole with k None."""
+    if "^" in name and "@" not in name:
+        head, _, k = name.partition("^")
+        return (f"{head}^", int(k)) if k.isdigit() else (name, None)
     if "@" not in name:
         return name, None
     head, rest = name.split("@", 1)
     k, _, strat = rest.partition("[")
+    if not k.isdigit():
+        return name, None
     return (f"{head}[{strat}" if strat else head), int(k)
+
+
+def display_name(metric: str, k: int | None) -> str:
+    """The name a table prints: best@4, pass^4, selected@4[majority], best_tokens@1200, cover@0.5."""
+    if k is None:
+        return metric
+    if metric.endswith("^"):
+        return f"{metric}{k}"
+    head, _, strat = metric.partition("[")
+    return f"{head}@{k}" + (f"[{strat}" if strat else "")
+
+
+def _se(x: np.ndarray) -> float:
+    return float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else (0.0 if x.size else float("nan"))
+
+
+def default_metric_names(runs: Sequence[RunPools], ks: Sequence[int], strategies: Sequence[str],
+                         taus: Sequence[float], budgets: Sequence[int]) -> list[str]:
+    """Every metric compare reports by default, in table order."""
+    comps = [r.component_names() for r in runs]
+    shared = comps[0] if comps and all(c is not None and c == comps[0] for c in comps) else []
+    return ([f"best@{k}" for k in ks] + [f"pass@{k}" for k in ks] + [f"pass^{k}" for k in ks]
+            + [f"cover@{t:g}" for t in taus] + [f"best_tokens@{int(round(T))}" for T in budgets]
+            + [f"selected@{k}[{s}]" for s in strategies for k in ks]
+            + ["diversity", "pareto_fraction", "vpo_objective"] + [f"component:{c}" for c in shared])
 
 
 def default_ks(runs: Sequence[RunPools]) -> list[int]:
@@ -162,21 +201,21 @@ def solved_only(a: RunPools, b: RunPools, shared: list[str]) -> dict[str, Any]:
 
 def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
                  strategies: Sequence[str] = DEFAULT_STRATEGIES, resamples: int = 10_000, seed: int = 0,
-                 metric_names: Sequence[str] | None = None) -> Comparison:
-    """Every run against ``runs[0]`` on the problems both hold."""
+                 metric_names: Sequence[str] | None = None, taus: Sequence[float] = DEFAULT_TAUS,
+                 budgets: Sequence[int] | None = None) -> Comparison:
+    """Every run against ``runs[0]`` on the problems both hold. ``budgets``: token budgets of the
+    compute-matched best (default: :func:`reports.pools.common_budgets`)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     check_comparable(runs)
     ks = list(ks) if ks else default_ks(runs)
     strategies = strategies_for(runs, strategies)
     obj_seed = runs[0].metric_seed
-    per_run = [per_problem_metrics(r, ks, ["oracle", *strategies], seed, obj_seed) for r in runs]
+    budgets = list(common_budgets(runs) if budgets is None else budgets)
+    per_run = [per_problem_metrics(r, ks, ["oracle", *strategies], seed, obj_seed, taus, budgets) for r in runs]
     base, base_m = runs[0], per_run[0]
     ia = {p: i for i, p in enumerate(base.problem_ids)}
-    names = list(metric_names) if metric_names else (
-        [f"best@{k}" for k in ks] + [f"pass@{k}" for k in ks]
-        + [f"selected@{k}[{s}]" for s in strategies for k in ks]
-        + ["diversity", "pareto_fraction", "vpo_objective"])
+    names = list(metric_names) if metric_names else default_metric_names(runs, ks, strategies, taus, budgets)
     rows: list[Row] = []
     shared_n, solved = {}, {}
     for j, (run, rm) in enumerate(zip(runs[1:], per_run[1:]), 1):
@@ -198,7 +237,7 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
                             float(b[i][ok].mean()) if ok.any() else float("nan"),
                             float(di.mean()) if ok.any() else float("nan"), float(lo[i]), float(hi[i]),
                             int((di > TIE_TOL).sum()), int((np.abs(di) <= TIE_TOL).sum()),
-                            int((di < -TIE_TOL).sum())))
+                            int((di < -TIE_TOL).sum()), _se(a[i][ok]), _se(b[i][ok]), _se(di)))
         solved[run.label] = solved_only(base, run, shared)
     return Comparison(rows, shared_n, {r.label: len(r.problem_ids) for r in runs}, solved, ks, strategies,
                       resamples, seed)
@@ -215,7 +254,7 @@ def _f(x: float, nd: int = 3, sign: bool = False) -> str:
 def format_table(comp: Comparison) -> str:
     """Terminal table: one line per metric and run, then the problem counts and the one-sided solves."""
     head = ["metric", "k", "run", "n", "baseline", "run mean", "diff", "95% CI", "win/tie/loss"]
-    lines = [[r.metric, "" if r.k is None else str(r.k), r.run, str(r.n), _f(r.baseline_mean), _f(r.run_mean),
+    lines = [[display_name(r.metric, r.k), "" if r.k is None else str(r.k), r.run, str(r.n), _f(r.baseline_mean), _f(r.run_mean),
               _f(r.diff, sign=True), f"[{_f(r.ci_low, sign=True)}, {_f(r.ci_high, sign=True)}]",
               f"{r.wins}/{r.ties}/{r.losses}"] for r in comp.rows]
     widths = [max(len(x) for x in col) for col in zip(head, *lines)]
@@ -256,3 +295,76 @@ def to_json(comp: Comparison) -> str:
         return o
 
     return json.dumps(clean(comp.as_dict()), indent=2)
+
+
+# ---------------------------------------------------------------------------------------------------
+# paper tables: mean ± s.e. and the CI in one cell, the better side bold when the CI excludes 0
+#: stands for ± in the shared cells until a writer renders it (a character no label holds)
+_PM = "\x00"
+
+
+def _pf(x: float, nd: int, sign: bool = False) -> str:
+    """:func:`_f` without a "-0.000" from rounding noise."""
+    return _f(0.0 if x == x and abs(x) < 0.5 * 10.0 ** -nd else x, nd, sign)
+
+
+def _paper_rows(comp: Comparison, nd: int) -> tuple[list[str], list[list[tuple[str, bool]]]]:
+    """Header and cells (text, bold) shared by the LaTeX and Markdown writers. ± and the interval are
+    written as :data:`_PM`, which each writer renders its own way."""
+    runs = list(dict.fromkeys(r.run for r in comp.rows))
+    base = comp.rows[0].baseline if comp.rows else "baseline"
+    run_head = runs[0] if len(runs) == 1 else "run mean"
+    head = ["metric"] + (["run"] if len(runs) > 1 else []) + [base, run_head, "difference [95% CI]", "n"]
+    out = []
+    for r in comp.rows:
+        better_run, better_base = r.ci_low > 0, r.ci_high < 0
+        cell = lambda m, e, sign=False: (f"{_pf(m, nd, sign)}{_PM}{_pf(e, nd)}" if m == m else "-")  # noqa: E731
+        diff = cell(r.diff, r.diff_se, True) + (
+            f" [{_pf(r.ci_low, nd, True)}, {_pf(r.ci_high, nd, True)}]" if r.ci_low == r.ci_low else "")
+        row = [(display_name(r.metric, r.k), False)] + ([(r.run, False)] if len(runs) > 1 else [])
+        row += [(cell(r.baseline_mean, r.baseline_se), better_base), (cell(r.run_mean, r.run_se), better_run),
+                (diff, False), (str(r.n), False)]
+        out.append(row)
+    return head, out
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def to_latex(comp: Comparison, nd: int = 3) -> str:
+    """A booktabs tabular (needs \\usepackage{booktabs}): one row per metric and run, each side's
+    mean $\\pm$ s.e. over the paired problems, the difference $\\pm$ its paired s.e. and the 95%
+    bootstrap CI in one cell; the better side bold where the CI excludes 0 (higher is better)."""
+    head, rows = _paper_rows(comp, nd)
+    def tex(text: str, bold: bool) -> str:
+        body = latex_escape(text).replace(_PM, " $\\pm$ ")
+        return f"\\textbf{{{body}}}" if bold else body
+    cols = "l" * (2 if head[1] == "run" else 1) + "r" * (len(head) - (2 if head[1] == "run" else 1))
+    lines = [f"% vpo compare: run - baseline over shared problems; 95% paired bootstrap CI ({comp.resamples} "
+             f"resamples, seed {comp.seed}); bold: the CI excludes 0",
+             f"\\begin{{tabular}}{{{cols}}}", "\\toprule", " & ".join(latex_escape(h) for h in head) + " \\\\",
+             "\\midrule"]
+    lines += [" & ".join(tex(t, b) for t, b in row) + " \\\\" for row in rows]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines)
+
+
+def to_markdown(comp: Comparison, nd: int = 3) -> str:
+    """A GitHub/pandoc pipe table with the cells of :func:`to_latex` (± as the character, bold as **)."""
+    head, rows = _paper_rows(comp, nd)
+    def md(text: str, bold: bool) -> str:
+        body = text.replace("|", "\\|").replace(_PM, " ± ")
+        return f"**{body}**" if bold and body != "-" else body
+    first = 2 if head[1] == "run" else 1
+    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in head) + " |",
+             "|" + "|".join(":---" if i < first else "---:" for i in range(len(head))) + "|"]
+    lines += ["| " + " | ".join(md(t, b) for t, b in row) + " |" for row in rows]
+    lines.append("")
+    lines.append(f"Run minus baseline over shared problems; mean ± standard error; 95% paired bootstrap CI "
+                 f"({comp.resamples} resamples, seed {comp.seed}); bold: the CI excludes 0 (higher is better).")
+    return "\n".join(lines)

@@ -1,6 +1,7 @@
 """Figures for papers: best@k curves with standard-error bands, and per-run diversity."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,7 +33,7 @@ def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
     zero on a labelled scale (autoscaling put it on the axis edge or blew up rounding noise); returns
     True when every value is zero."""
     lo, hi = min(lows + [0.0]), max(highs + [0.0])
-    span = max(hi - lo, 0.25)
+    span = max(hi - lo, 0.25) if hi > lo else 1.0  # all zero: the 0..1 axis of a score or rate
     ax.set_ylim(lo - 0.06 * span, lo + 1.12 * span)
     return hi <= 0.0 and lo >= 0.0
 
@@ -118,3 +119,316 @@ def plot_diversity(runs: Sequence[Any], out: str | Path, labels: Sequence[str] |
         ax.text(0.5, 0.5, "diversity is 0 for every run", transform=ax.transAxes, ha="center", color="0.3")
     ax.grid(alpha=0.3, axis="y")
     return _save(fig, out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# `vpo plot --metric NAME[,NAME...]`: any metric, one panel each, shared y-limits, a paper style
+#: metric name -> (panel kind, y label, title); "component:NAME" and "components" are added per run
+PLOT_METRICS: dict[str, tuple[str, str, str]] = {
+    "best": ("k", "best@k (task scalar)", "best@k (oracle pick)"),
+    "pass": ("k", "pass@k (fraction of problems)", "pass@k (some attempt passes)"),
+    "pass^k": ("k", "pass^k (fraction of problems)", "pass^k (all k attempts pass)"),
+    "cover": ("tau", "Cover@τ (fraction of problems)", "Cover@τ (pass rate ≥ τ)"),
+    "tokens": ("tokens", "best (task scalar)", "best vs generated tokens (compute-matched)"),
+    "diversity": ("bar", "mean pairwise L1 of reward vectors", "diversity"),
+    "pareto": ("bar", "share of non-dominated candidates", "Pareto fraction"),
+    "objective": ("bar", "E_w[max_y w·r(y)]", "VPO objective"),
+    "mean": ("bar", "mean task scalar", "mean task scalar"),
+    "evolve": ("evolve", "best task scalar (mean over problems)", "evolve: best score vs candidates"),
+    "evolve-solved": ("evolve", "fraction of problems solved", "evolve: solved vs candidates"),
+}
+_ALIASES = {"passk": "pass^k", "pass-all": "pass^k", "pass_all": "pass^k", "pareto_fraction": "pareto",
+            "vpo_objective": "objective", "mean_scalar": "mean", "best_tokens": "tokens", "token-matched": "tokens",
+            "evolve-best": "evolve"}
+#: per-problem metric name of a bar panel
+_BAR_KEYS = {"diversity": "diversity", "pareto": "pareto_fraction", "objective": "vpo_objective", "mean": "mean_scalar"}
+#: scores, rates and fractions live in [0, 1]: an all-zero panel gets that axis
+_BOUNDED = ("best", "pass", "pass^k", "cover", "tokens", "pareto", "mean", "objective", "evolve", "evolve-solved")
+
+#: figure styles: size of one panel (inches), font size, line width, marker size
+STYLES: dict[str, dict[str, float]] = {
+    "default": {"w": 5.0, "h": 3.7, "font": 11.0, "lw": 1.6, "ms": 4.0, "dpi": 150},
+    # one journal column is ~3.3 in wide; a two-panel figure spans the page (~6.9 in)
+    "paper": {"w": 3.3, "h": 2.45, "font": 8.5, "lw": 1.2, "ms": 3.0, "dpi": 300},
+}
+
+
+@dataclass
+class PlotRun:
+    """One run of a figure: an evaluation run's pools, or an evolve run's results.json."""
+
+    label: str
+    pools: Any = None  # reports.pools.RunPools
+    evolve: dict[str, Any] | None = None
+    ks: list[int] = field(default_factory=list)
+
+
+def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[PlotRun]:
+    import json
+
+    from reports.compare import default_ks
+    from reports.pools import load_pools
+    from search.plots import is_evolve_run
+
+    if labels is not None and len(labels) != len(paths):
+        raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
+    out = []
+    for i, p in enumerate(paths):
+        if is_evolve_run(p):
+            res_path = Path(p) / "results.json"
+            if not res_path.exists():
+                raise ValueError(f"{p}: no results.json yet (re-run the evolve command to finish it)")
+            res = json.loads(res_path.read_text())
+            lab = labels[i] if labels else f"{str(res.get('model', '?')).split('/')[-1]} (evolve)"
+            out.append(PlotRun(lab, evolve=res))
+            continue
+        pools = load_pools(p)
+        if not pools.problem_ids:
+            raise ValueError(f"{p}: no candidates stored yet")
+        ks = [k for k in (pools.ks or default_ks([pools])) if 1 <= k <= pools.min_pool] or default_ks([pools])
+        f = pools.facts
+        shape = f"{f.get('n', '?')}x{f.get('m', '?')}"
+        model = str(f.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]
+        lab = (labels[i] if shape in labels[i] else f"{labels[i]} ({shape})") if labels else f"{model} ({shape})"
+        out.append(PlotRun(lab, pools=pools, ks=ks))
+    return out
+
+
+def expand_metrics(spec: str, runs: Sequence[PlotRun]) -> list[str]:
+    """``"best,pass^k,components"`` -> panel names; "components" is every reward component the
+    evaluation runs share, ``component:NAME`` one of them; an unknown name is one clear error."""
+    names: list[str] = []
+    comps = [r.pools.component_names() for r in runs if r.pools is not None]
+    shared = comps[0] if comps and all(c is not None and c == comps[0] for c in comps) else []
+    for raw in (x.strip() for x in spec.split(",")):
+        if not raw:
+            continue
+        nm = _ALIASES.get(raw, raw)
+        if nm == "components":
+            if not shared:
+                raise ValueError("--metric components: the runs share no named reward components "
+                                 "(code tasks have one per test)")
+            names += [f"component:{c}" for c in shared]
+        elif nm.startswith("component:"):
+            if nm.split(":", 1)[1] not in shared:
+                raise ValueError(f"--metric {raw}: no such reward component; these runs have "
+                                 f"{', '.join(shared) or 'none'}")
+            names.append(nm)
+        elif nm in PLOT_METRICS:
+            names.append(nm)
+        else:
+            raise ValueError(f"--metric: unknown metric {raw!r}; expected one of {', '.join(PLOT_METRICS)}, "
+                             "components, component:NAME or selected:STRATEGY")
+    if not names:
+        raise ValueError("--metric: no metric named")
+    return names
+
+
+def _kind(metric: str) -> tuple[str, str, str]:
+    if metric.startswith("component:"):
+        c = metric.split(":", 1)[1]
+        return "bar", f"mean reward on {c}", f"reward component: {c}"
+    return PLOT_METRICS[metric]
+
+
+def _per_problem(run: PlotRun, taus: Sequence[float], budgets: Sequence[int] = ()) -> dict[str, np.ndarray]:
+    from reports.pools import per_problem_metrics
+
+    return per_problem_metrics(run.pools, run.ks, ["oracle"], 0, run.pools.metric_seed, taus, budgets)
+
+
+def _est(values: np.ndarray) -> tuple[float, float]:
+    from harness.metrics import mean_se
+
+    e = mean_se(values)
+    return e.mean, e.stderr
+
+
+def _series(run: PlotRun, metric: str, taus: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(x, mean, s.e.) of a line panel for one run; None when the run cannot draw it."""
+    kind = _kind(metric)[0]
+    if kind == "evolve":
+        if run.evolve is not None:
+            key = "best_vs_candidates" if metric == "evolve" else "solved_vs_candidates"
+            ev = run.evolve.get("evolve") or {}
+            cur = ev.get(key) or (ev.get("best_vs_iteration") if metric == "evolve" else None) or {}
+        elif run.pools is not None and metric == "evolve":  # plain sampling: best@k at k candidates
+            per = _per_problem(run, taus)
+            cur = {"x": run.ks, "mean": [], "stderr": []}
+            for k in run.ks:
+                m, s = _est(per[f"best@{k}"])
+                cur["mean"].append(m)
+                cur["stderr"].append(s)
+        elif run.pools is not None:  # solved = some candidate passes within k (pass@k)
+            per = _per_problem(run, taus)
+            cur = {"x": run.ks, "mean": [_est(per[f"pass@{k}"])[0] for k in run.ks],
+                   "stderr": [_est(per[f"pass@{k}"])[1] for k in run.ks]}
+        else:
+            return None
+        x, m, s = (np.asarray(cur.get(f, []), dtype=float) for f in ("x", "mean", "stderr"))
+        return (x, m, np.nan_to_num(s)) if x.size else None
+    if run.pools is None:
+        return None
+    if kind == "k":
+        per = _per_problem(run, taus)
+        name = {"best": "best@{}", "pass": "pass@{}", "pass^k": "pass^{}"}[metric]
+        est = [_est(per[name.format(k)]) for k in run.ks]
+        return np.array(run.ks, float), np.array([e[0] for e in est]), np.array([e[1] for e in est])
+    if kind == "tau":
+        # Cover@tau is a step function of tau (it drops at each problem's pass rate): a fine grid draws the steps
+        grid = sorted({round(t, 6) for t in np.linspace(0.005, 1.0, 200)} | {float(t) for t in taus})
+        from harness.metrics import cover_at_tau
+
+        est = [_est(cover_at_tau(run.pools.passed, t)) for t in grid]  # only this: no full metric pass per tau grid
+        return np.array(grid), np.array([e[0] for e in est]), np.array([e[1] for e in est])
+    if kind == "tokens":
+        from harness import metrics as hm
+
+        maxima = [hm.chain_maxima(s, z) for s, z in zip(run.pools.scalars, run.pools.chain_sizes)]
+        cur = hm.tokens_curve(maxima, run.pools.chain_tokens)
+        if not cur["x"]:
+            return None
+        return np.array(cur["x"], float), np.array(cur["mean"], float), np.nan_to_num(np.array(cur["stderr"], float))
+    return None
+
+
+def _flat_limits(lo: float, hi: float, bounded: bool) -> tuple[float, float]:
+    """y-limits with room around the data; a panel whose values are all 0 gets the metric's natural
+    axis (0..1 for scores and rates) instead of matplotlib's -0.04..0.04 around nothing."""
+    if not (lo == lo and hi == hi):
+        return 0.0, 1.0
+    if hi - lo < 1e-12 and abs(hi) < 1e-12:
+        return -0.03, 1.03
+    span = max(hi - lo, 0.1 * max(abs(hi), abs(lo)), 0.05)
+    lo2, hi2 = lo - 0.08 * span, hi + 0.08 * span
+    if lo >= 0 and lo2 < 0:  # non-negative values (bars, rates): the axis starts at 0
+        lo2 = -0.02 * max(hi2, 1e-9)
+    return lo2, hi2
+
+
+def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | None = None,
+                  style: str = "default", taus: Sequence[float] | None = None, share_y: bool = True) -> plt.Figure:
+    """One panel per metric, one line (or bar) per run, ±1 standard-error bands named in the legend;
+    panels share their y-limits unless ``share_y`` is False."""
+    from matplotlib.patches import Patch
+
+    from harness.metrics import DEFAULT_TAUS
+    from reports.selected import k_axis
+
+    taus = tuple(taus or DEFAULT_TAUS)
+    st = STYLES[style]
+    cols = min(len(metrics), 2 if style == "paper" else 3)
+    rows = (len(metrics) + cols - 1) // cols
+    rc = {"font.size": st["font"], "axes.titlesize": st["font"], "axes.labelsize": st["font"],
+          "legend.fontsize": st["font"] - 1.5, "xtick.labelsize": st["font"] - 1, "ytick.labelsize": st["font"] - 1,
+          "lines.linewidth": st["lw"], "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
+    width = st["w"] * cols if style != "paper" or cols == 1 else 6.9
+    with plt.rc_context(rc):
+        fig, axes = plt.subplots(rows, cols, figsize=(width, st["h"] * rows), dpi=st["dpi"], squeeze=False)
+        limits: list[tuple[float, float]] = []
+        bounded_all = True
+        for ax, metric in zip(axes.ravel(), metrics):
+            kind, ylabel, ptitle = _kind(metric)
+            bounded_all &= metric in _BOUNDED
+            lo, hi = np.inf, -np.inf
+            drawn = 0
+            if kind == "bar":
+                vals, errs, names = [], [], []
+                for r in runs:
+                    if r.pools is None:
+                        continue
+                    per = _per_problem(r, taus)
+                    key = _BAR_KEYS.get(metric, metric)
+                    m, s = _est(per.get(key, np.array([np.nan])))
+                    vals.append(m)
+                    errs.append(0.0 if s != s else s)
+                    names.append(r.label)
+                if not names:
+                    raise ValueError(f"--metric {metric}: needs an evaluation run (evolve runs have no pools here)")
+                x = np.arange(len(names))
+                ax.bar(x, vals, yerr=errs, capsize=3, color=[f"C{i}" for i in range(len(names))],
+                       error_kw={"lw": st["lw"] * 0.8})
+                tilt = len(names) > 2
+                ax.set_xticks(x, names, rotation=15 if tilt else 0, ha="right" if tilt else "center")
+                lo = min(0.0, float(np.nanmin(np.array(vals) - errs)))
+                hi = max(0.0, float(np.nanmax(np.array(vals) + errs)))
+                ax.set_title(ptitle + " (bars: ±1 s.e.)")
+                drawn = len(names)
+            else:
+                for i, r in enumerate(runs):
+                    ser = _series(r, metric, taus)
+                    if ser is None:
+                        continue
+                    x, m, s = ser
+                    dashed = kind == "evolve" and r.evolve is None
+                    lab = r.label + (" (plain sampling: best@k)" if dashed and metric == "evolve" else
+                                     " (plain sampling: pass@k)" if dashed else "")
+                    marker = "o" if x.size <= 40 and kind != "tau" else None
+                    ax.plot(x, m, ls="--" if dashed else "-", marker=marker, ms=st["ms"],
+                            color=f"C{i}", label=lab, zorder=3)
+                    ax.fill_between(x, m - s, m + s, color=f"C{i}", alpha=0.2, lw=0)
+                    if r.evolve is not None and metric == "evolve-solved" and r.evolve.get("baseline"):
+                        b = r.evolve["baseline"].get("solved_vs_candidates") or {}
+                        bx, bm = np.asarray(b.get("x", []), float), np.asarray(b.get("mean", []), float)
+                        if bx.size:
+                            ax.plot(bx, bm, ls=":", color=f"C{i}", label=f"{r.label} (plain sampling)")
+                    lo, hi = min(lo, float(np.nanmin(m - s))), max(hi, float(np.nanmax(m + s)))
+                    drawn += 1
+                if not drawn:
+                    need = {"tokens": "completion token counts (the backend reported none)",
+                            "evolve": "an evolve run or an evaluation run"}.get(kind, "an evaluation run")
+                    raise ValueError(f"--metric {metric}: no run can draw it (needs {need})")
+                if kind == "k":
+                    k_axis(ax, sorted({k for r in runs for k in r.ks}))
+                elif kind == "tau":
+                    for t in taus:  # the thresholds tables report (--tau)
+                        ax.axvline(t, color="0.5", lw=0.6, ls=":", zorder=1)
+                    ax.set_xlabel("τ (per-problem pass-rate threshold)")
+                    ax.set_xlim(0, 1.02)
+                elif kind == "tokens":
+                    ax.set_xscale("log", base=2)
+                    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+                        lambda v, _p: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
+                    ax.set_xlabel("completion tokens per problem")
+                else:  # candidates are counted: whole numbers only
+                    ax.set_xlabel("candidates evaluated per problem")
+                    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+                ax.set_title(ptitle)
+                handles, labs = ax.get_legend_handles_labels()
+                handles.append(Patch(facecolor="0.6", alpha=0.35, lw=0))
+                labs.append("band: ±1 standard error")
+                ax.legend(handles, labs, loc="best")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            limits.append((lo, hi))
+        for ax in axes.ravel()[len(metrics):]:
+            ax.axis("off")
+        used = axes.ravel()[:len(metrics)]
+        if share_y:
+            lo = min(a for a, _ in limits)
+            hi = max(b for _, b in limits)
+            ylim = _flat_limits(lo, hi, bounded_all)
+            for ax in used:
+                ax.set_ylim(*ylim)
+        else:
+            for ax, (lo, hi), metric in zip(used, limits, metrics):
+                ax.set_ylim(*_flat_limits(lo, hi, metric in _BOUNDED))
+        for ax, (lo, hi) in zip(used, limits):
+            if hi - lo < 1e-12 and abs(hi) < 1e-12:
+                ax.text(0.5, 0.5, "0 for every run", transform=ax.transAxes, ha="center", color="0.35")
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def plot_metrics(paths: Sequence[str | Path], out: str | Path, metric: str, labels: Sequence[str] | None = None,
+                 title: str | None = None, style: str = "default", taus: Sequence[float] | None = None,
+                 share_y: bool = True) -> Path:
+    """:func:`metric_figure` of run folders, saved by extension (.pdf/.svg are vector, fonts embedded)."""
+    if style not in STYLES:
+        raise ValueError(f"--style: expected {' or '.join(STYLES)}, got {style!r}")
+    runs = load_plot_runs(paths, labels)
+    fig = metric_figure(runs, expand_metrics(metric, runs), title, style, taus, share_y)
+    with plt.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}):  # text stays text
+        return _save(fig, out)

@@ -60,6 +60,8 @@ class RunPools:
     passed: list[np.ndarray]  # (n_p,) pass flags
     answers: list[list[Any]]  # (n_p,) parsed answers as stored
     n_errors: int = 0
+    chain_sizes: list[np.ndarray] = field(default_factory=list)  # (chains_p,) answers per chain
+    chain_tokens: list[np.ndarray] = field(default_factory=list)  # (chains_p,) completion tokens (NaN: unknown)
     _pools: list[Pool] | None = field(default=None, repr=False)
     _metrics: dict[tuple, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
@@ -83,6 +85,25 @@ class RunPools:
     @property
     def ks(self) -> list[int]:
         return [int(k) for k in self.facts.get("ks") or []]
+
+    @property
+    def tokens_per_chain(self) -> float:
+        """Mean completion tokens of a chain (NaN when the backend did not report them)."""
+        return metrics.tokens_per_chain(self.chain_tokens)
+
+    @property
+    def min_chains(self) -> int:
+        return min((t.size for t in self.chain_tokens), default=0)
+
+    def component_names(self) -> list[str] | None:
+        """Reward component names when every pool has the same reward length (None for code tasks,
+        whose length is the problem's number of tests)."""
+        dims = {r.shape[1] for r in self.rewards if r.ndim == 2 and len(r)}
+        if len(dims) != 1:
+            return None
+        d = dims.pop()
+        names = self.facts.get("components") or []
+        return list(names) if len(names) == d else [f"c{i + 1}" for i in range(d)]
 
     @property
     def min_pool(self) -> int:
@@ -139,7 +160,7 @@ def load_pools(folder: str | Path) -> RunPools:
     facts = run_facts(config)
     order = facts.get("problem_ids") or []
     rank = {p: i for i, p in enumerate(order)}
-    ids, rewards, scalars, passed, answers = [], [], [], [], []
+    ids, rewards, scalars, passed, answers, sizes, tokens = [], [], [], [], [], [], []
     for pid, rows in sorted(by_pid.items(), key=lambda kv: rank.get(kv[0], len(order))):
         rows.sort(key=lambda r: r.chain_index)
         rew = [np.asarray(r.rewards, dtype=float) for r in rows if r.rewards]
@@ -148,7 +169,11 @@ def load_pools(folder: str | Path) -> RunPools:
         scalars.append(np.asarray([s for r in rows for s in r.scalars], dtype=float))
         passed.append(np.asarray([p for r in rows for p in r.passed], dtype=bool))
         answers.append([a for r in rows for a in r.answers])
-    return RunPools(folder, config, results, ids, rewards, scalars, passed, answers, n_errors)
+        sizes.append(np.asarray([len(r.scalars) for r in rows], dtype=int))
+        tokens.append(np.asarray([np.nan if r.completion_tokens is None else r.completion_tokens for r in rows],
+                                 dtype=float))
+    return RunPools(folder, config, results, ids, rewards, scalars, passed, answers, n_errors,
+                    chain_sizes=sizes, chain_tokens=tokens)
 
 
 def strategies_for(runs: Sequence[RunPools], wanted: Sequence[str] = DEFAULT_STRATEGIES) -> list[str]:
@@ -157,14 +182,17 @@ def strategies_for(runs: Sequence[RunPools], wanted: Sequence[str] = DEFAULT_STR
 
 
 def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[str], seed: int = 0,
-                        objective_seed: int = 0) -> dict[str, np.ndarray]:
+                        objective_seed: int = 0, taus: Sequence[float] = metrics.DEFAULT_TAUS,
+                        budgets: Sequence[int] = ()) -> dict[str, np.ndarray]:
     """metric name -> (P,) values in ``run.problem_ids`` order (NaN where undefined).
 
-    Names: ``best@k``, ``pass@k``, ``selected@k[strategy]``, ``diversity``, ``pareto_fraction``,
-    ``vpo_objective``, ``mean_scalar``. The VPO objective uses one seeded Dirichlet weight set per
-    reward dimension, so two runs compared with the same ``objective_seed`` share their weights.
+    Names: ``best@k``, ``pass@k``, ``pass^k``, ``cover@tau``, ``selected@k[strategy]``, ``diversity``,
+    ``pareto_fraction``, ``vpo_objective``, ``mean_scalar``, ``component:NAME`` (the problem's mean
+    reward on that component) and ``best_tokens@T`` for each token budget T. The VPO objective uses
+    one seeded Dirichlet weight set per reward dimension, so two runs compared with the same
+    ``objective_seed`` share their weights.
     """
-    key = (tuple(ks), tuple(strategies), seed, objective_seed)
+    key = (tuple(ks), tuple(strategies), seed, objective_seed, tuple(taus), tuple(budgets))
     if key in run._metrics:  # the report and its comparison table ask for the same numbers
         return run._metrics[key]
     out: dict[str, np.ndarray] = {}
@@ -172,6 +200,15 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
     for k in ks:
         out[f"best@{k}"] = best[k]
         out[f"pass@{k}"] = metrics.pass_at_k(run.passed, k)
+        out[f"pass^{k}"] = metrics.pass_hat_k(run.passed, k)
+    for tau in taus:
+        out[f"cover@{tau:g}"] = metrics.cover_at_tau(run.passed, tau)
+    if budgets:
+        maxima = [metrics.chain_maxima(s, z) for s, z in zip(run.scalars, run.chain_sizes)]
+        for T, v in metrics.best_at_tokens(maxima, run.chain_tokens, list(budgets)).items():
+            out[f"best_tokens@{int(round(T))}"] = v
+    for j, name in enumerate(run.component_names() or []):
+        out[f"component:{name}"] = np.array([r[:, j].mean() if len(r) else np.nan for r in run.rewards])
     for strat in strategies:
         for k in ks:
             out[f"selected@{k}[{strat}]"] = selected_at_k(run.pools(), k, strat, seed)[0]
@@ -189,3 +226,19 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
     out["mean_scalar"] = np.array([s.mean() if s.size else np.nan for s in run.scalars])
     run._metrics[key] = out
     return out
+
+
+def common_budgets(runs: Sequence[RunPools], points: int = 4) -> list[int]:
+    """Token budgets every run can spend: from the longest mean chain (one chain of the most verbose
+    run) to the smallest whole-pool spend, geometric, in whole tokens; [] when a run lacks token counts
+    or the ranges do not overlap."""
+    tb = [r.tokens_per_chain for r in runs]
+    if not tb or any(not t > 0 for t in tb):
+        return []
+    lo = int(np.ceil(max(tb)))
+    hi = int(np.floor(min(r.min_chains * t for r, t in zip(runs, tb))))
+    if hi < lo:
+        return []
+    if hi == lo or points < 2:
+        return [lo]
+    return sorted({int(round(x)) for x in np.geomspace(lo, hi, points)} | {lo, hi})

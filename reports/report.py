@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.metrics import mean_se
-from reports.compare import Comparison, compare_runs, default_ks
+from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
 from reports.selected import k_axis
 
@@ -92,11 +92,69 @@ def choose_problems(views: Sequence[RunView], n: int) -> tuple[list[str], str]:
 
 # ---------------------------------------------------------------------------------------------------
 # figures
+#: report figures are shown ~1250 px wide: fonts set for a 5-inch panel are scaled up by this much
+FONT_SCALE = 1.3
+#: label of the shaded bands in every legend of the report
+BAND_LABEL = "band: ±1 standard error"
+
+
+def _all_zero(ax: Any) -> bool | None:
+    """True when every line and bar of ``ax`` sits at 0, None when it draws neither (a scatter)."""
+    vals: list[float] = []
+    for ln in ax.get_lines():
+        vals += [float(v) for v in np.asarray(ln.get_ydata(), dtype=float).ravel()]
+    from matplotlib.patches import Rectangle
+
+    vals += [float(r.get_height()) for r in ax.patches if isinstance(r, Rectangle)]
+    vals = [v for v in vals if v == v]
+    if not vals:
+        return None
+    return max(abs(v) for v in vals) < 1e-12
+
+
+def _polish(fig: Any) -> None:
+    """Readability fixes every report figure gets: larger fonts; a panel whose values are all 0 on a
+    0..1 axis (autoscaling gave -0.04..0.04 around nothing) with a note saying so; whole-number ticks
+    on linear candidate and iteration axes; the shaded band named in each legend."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+    from matplotlib.text import Text
+    from matplotlib.ticker import MaxNLocator
+
+    for t in fig.findobj(Text):
+        t.set_fontsize(max(t.get_fontsize() * FONT_SCALE, 9.5))
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        if _all_zero(ax) and not any("for every run" in t.get_text() for t in ax.texts):
+            ax.set_ylim(-0.03, 1.03)
+            ax.text(0.5, 0.5, "0 for every run", transform=ax.transAxes, ha="center", color="0.35",
+                    fontsize=11)
+        title = ax.title
+        width_pt = ax.get_position().width * fig.get_figwidth() * 72
+        per_line = max(12, int(width_pt / (0.6 * title.get_fontsize())))
+        if title.get_text() and max(len(x) for x in title.get_text().split("\n")) > per_line:
+            import textwrap  # a scaled-up title wider than its panel would run into the next one
+
+            title.set_text("\n".join(textwrap.fill(x, per_line) for x in title.get_text().split("\n")))
+        xl = ax.get_xlabel()
+        if ax.get_xscale() == "linear" and ("candidates" in xl or "iteration" in xl):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        leg = ax.get_legend()
+        if leg is not None and any(isinstance(c, PolyCollection) for c in ax.collections):
+            handles, labels = ax.get_legend_handles_labels()
+            if BAND_LABEL not in labels:
+                ax.legend(handles + [Patch(facecolor="0.6", alpha=0.35, lw=0)], labels + [BAND_LABEL],
+                          fontsize=max(8 * FONT_SCALE, 9.5))
+    fig.tight_layout()
+
+
 def _png(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
+    _polish(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", pad_inches=0.08)  # scaled text is never cut
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -158,10 +216,20 @@ def fig_bars(views: Sequence[RunView]) -> str:
                color=[f"C{i}" for i in range(len(views))])
         ax.set_xticks(x, [v.label for v in views], rotation=12, fontsize=8)
         ax.set_title(title, fontsize=10)
-        ax.set_ylabel("mean over problems")
+        ax.set_ylabel("mean over problems (bars: ±1 s.e.)")
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return _png(fig)
+
+
+def fig_field_metrics(views: Sequence[RunView]) -> str | None:
+    """pass^k vs k, Cover@tau vs tau and the compute-matched best vs completion tokens (when the runs
+    recorded token counts), drawn by reports.plots so `vpo plot` and the report show the same curves."""
+    from reports.plots import PlotRun, metric_figure
+
+    runs = [PlotRun(v.label, pools=v.pools, ks=v.ks) for v in views]
+    names = ["pass^k", "cover"] + (["tokens"] if any(v.pools.tokens_per_chain > 0 for v in views) else [])
+    return _png(metric_figure(runs, names))
 
 
 def component_names(view: RunView) -> list[str] | None:
@@ -190,18 +258,32 @@ def fig_components(views: Sequence[RunView]) -> str | None:
                yerr=se, capsize=3, color=f"C{i}", label=v.label)
     ax.set_xticks(np.arange(len(comps)), comps)
     ax.set_ylabel("mean reward (0–1)")
-    ax.set_title("mean reward per component over all candidates", fontsize=10)
+    ax.set_title("mean reward per component over all candidates (bars: ±1 s.e. over problems)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return _png(fig)
 
 
+def top_components(points: np.ndarray, comps: Sequence[str] | None) -> str:
+    """The two components along which ``points`` vary most (ties: the earlier), as a projection
+    spec "a,b" in component order: named axes a reader can interpret, unlike principal components."""
+    labels = list(comps) if comps and len(comps) == points.shape[1] else [f"c{i + 1}" for i in range(points.shape[1])]
+    var = points.var(axis=0) if len(points) else np.zeros(points.shape[1])
+    order = sorted(range(len(labels)), key=lambda j: (-round(float(var[j]), 12), j))[:2]
+    return ",".join(labels[j] for j in sorted(order))
+
+
 def project(points: np.ndarray, comps: Sequence[str] | None, axes_spec: str | None) -> tuple[np.ndarray, tuple[str, str]]:
-    """2-D coordinates of reward vectors: two named components, or the first two principal
+    """2-D coordinates of reward vectors: two named components (``"a,b"``; by default, None, the two
+    that vary most, see :func:`top_components`), or with ``"pca"`` the first two principal
     components of the given points (centred, SVD)."""
     if points.shape[1] == 1:
         return np.c_[points[:, 0], np.zeros(len(points))], (comps[0] if comps else "c1", "(none)")
+    if not axes_spec and points.shape[1] > 2:
+        d = points.shape[1]
+        comps = list(comps) if comps and len(comps) == d else [f"c{i + 1}" for i in range(d)]
+        axes_spec = top_components(points, comps)
     if axes_spec and axes_spec != "pca":
         names = [s.strip() for s in axes_spec.split(",")]
         labels = list(comps or [])
@@ -262,7 +344,9 @@ def fig_projections(views: Sequence[RunView], problems: Sequence[str], axes_spec
                 uniq, counts = np.unique(np.round(pts, 9), axis=0, return_counts=True)
                 ax.scatter(uniq[:, 0], uniq[:, 1], s=18 + 22 * counts, color=f"C{c}", alpha=0.6,
                            edgecolor="k", lw=0.4)
-                ax.set_title(f"{v.label}\n{pid}: {len(m)} candidates, {len(uniq)} distinct", fontsize=8)
+                n_vec = len(np.unique(np.round(m, 9), axis=0))  # of the full vectors, not of the 2-D points
+                ax.set_title(f"{v.label}\n{pid}: {len(m)} candidates, {n_vec} distinct vector{'s' if n_vec != 1 else ''}",
+                             fontsize=8)
             else:
                 ax.set_title(f"{v.label}\n{pid}: not in this run", fontsize=8)
             ax.set_xlim(*lims[0])
@@ -273,6 +357,15 @@ def fig_projections(views: Sequence[RunView], problems: Sequence[str], axes_spec
             ax.grid(alpha=0.3)
     fig.tight_layout()
     return _png(fig)
+
+
+def _projection_note(projection: str | None) -> str:
+    if projection == "pca":
+        return "first two principal components, fitted per problem on all runs' candidates"
+    if projection:
+        return f"components {_esc(projection)}"
+    return ("the two named reward components that vary most over the problem's candidates, shared by all runs "
+            "of a row; --projection pca for principal components")
 
 
 def fig_evolve(results: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
@@ -311,12 +404,15 @@ def fig_evolve(results: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
 # ---------------------------------------------------------------------------------------------------
 # html
 _CSS = """
-body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1250px;color:#222;line-height:1.4}
+body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px auto;max-width:min(1500px,96vw);padding:0 12px;color:#222;line-height:1.4;font-size:15px}
 h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:3px;margin-top:1.8em}
-table{border-collapse:collapse;font-size:12.5px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+table{border-collapse:collapse;font-size:13.5px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f2f2f2;cursor:pointer;user-select:none}td.l,th.l{text-align:left}tr:nth-child(even) td{background:#fafafa}
-img{max-width:100%;display:block;margin:6px 0}.note{color:#555;font-size:12.5px}.pos{color:#1a7f37}.neg{color:#b42318}
+img{max-width:100%;display:block;margin:6px 0}.note{color:#555;font-size:13.5px}.pos{color:#1a7f37}.neg{color:#b42318}
 code{background:#f4f4f4;padding:0 3px}details{margin:6px 0}.wrap{overflow-x:auto;max-width:100%}
+td{white-space:nowrap}td.l{white-space:normal}.wrap table{margin:0}
+.wrap{width:fit-content}#summary td:first-child,#summary th:first-child{position:sticky;left:0;background:#fff;z-index:1}
+img{height:auto}.se{display:block;font-size:11.5px;color:#666}
 """
 
 _JS = """
@@ -388,19 +484,23 @@ def _img(b64: str | None, alt: str) -> str:
 
 
 def summary_table(views: Sequence[RunView]) -> str:
+    taus = [float(k.split("@", 1)[1]) for k in views[0].per_problem if k.startswith("cover@")]
     head = ["run", "model", "task", "pool (n×m)", "problems"] + [f"best@{k}" for k in views[0].ks] + \
-           ["pass@max k", "diversity", "Pareto fraction", "VPO objective", "errors"]
+           ["pass@max k", "pass^max k"] + [f"Cover@{t:g}" for t in taus] + \
+           ["diversity", "Pareto fraction", "VPO objective", "errors"]
     rows = []
     for v in views:
         cfg = v.pools.facts
         kmax = v.ks[-1]
-        cell = lambda name: f"{_num(v.estimate(name)['mean'])}±{_num(v.estimate(name)['stderr'])}"  # noqa: E731
+        # the s.e. under the mean, smaller: the table stays narrow enough for a laptop screen (and scrolls if not)
+        cell = lambda name: (f"{_num(v.estimate(name)['mean'])}<span class='se'>±{_num(v.estimate(name)['stderr'])}"  # noqa: E731
+                             "</span>")
         model = str(cfg.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]  # full spec: provenance
         rows.append([_esc(v.label), _esc(model), _esc(cfg.get("task", "?")),
                      f"{cfg.get('n', '?')}×{cfg.get('m', '?')}", str(len(v.pools.problem_ids))]
                     + [cell(f"best@{k}") if k in v.ks else "-" for k in views[0].ks]
-                    + [cell(f"pass@{kmax}"), cell("diversity"), cell("pareto_fraction"), cell("vpo_objective"),
-                       str(v.pools.n_errors)])
+                    + [cell(f"pass@{kmax}"), cell(f"pass^{kmax}")] + [cell(f"cover@{t:g}") for t in taus]
+                    + [cell("diversity"), cell("pareto_fraction"), cell("vpo_objective"), str(v.pools.n_errors)])
     return _table("summary", head, rows, left=3)
 
 
@@ -420,7 +520,7 @@ def comparison_table(comp: Comparison) -> str:
     rows, sv = [], []
     for r in comp.rows:
         cls = "pos" if r.ci_low > 0 else "neg" if r.ci_high < 0 else ""
-        rows.append([_esc(r.metric), "" if r.k is None else str(r.k), _esc(r.run), str(r.n), _num(r.baseline_mean),
+        rows.append([_esc(display_name(r.metric, r.k)), "" if r.k is None else str(r.k), _esc(r.run), str(r.n), _num(r.baseline_mean),
                      _num(r.run_mean), f'<span class="{cls}">{_num(r.diff, sign=True)}</span>',
                      f"[{_num(r.ci_low, sign=True)}, {_num(r.ci_high, sign=True)}]", f"{r.wins}/{r.ties}/{r.losses}"])
         sv.append([None, r.k, None, None, r.baseline_mean, r.run_mean, r.diff, r.ci_low, None])
@@ -428,7 +528,8 @@ def comparison_table(comp: Comparison) -> str:
 
 
 def problem_table(views: Sequence[RunView]) -> str:
-    """One row per problem (union over runs): best@max-k, mean scalar, diversity, distinct answers."""
+    """One row per problem (union over runs): best@max-k, mean scalar, diversity, unique answers (distinct
+    texts under the task's dedup key) and distinct vectors (distinct reward vectors)."""
     ids: list[str] = []
     seen: set[str] = set()
     for v in views:
@@ -439,23 +540,25 @@ def problem_table(views: Sequence[RunView]) -> str:
     head = ["problem"]
     for v in views:
         head += [f"{v.label} best@{v.ks[-1]}", f"{v.label} mean", f"{v.label} diversity",
-                 f"{v.label} distinct answers"]
+                 f"{v.label} unique answers", f"{v.label} distinct vectors"]
     rows, sv = [], []
     index = [{p: i for i, p in enumerate(v.pools.problem_ids)} for v in views]
     for pid in ids:
         row, srow = [_esc(pid)], [None]
         for v, ix in zip(views, index):
             if pid not in ix:
-                row += ["-"] * 4
-                srow += [None] * 4
+                row += ["-"] * 5
+                srow += [None] * 5
                 continue
             i = ix[pid]
             vals = [v.per_problem[f"best@{v.ks[-1]}"][i], v.per_problem["mean_scalar"][i],
                     v.per_problem["diversity"][i]]
             keys = [x for x in (v.pools.pools()[i].keys or []) if x is not None]
-            distinct = len(set(keys))
-            row += [_num(x) for x in vals] + [str(distinct)]
-            srow += [*vals, distinct]
+            unique = len(set(keys))
+            rew = v.pools.rewards[i]
+            vectors = len(np.unique(np.round(rew, 9), axis=0)) if len(rew) else 0
+            row += [_num(x) for x in vals] + [str(unique), str(vectors)]
+            srow += [*vals, unique, vectors]
         rows.append(row)
         sv.append(srow)
     return _table("problems", head, rows, left=1, sort_values=sv)
@@ -503,7 +606,8 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
         if missing:
             raise ValueError(f"--problems: {', '.join(missing)} not in any run")
         sections.append("<h2>Summary</h2><p class='note'>Means over problems ± standard error. best@k: unbiased "
-                        "expected maximum task scalar of k candidates drawn without replacement from the pool.</p>"
+                        "expected maximum task scalar of k candidates drawn without replacement from the pool. "
+                        "pass^k: all k attempts pass. Cover@τ: share of problems with pass rate ≥ τ.</p>"
                         + summary_table(views))
         sections.append("<h2>best@k, pass@k and selection without an oracle</h2>"
                         "<p class='note'>Bands: ±1 standard error over problems. selected@k[strategy]: expected "
@@ -511,6 +615,14 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
                         "answer; random: uniform pick = mean; public-tests: best on visible tests, scored on hidden "
                         "ones). Dashed: best@k of the same run.</p>"
                         + _img(fig_curves(views), "best@k, pass@k and selected@k curves") + selection_table(views))
+        sections.append("<h2>pass^k, Cover@τ and best at equal token cost</h2><p class='note'>pass^k: chance that "
+                        "all k attempts pass, C(c,k)/C(n,k) from c passes in n (reliability, where pass@k is coverage). "
+                        "Cover@τ: share of problems whose pass rate c/n is at least τ (dotted: the τ of the summary "
+                        "table). Best vs tokens: expected best task scalar when each problem gets T completion tokens "
+                        "(T / mean chain length chains, drawn without replacement, a fractional count spent as a "
+                        "mix of the two whole counts), so a chain of m answers meets single answers at equal cost. "
+                        "Bands: ±1 standard error over problems.</p>"
+                        + _img(fig_field_metrics(views), "pass^k, Cover and best-vs-tokens curves"))
         sections.append("<h2>Diversity, Pareto fraction, VPO objective</h2>" + _img(fig_bars(views), "diversity bars"))
         comp_fig = fig_components(views)
         sections.append("<h2>Mean reward per component</h2>" + (
@@ -520,7 +632,7 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
         proj = fig_projections(views, chosen, projection)
         sections.append(f"<h2>Candidates in reward space</h2><p class='note'>Problems: {_esc(why)}. Each panel: "
                         "one run's candidates for one problem, reward vectors projected to 2-D "
-                        f"({'PCA fitted per problem on all runs' if not projection or projection == 'pca' else _esc(projection)}); "
+                        f"({_projection_note(projection)}); "
                         "marker area grows with the number of candidates at the same point.</p>"
                         + _img(proj, "reward-space projections"))
         if comp is not None:

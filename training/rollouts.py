@@ -81,7 +81,7 @@ class ScoredBatch:
     deduped   (N, m, d)  ``raw`` with duplicate answers of a chain removed (multi-answer methods)
     d         (N,)       components of each rollout's problem
     truncated (N,)       rollout cut by the token limit
-    n_unique  (N,)       distinct answers under the task's dedup key
+    n_unique  (N,)       unique answers (distinct under the task's dedup key)
     """
 
     raw: np.ndarray

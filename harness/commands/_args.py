@@ -16,6 +16,18 @@ def int_list(text: str) -> tuple[int, ...]:
     return vals
 
 
+def tau_list(text: str) -> tuple[float, ...]:
+    """``"0.1,0.5,0.9"`` -> Cover@tau thresholds, each in (0, 1]."""
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated rates like 0.1,0.5,0.9, got {text!r}")
+    bad = [v for v in vals if not 0.0 < v <= 1.0]
+    if not vals or bad:
+        raise argparse.ArgumentTypeError(f"each tau must be in (0, 1], got {text!r}")
+    return vals
+
+
 def kv(text: str) -> dict[str, Any]:
     """``"k=v,k2=v2"`` with int/float/bool coercion (lm-eval's ``--model_args`` convention)."""
     from harness.models import parse_model_args

@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--problems", default=None,
                    help="comma-separated problem ids to project (default: largest VPO-minus-GRPO best@k gaps)")
     p.add_argument("--n-problems", type=int, default=4, help="how many problems to project by default")
-    p.add_argument("--projection", default="pca", help="'pca' or two component names, e.g. gold,diamond")
+    p.add_argument("--projection", default=None,
+                   help="reward-space axes: two component names, e.g. gold,diamond, or 'pca' "
+                        "(default: the two components that vary most for each shown problem)")
     p.add_argument("--strategies", default="majority,random,public-tests",
                    help="selection strategies for selected@k (those a run cannot evaluate are left out)")
     p.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples over problems")

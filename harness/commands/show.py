@@ -8,7 +8,7 @@ from pathlib import Path
 from dataclasses import replace
 from typing import Any, Sequence
 
-from harness.commands._args import int_list
+from harness.commands._args import int_list, tau_list
 
 EXAMPLES = """\
 vpo show runs/smol runs/other
@@ -23,6 +23,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print results.json")
     p.add_argument("--k", dest="ks", type=int_list, default=None,
                    help="read best@k / pass@k at these ks, computed from the stored rows (default: the run's own)")
+    p.add_argument("--tau", dest="taus", type=tau_list, default=None,
+                   help="Cover@tau thresholds: share of problems whose pass rate is >= tau (default 0.1,0.5,0.9)")
     p.add_argument("--select", default="majority,random",
                    help="selection strategies for a selected@k table under the main one ('' for none)")
     return p
@@ -38,7 +40,9 @@ def format_table(runs: Sequence[Any]) -> str:
         return "(no runs)"
     ks = sorted({k for r in runs if r.summary is not None for k in r.summary.ks})
     pass_ks = sorted(set(ks[:1] + ks[-1:]))
-    head = ["run", "task", "pool"] + [f"best@{k}" for k in ks] + [f"pass@{k}" for k in pass_ks] + ["diversity", "errors"]
+    taus = sorted({t for r in runs if r.summary is not None for t in r.summary.cover})
+    head = ["run", "task", "pool"] + [f"best@{k}" for k in ks] + [f"pass@{k}" for k in pass_ks] + \
+        [f"pass^{k}" for k in ks[-1:]] + [f"cover@{t:g}" for t in taus] + ["diversity", "errors"]
     lines = []
     for r in runs:
         res = r.summary
@@ -49,6 +53,7 @@ def format_table(runs: Sequence[Any]) -> str:
         name = r.path.name + (" (partial)" if res.raw.get("partial") else "")
         lines.append([name, res.task, res.pool_shape]
                      + [_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(k)) for k in pass_ks]
+                     + [_cell(res.pass_all.get(k)) for k in ks[-1:]] + [_cell(res.cover.get(t)) for t in taus]
                      + [_cell(res.diversity), str(res.n_errors)])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
@@ -76,8 +81,10 @@ def run(args: argparse.Namespace) -> int:
             done = f"metrics over the {len(r.chains)} chains stored so far" if r.summary else "no chains stored"
             print(f"{r.path}: no results.json yet (still running, or interrupted: re-run the same command to "
                   f"resume); {done}", file=sys.stderr)
-        elif args.ks:  # other ks: metrics over the stored pools, nothing is sampled
-            loaded[i] = replace(r, summary=results_at(r.path, list(args.ks)))
+        elif args.ks or args.taus or (r.summary is not None and not r.summary.cover):
+            # other ks or taus, or a results.json from before pass^k / Cover@tau: metrics over the
+            # stored pools, nothing is sampled
+            loaded[i] = replace(r, summary=results_at(r.path, list(args.ks) if args.ks else None, args.taus))
     if args.json:
         print(json.dumps([r.results for r in loaded], indent=2))
     else:

@@ -46,7 +46,9 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
             text = picked[0] if m == 1 else "".join(f"<route_{j + 1}>{a}</route_{j + 1}>\n" for j, a in enumerate(picked))
             answers = task.parse(text, None if m == 1 else m)  # what the runner would store
             r = np.stack([task.reward(p, a) for a in answers])
-            rows.append({"problem_id": p.id, "chain_index": c, "seed": c, "text": text, "answers": answers,
+            # completion tokens as a tokenizer would roughly count them: longer chains cost more
+            rows.append({"problem_id": p.id, "chain_index": c, "seed": c, "text": text,
+                         "completion_tokens": len(text) // 3 + 5, "answers": answers,
                          "rewards": r.tolist(), "scalars": np.atleast_1d(task.scalar(r)).tolist(),
                          "passed": np.atleast_1d(task.passed(r)).tolist(), "error": None})
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

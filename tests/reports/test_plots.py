@@ -54,6 +54,7 @@ def test_flat_zero_metric_is_readable(tmp_path: Path) -> None:
     fig = best_at_k_figure([zero], metric="pass")
     lo, hi = fig.axes[0].get_ylim()
     assert lo < 0 < hi  # the zero line is inside the axes, not on its edge
+    assert hi >= 1.0  # on the 0..1 scale of a rate, not a sliver around nothing
     assert any("is 0 for every run" in t for t in _texts(fig))
     plt.close(fig)
 

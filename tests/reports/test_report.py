@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from reports.report import _view, choose_problems, project
+from reports.report import _view, choose_problems, project, top_components
 from reports.pools import load_pools
 
 
@@ -28,10 +28,20 @@ def test_default_problems_are_the_largest_vpo_minus_grpo_gaps(demo_like_runs):
     assert [gap[p] for p in chosen] == sorted(gap.values(), reverse=True)[:2]
 
 
+def test_projection_defaults_to_the_two_named_components_that_vary_most():
+    rng = np.random.default_rng(0)
+    pts = rng.random((30, 4)) * np.array([0.1, 1.0, 0.05, 0.6])  # b varies most, then d
+    xy, labels = project(pts, ["a", "b", "c", "d"], None)
+    assert labels == ("b", "d") and np.array_equal(xy, pts[:, [1, 3]])
+    assert top_components(pts[:, [3, 0, 1, 2]], ["d", "a", "b", "c"]) == "d,b"  # in component order
+    # a flat pool: ties go to the earlier components, never an error
+    assert project(np.ones((5, 4)), ["a", "b", "c", "d"], None)[1] == ("a", "b")
+
+
 def test_projection_pca_and_named_components():
     rng = np.random.default_rng(0)
     pts = rng.random((20, 4))
-    xy, (xl, yl) = project(pts, ["a", "b", "c", "d"], None)
+    xy, (xl, yl) = project(pts, ["a", "b", "c", "d"], "pca")
     assert xy.shape == (20, 2) and xl.startswith("PC1") and yl.startswith("PC2")
     # PCA keeps pairwise distances as far as two axes can: the first axis carries the most variance
     assert xy[:, 0].var() >= xy[:, 1].var()
@@ -40,7 +50,7 @@ def test_projection_pca_and_named_components():
     with pytest.raises(ValueError, match="--projection"):
         project(pts, ["a", "b", "c", "d"], "b,zz")
     same = np.ones((5, 4))
-    assert np.array_equal(project(same, None, None)[0], np.zeros((5, 2)))
+    assert np.array_equal(project(same, None, "pca")[0], np.zeros((5, 2)))
 
 
 def test_report_with_evolve_run_and_chosen_problems(demo_like_runs, tmp_path, capsys):
@@ -58,7 +68,7 @@ def test_report_with_evolve_run_and_chosen_problems(demo_like_runs, tmp_path, ca
                "--problems", "maze-test-0002,maze-test-0004", "--projection", "gold,diamond"])
     assert rc == 0
     html = out.read_text()
-    assert "<h2>Evolutionary search</h2>" in html and html.count("data:image/png;base64,") == 5
+    assert "<h2>Evolutionary search</h2>" in html and html.count("data:image/png;base64,") == 6
     assert "Problems: chosen with --problems" in html
     data = _data(html)
     assert [r.get("kind", "run") for r in data["runs"]] == ["run", "run", "evolve"]
@@ -100,7 +110,7 @@ def test_report_of_a_real_evolve_run(demo_like_runs, tmp_path):
     out = tmp_path / "r.html"
     assert main(["report", str(grpo), str(vpo), str(evo), "--out", str(out), "--resamples", "200"]) == 0
     html = out.read_text()
-    assert "<h2>Evolutionary search</h2>" in html and html.count("data:image/png;base64,") == 5
+    assert "<h2>Evolutionary search</h2>" in html and html.count("data:image/png;base64,") == 6
     res = json.loads((evo / "results.json").read_text())
     got = _data(html)["runs"][2]
     assert got["kind"] == "evolve" and got["evolve"]["solved_vs_candidates"] == res["evolve"]["solved_vs_candidates"]

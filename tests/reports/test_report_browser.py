@@ -70,12 +70,14 @@ def test_report_renders_in_chromium_without_errors(report, tmp_path, needs_chrom
     assert st["text"] == "loaded"
     assert st["data-errors"] == "0", st
     assert "Uncaught" not in stderr
-    # curves, bars, components and projections, all decoded by the browser
-    assert st["data-images-total"] == st["data-images-loaded"] == "4"
+    # curves, pass^k/Cover, bars, components and projections, all decoded by the browser
+    assert st["data-images-total"] == st["data-images-loaded"] == "5"
     tables = json.loads(st["data-tables"])
     assert tables["summary"] == 2 and tables["problems"] == 6
     assert tables["selection"] == 2 * 3  # oracle, majority, random per run (no visible tests on maze)
-    assert tables["comparison"] == 4 * 2 + 4 * 2 + 3  # best, pass, 2 strategies x 4 ks + 3 summaries
+    # best, pass, pass^k, 2 strategies x 4 ks, Cover at 3 taus, 4 token budgets (compute-matched best),
+    # 3 summaries, 4 maze components
+    assert tables["comparison"] == 4 * 3 + 4 * 2 + 3 + 4 + 3 + 4
     assert tables["provenance-0"] >= 10 and tables["provenance-1"] >= 10
 
     shot = tmp_path / "shot.png"
@@ -96,4 +98,4 @@ def test_the_page_hook_reports_broken_scripts_and_images(report, tmp_path, needs
     broken.write_text(text)
     st, _ = page_status(broken, tmp_path)
     assert int(st["data-errors"]) >= 2
-    assert st["data-images-total"] == "5" and st["data-images-loaded"] == "4"
+    assert st["data-images-total"] == "6" and st["data-images-loaded"] == "5"
