@@ -139,9 +139,15 @@ def _set_limits(lim):
 def _child(cfg, job, fds, drivers, seccomp_code):
     """Runs in the forked child; never returns."""
     code = 71
+    redirected, err_w = False, fds[1]
     try:
-        out_w, err_w, res_w = fds[:3]
-        reply_r = fds[3] if len(fds) > 3 else None
+        n_cg = int(job.get("cgroup_fds", 0))
+        pipes, budget = fds[:len(fds) - n_cg], fds[len(fds) - n_cg:]
+        for fd in budget:  # join the run's cgroups first: nothing of the run is outside its budget
+            os.write(fd, b"0")  # "0": the writing process itself (no pid crosses the PID namespace)
+            os.close(fd)
+        out_w, err_w, res_w = pipes[:3]
+        reply_r = pipes[3] if len(pipes) > 3 else None
         lim, uid, gid = job["limits"], cfg.get("uid"), cfg.get("gid")
         if cfg["sealed"]:
             _check(_LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
@@ -164,6 +170,7 @@ def _child(cfg, job, fds, drivers, seccomp_code):
         null = os.open("/dev/null", os.O_RDONLY)
         for fd, num in ((null, 0), (out_w, 1), (err_w, 2), (res_w, 3)):
             os.dup2(fd, num)
+        redirected = True
         if reply_r is not None:
             os.dup2(reply_r, 4)
         os.closerange(5 if reply_r is not None else 4, 1 << 16)
@@ -180,6 +187,8 @@ def _child(cfg, job, fds, drivers, seccomp_code):
     except BaseException:
         try:
             import traceback
+            if not redirected:  # stderr is still the zygote's (/dev/null): use the run's pipe
+                os.dup2(err_w, 2)
             traceback.print_exc()
             sys.stderr.flush()
         except BaseException:

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness.sandbox import cgroups
 from harness.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, detect_isolation,
                                        unavailable_message, unsafe_allowed)
 from harness.sandbox.limits import Limits
@@ -64,6 +65,14 @@ class SandboxResult:
     leftover_killed: int = 0
     #: peak resident memory of the child (and what it waited for), KiB
     maxrss_kb: int = 0
+    #: the parent killed the run: no valid record within ``Limits.progress_s`` (a stalled test)
+    stalled: bool = False
+    #: the kernel OOM-killed a process of the candidate's cgroup (its memory budget was spent)
+    memory_limit: bool = False
+    #: index into ``records`` of the first record not yet received when that kill was seen
+    memory_at: int | None = None
+    #: what the candidate's cgroups measured: peak_bytes, limit_hits, oom_kills, pids_refused
+    budget: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -160,6 +169,13 @@ def kill_uid(uid: int) -> int:
     return _kill_until_gone(lambda: live_pids_of_uid(uid))
 
 
+def budget_unavailable_message(setup: cgroups.Setup) -> str:
+    return (f"sandbox: cannot give each candidate its own memory and process budget ({setup.error}); "
+            "refusing to grade. Run where the memory and pids cgroup controllers are writable below the "
+            "harness's own group (root, or a delegated cgroup v2 subtree), or pass --unsafe-sandbox to "
+            "grade with per-process rlimits only")
+
+
 #: returned by an ``on_record`` callback: kill the run now (its records so far are kept)
 STOP = object()
 
@@ -177,13 +193,19 @@ class Sandbox:
 
     def __init__(self, limits: Limits | None = None, *, uid: int | None = NOBODY, gid: int | None = NOBODY,
                  isolation: Isolation | None = None, tmp_root: str | None = None,
-                 unsafe: bool | None = None, seccomp: bool = True):
+                 unsafe: bool | None = None, seccomp: bool = True, budget: cgroups.Setup | None = None):
         self.limits = limits or Limits()
         self.iso = isolation or detect_isolation()
         if not self.iso.sealed and not unsafe_allowed(unsafe):
             raise SandboxUnavailable(unavailable_message(self.iso))
+        self.budget = budget or cgroups.detect()
+        if not self.budget.ok and not unsafe_allowed(unsafe):
+            raise SandboxUnavailable(budget_unavailable_message(self.budget))
         drop = self.iso.can_drop_privileges and uid is not None
         self.notes = list(self.iso.notes)
+        if not self.budget.ok:
+            self.notes.append(f"UNSAFE: no per-candidate memory/process budget ({self.budget.error}); "
+                              "rlimits per process only (--unsafe-sandbox)")
         if not self.iso.sealed:
             self.notes.append("UNSAFE: no sealed filesystem view (--unsafe-sandbox)")
             if drop and not _reachable_by_others(python_paths()):
@@ -206,6 +228,8 @@ class Sandbox:
                 "seccomp": self.seccomp and self.iso.sealed,
                 "uid": self.uid if self.uid is not None else os.geteuid(),
                 "privileges_dropped": self.uid is not None, "rlimits": lim.as_dict(),
+                "budget": (cgroups.budget_record(self.budget.parts, lim.memory_bytes, lim.processes)
+                           if self.budget.ok else {"cgroup": None, "error": self.budget.error}),
                 "notes": list(self.notes)}
 
     # ---- zygote lifecycle ----------------------------------------------------------------------
@@ -280,14 +304,29 @@ class Sandbox:
             os.chmod(workdir, 0o700)
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.gid)
+        group = None
+        if self.budget.ok:
+            try:
+                group = cgroups.CandidateGroup(self.budget, lim.memory_bytes, lim.processes,
+                                               tag=str(self.uid if self.uid is not None else "root"))
+                budget_fds = group.procs_fds()
+            except OSError as exc:
+                if group is not None:
+                    group.remove()
+                if workdir is not None:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                raise SandboxUnavailable(f"sandbox: cannot create the candidate's cgroup below "
+                                         f"{', '.join(p.base for p in self.budget.parts)}: {exc}") from exc
+        else:
+            budget_fds = []
         pipes = [os.pipe() for _ in range(4 if on_record else 3)]
-        far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else [])
+        far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else []) + budget_fds
         near = [r for r, _ in pipes[:3]] + ([pipes[3][1]] if on_record else [])
         nonce = secrets.token_hex(16)
         tag = secrets.token_hex(8)
         job = {"driver_key": key, "payload": payload, "nonce": nonce, "files": files,
                "limits": dict(lim.as_dict(), scratch_bytes=max(lim.file_size_bytes, 1 << 20) * 4),
-               "env": dict(SAFE_ENV, VPO_SANDBOX_TAG=tag), "workdir": workdir}
+               "env": dict(SAFE_ENV, VPO_SANDBOX_TAG=tag), "workdir": workdir, "cgroup_fds": len(budget_fds)}
         t0 = time.monotonic()
         try:
             try:
@@ -297,49 +336,67 @@ class Sandbox:
             finally:
                 for fd in far:
                     os.close(fd)
-            res = self._supervise(z, near, t0, nonce, lim, on_record)
+            res = self._supervise(z, near, t0, nonce, lim, on_record, group)
             res.extra["tag"] = tag
             return res
         finally:
             for fd in near:
                 if fd >= 0:  # -1: already closed by _supervise (never close a number twice)
                     os.close(fd)
+            if group is not None:
+                group.remove()  # kills whatever the zygote's sweep missed (unsafe mode), then rmdir
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
 
     def _supervise(self, z: Zygote, near: list[int], t0: float, nonce: str, lim: Limits,
-                   on_record: Callable[[dict[str, Any]], Any] | None) -> SandboxResult:
+                   on_record: Callable[[dict[str, Any]], Any] | None,
+                   group: cgroups.CandidateGroup | None = None) -> SandboxResult:
         out, err = _Tail(lim.output_cap_bytes), _Tail(lim.output_cap_bytes)
         result_buf = bytearray()
         scanned = 0
-        overflow = stop = False
+        records: list[dict[str, Any]] = []
+        tampered = done = overflow = stop = stalled = False
+        memory_at: int | None = None
+        last_progress = t0
         reply_fd = near[3] if on_record else -1
         report: dict[str, Any] | None = None
         sel = selectors.DefaultSelector()
         streams: dict[int, Callable[[bytes], bool]] = {near[0]: out.add, near[1]: err.add}
 
         def _result_add(data: bytes) -> bool:
-            nonlocal overflow, scanned, stop
+            """Records are parsed as they arrive: each valid one is progress (the parent's per-test
+            deadline) and goes to ``on_record``; anything else on the channel marks the run tampered."""
+            nonlocal overflow, scanned, stop, tampered, done, last_progress, memory_at
+            if group is not None and memory_at is None and group.oom_kills():
+                memory_at = len(records)  # the records parsed so far were complete before the kill
             result_buf.extend(data)
             if len(result_buf) > lim.result_cap_bytes:
                 overflow = True
                 return False
-            if on_record is not None:
-                end = result_buf.rfind(b"\n")
-                if end >= scanned:
-                    for line in bytes(result_buf[scanned:end]).split(b"\n"):
-                        rec = _valid_record(line, nonce)
-                        if rec is None:
-                            continue
-                        reply = on_record(rec)
-                        if reply is STOP:
-                            stop = True
-                        elif reply:
-                            try:
-                                os.write(reply_fd, reply)
-                            except OSError:  # the program closed fd 4: it loses its answers
-                                pass
-                    scanned = end + 1
+            end = result_buf.rfind(b"\n")
+            if end < scanned:
+                return True
+            for line in bytes(result_buf[scanned:end]).split(b"\n"):
+                rec = _valid_record(line, nonce)
+                if rec is None:
+                    tampered = True
+                    continue
+                last_progress = time.monotonic()
+                if rec.get("kind") == "done":
+                    done = True
+                else:
+                    records.append(rec)
+                if on_record is None:
+                    continue
+                reply = on_record(rec)
+                if reply is STOP:
+                    stop = True
+                elif reply:
+                    try:
+                        os.write(reply_fd, reply)
+                    except OSError:  # the program closed fd 4: it loses its answers
+                        pass
+            scanned = end + 1
             return True
 
         streams[near[2]] = _result_add
@@ -356,10 +413,16 @@ class Sandbox:
                     break  # a pipe still open after every process died: stop waiting for it
                 if now >= hard_deadline:
                     raise ZygoteError("zygote did not report in time")
-                if (overflow or stop) and not kill_sent and report is None:
+                if (report is None and not kill_sent and lim.progress_s is not None
+                        and now - last_progress > lim.progress_s):
+                    stalled = True  # checked after the events were read: a late reader never kills
+                if (overflow or stop or stalled) and not kill_sent and report is None:
                     send_msg(z.sock, {"op": "kill"})
                     kill_sent = True
-                for skey, _ in sel.select(timeout=0.25):
+                wait = 0.25
+                if lim.progress_s is not None and report is None and not kill_sent:
+                    wait = min(wait, max(0.005, last_progress + lim.progress_s - now + 0.001))
+                for skey, _ in sel.select(timeout=wait):
                     if skey.fileobj is z.sock:
                         report = recv_msg(z.sock)
                         if report is None:
@@ -385,7 +448,11 @@ class Sandbox:
         finally:
             sel.close()
         wall = time.monotonic() - t0
-        records, tampered, done = self._parse_records(bytes(result_buf), nonce)
+        budget: dict[str, Any] = {}
+        if group is not None:
+            budget = group.stats()
+            if memory_at is None and budget["oom_kills"]:
+                memory_at = len(records)
         status = int(report["status"])
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = -sig if sig else os.WEXITSTATUS(status)
@@ -394,27 +461,8 @@ class Sandbox:
                              tampered=tampered, result_overflow=overflow, stdout_tail=out.text(),
                              stderr_tail=err.text(), stdout_bytes=out.total, stderr_bytes=err.total,
                              leftover_killed=int(report.get("leftovers", 0)),
-                             maxrss_kb=int(report.get("maxrss_kb", 0)))
-
-    @staticmethod
-    def _parse_records(buf: bytes, nonce: str) -> tuple[list[dict[str, Any]], bool, bool]:
-        records: list[dict[str, Any]] = []
-        tampered = done = False
-        lines = buf.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        elif lines:
-            lines.pop()  # a partial last line: the writer died mid-record
-        for line in lines:
-            rec = _valid_record(line, nonce)
-            if rec is None:
-                tampered = True
-                continue
-            if rec.get("kind") == "done":
-                done = True
-                continue
-            records.append(rec)
-        return records, tampered, done
+                             maxrss_kb=int(report.get("maxrss_kb", 0)), stalled=stalled,
+                             memory_limit=memory_at is not None, memory_at=memory_at, budget=budget)
 
 
 def _valid_record(line: bytes, nonce: str) -> dict[str, Any] | None:

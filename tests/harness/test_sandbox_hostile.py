@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.livecodebench_judge import CE, RTE, TLE, WRONG, grade_program, run_limits
+from benchmarks.livecodebench_judge import CE, MLE, RTE, TLE, WRONG, grade_program, run_limits
 from harness.sandbox import Limits, Sandbox, detect_isolation
 from harness.sandbox.sandbox import kill_uid, live_pids_of_uid
 
@@ -107,9 +107,9 @@ def _battery(canary_dir: str, canary_file: str, port: int, data_file: str = "/no
         "fork_bomb": ("stdin", "import os\nwhile True:\n    os.fork()\n", {RTE, TLE}),
         "fork_bomb_quiet": ("stdin", "import os\nwhile True:\n    try:\n        os.fork()\n"
                             "    except OSError:\n        pass\n", {TLE}),
-        "memory_bomb": ("stdin", "x = []\nwhile True:\n    x.append(bytearray(10**9))\n", {RTE, TLE}),
-        "memory_bomb_list": ("stdin", "x = [0] * 10**9\n", {RTE}),
-        "huge_alloc": ("stdin", "b = bytearray(10**11)\nprint(len(b))\n", {RTE}),
+        "memory_bomb": ("stdin", "x = []\nwhile True:\n    x.append(bytearray(10**9))\n", {MLE, TLE}),
+        "memory_bomb_list": ("stdin", "x = [0] * 10**9\n", {MLE}),
+        "huge_alloc": ("stdin", "b = bytearray(10**11)\nprint(len(b))\n", {MLE}),
         "infinite_loop": ("stdin", "while True:\n    pass\n", {TLE}),
         "sleep_forever": ("stdin", "import time\ntime.sleep(10**6)\n", {TLE}),
         "ignore_alarm": ("stdin", "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
