@@ -484,3 +484,19 @@ def test_signal_ignoring_program_is_killed_by_the_parent(budget_results, name):
     grade = budget_results["results"][name]["grade"]
     assert grade.verdicts == [TLE]
     assert "killed by the parent" in grade.details[0], grade.details
+
+
+def test_signal_ignoring_program_on_three_tests_is_killed_per_test():
+    """Full mode, 3 tests at 1 s: each test is killed 1.5 s after it started (a fresh process for
+    the next), where the run's wall limit alone took (1 + 1) x 3 + 5 s for the first test."""
+    from benchmarks.livecodebench_judge import KILL_FACTOR
+
+    uid = UID_BASE + SLOTS + 1
+    tests = [{"input": str(i), "output": "x"} for i in range(3)]
+    with Sandbox(Limits(), uid=uid, gid=uid) as sb:
+        grade = grade_program(sb, _DEAF + "while True:\n    pass\n", "stdin", None, tests, timeout_s=1.0)
+    assert grade.verdicts == [TLE] * 3 and grade.runs == 3
+    assert all("killed by the parent" in d for d in grade.details), grade.details
+    # loose: each run's own wall limit (7 s for the last test, 11 s for the first) was not needed
+    assert grade.wall_s < 3 * (KILL_FACTOR * 1.0 + MARGIN_S), grade.wall_s
+    assert live_pids_of_uid(uid) == []
