@@ -387,8 +387,10 @@ _BUDGET_ATTACKS = {
         "            break\nheld = []\nfor _ in range(19):\n    b = bytearray(50 << 20)\n"
         "    b[::4096] = b'\\1' * len(range(0, len(b), 4096))\n    held.append(b)\nprint(n, len(held))\n", {MLE},
         MEMORY_TIMEOUT_S),
+    # prints the expected output once it holds a vsock socket: passes if the family is open
     "vsock_hypervisor": ("import socket\ns = socket.socket(40, socket.SOCK_STREAM)\ns.settimeout(1)\n"
-                         "s.connect((2, 9999))\nprint('connected')\n", {RTE}, DEAF_TIMEOUT_S),
+                         "try:\n    s.connect((2, 9999))\nexcept OSError:\n    pass\n"
+                         f"print({SECRET!r})\n", {RTE}, DEAF_TIMEOUT_S),
     "deaf_busy_loop": (_DEAF + "while True:\n    pass\n", {TLE}, DEAF_TIMEOUT_S),
     "deaf_sleep": (_DEAF + "import time\nwhile True:\n    time.sleep(100)\n", {TLE}, DEAF_TIMEOUT_S),
 }
