@@ -136,18 +136,37 @@ def _set_limits(lim):
     resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"],) * 2)
 
 
+def _write_file(path, text):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def join_budget(fds):
+    """Join the slot's cgroups (each fd: a ``cgroup.procs`` the harness opened; ``0`` means the
+    writer), exempt from the OOM killer where that is allowed (CAP_SYS_RESOURCE). Candidates raise
+    their own score to the maximum, so the kernel picks them first either way; a candidate that
+    lowers it again and gets the zygote killed ends its own run with memory_limit (sandbox.py)."""
+    try:
+        _write_file("/proc/self/oom_score_adj", "-1000")
+    except OSError:
+        pass  # no CAP_SYS_RESOURCE (this machine kind): the candidates' 1000 below still comes first
+    for fd in fds:
+        os.write(fd, b"0")
+        os.close(fd)
+
+
 def _child(cfg, job, fds, drivers, seccomp_code):
     """Runs in the forked child; never returns."""
     code = 71
     redirected, err_w = False, fds[1]
     try:
-        n_cg = int(job.get("cgroup_fds", 0))
-        pipes, budget = fds[:len(fds) - n_cg], fds[len(fds) - n_cg:]
-        for fd in budget:  # join the run's cgroups first: nothing of the run is outside its budget
-            os.write(fd, b"0")  # "0": the writing process itself (no pid crosses the PID namespace)
-            os.close(fd)
-        out_w, err_w, res_w = pipes[:3]
-        reply_r = pipes[3] if len(pipes) > 3 else None
+        if cfg.get("budget"):  # born in the slot's cgroup: the OOM killer's first choice, not the zygote
+            _write_file("/proc/self/oom_score_adj", "1000")
+        out_w, err_w, res_w = fds[:3]
+        reply_r = fds[3] if len(fds) > 3 else None
         lim, uid, gid = job["limits"], cfg.get("uid"), cfg.get("gid")
         if cfg["sealed"]:
             _check(_LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
@@ -389,7 +408,7 @@ def _run_job(sock, cfg, job, fds, drivers, seccomp_code):
 
 def main():
     sock = socket.socket(fileno=int(sys.argv[1]))
-    cfg, _ = _recv(sock)
+    cfg, budget_fds = _recv(sock)
     notes = []
     seccomp_code = None
     try:
@@ -407,6 +426,7 @@ def main():
         if cfg["sealed"]:
             notes += seal(cfg["expose"])
         sys.path.extend(p for p in cfg.get("sys_path", []) if p not in sys.path)
+        join_budget(budget_fds)  # last: what the zygote allocated so far is not charged to the budget
     except BaseException as exc:
         _send(sock, {"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         os._exit(70)

@@ -8,10 +8,16 @@ to one group, and the pids controller counts its processes and threads; the kern
 group when the budget is spent, so host pressure never decides a verdict.
 
 Layout rules (the harness is a guest on shared machines): every group is created *below* the group the
-harness itself is in (``/proc/self/cgroup``), one per run, and removed when the run ends; nothing above
-it, nor its own limits, is ever written. The child joins its group itself, before it runs anything
-untrusted, by writing ``0`` to ``cgroup.procs`` files the harness opened (their fds travel with the job),
-so no pid has to be translated across the sandbox's PID namespace.
+harness itself is in (``/proc/self/cgroup``), one per sandbox slot, and removed when the slot closes;
+nothing above it, nor its own limits, is ever written.
+
+Why per slot, not per run: moving a process into a cgroup waits for an RCU grace period (about 13 ms
+on a loaded 2-core machine, measured), more than the whole fixed cost of a run. So the slot's zygote
+joins its group once (writing ``0`` to ``cgroup.procs`` files the harness opened: no pid crosses the PID
+namespace) and every candidate it forks is born inside. A slot runs one candidate at a time, so the
+group is that candidate's: before each run the limits are (re)written and the peak reset, and the OOM
+kills are counted from there. The zygote itself is exempt from the OOM killer (``oom_score_adj``
+-1000, the candidate is set back to 0) and costs the budget only what it allocates after joining.
 
 Where the controllers are missing or not writable there, :func:`detect` says which path failed and the
 sandbox refuses to grade (``--unsafe-sandbox`` opts out), as it does without namespaces.
@@ -258,28 +264,53 @@ def _number(path: str) -> int:
 
 
 class CandidateGroup:
-    """The groups of one run (one directory per distinct hierarchy), created with the budget set."""
+    """The groups of one sandbox slot (one directory per distinct hierarchy), the budget set; the
+    candidate of the slot's current run is the only program in it (see the module docstring)."""
 
-    def __init__(self, setup: Setup, memory_bytes: int, pids: int, tag: str = "run"):
+    def __init__(self, setup: Setup, memory_bytes: int, pids: int, tag: str = "slot"):
         if not setup.ok:
             raise OSError(errno.ENOTSUP, setup.error or "no cgroups")
         self.parts = setup.parts
+        self._mem = next(p for p in self.parts if p.controller == "memory")
+        self._pids = next(p for p in self.parts if p.controller == "pids")
         self.memory_bytes, self.pids = int(memory_bytes), int(pids)
         name = f"{PREFIX}{os.getpid()}-{tag}-{next(_COUNTER)}"
         self.dirs: dict[str, str] = {}  # base -> created group
+        self._oom0 = 0
+        #: host pids that belong to the slot, not to a candidate (the zygote): never swept
+        self.keep: set[int] = set()
         try:
             for p in self.parts:
                 d = self.dirs.get(p.base)
                 if d is None:
-                    d = self.dirs[p.base] = os.path.join(p.base, name)
+                    d = os.path.join(p.base, name)
                     os.mkdir(d)
+                    self.dirs[p.base] = d
                 for f, v in _limit_files(p, d, self.memory_bytes, self.pids):
                     _write(f, v)
         except OSError:
             self.remove()
             raise
-        self._mem = next(p for p in self.parts if p.controller == "memory")
-        self._pids = next(p for p in self.parts if p.controller == "pids")
+
+    def begin_run(self, memory_bytes: int, pids: int) -> None:
+        """A new candidate: its limits (if they differ from the last run's), a fresh peak, and OOM
+        kills counted from now."""
+        memory_bytes, pids = int(memory_bytes), int(pids)
+        if (memory_bytes, pids) != (self.memory_bytes, self.pids):
+            for p in self.parts:
+                files = _limit_files(p, self.dirs[p.base], memory_bytes, pids)
+                if memory_bytes > self.memory_bytes:  # v1: memory+swap may never be below memory
+                    files.reverse()
+                for f, v in files:
+                    _write(f, v)
+            self.memory_bytes, self.pids = memory_bytes, pids
+        if self._mem.version == 1:  # v2's memory.peak is only resettable per open file (6.12+)
+            for knob in ("memory.max_usage_in_bytes", "memory.failcnt"):
+                try:
+                    _write(os.path.join(self._mdir(), knob), "0")
+                except OSError:
+                    pass
+        self._oom0 = self._oom_total()
 
     def procs_fds(self) -> list[int]:
         """Write-only fds of each group's ``cgroup.procs``: the child writes ``0`` to join."""
@@ -289,7 +320,10 @@ class CandidateGroup:
         return self.dirs[self._mem.base]
 
     def oom_kills(self) -> int:
-        """Processes the kernel killed because the group's memory budget was spent."""
+        """Processes the kernel killed in this run because the group's memory budget was spent."""
+        return self._oom_total() - self._oom0
+
+    def _oom_total(self) -> int:
         d = self._mdir()
         if self._mem.version == 1:
             return _counter(os.path.join(d, "memory.oom_control"), "oom_kill")
@@ -305,19 +339,21 @@ class CandidateGroup:
                 "pids_refused": _counter(os.path.join(self.dirs[self._pids.base], "pids.events"), "max")}
 
     def tasks(self) -> list[int]:
+        """Host pids in the groups, except the slot's own (``keep``)."""
         out: set[int] = set()
         for d in self.dirs.values():
             try:
                 out.update(int(x) for x in _read(os.path.join(d, "cgroup.procs")).split())
             except (OSError, ValueError):
                 pass
-        return sorted(out)
+        return sorted(out - self.keep)
 
     def kill(self) -> int:
-        """SIGKILL every process in the groups: ``cgroup.kill`` (v2) or walking ``cgroup.procs`` until
-        it stays empty (v1; pids.max bounds how many a forking program can add meanwhile)."""
+        """SIGKILL every candidate process in the groups by walking ``cgroup.procs`` until it stays
+        empty (pids.max bounds how many a forking program can add meanwhile); with nothing to keep,
+        v2's ``cgroup.kill`` does it at once."""
         n = 0
-        for d in self.dirs.values():
+        for d in self.dirs.values() if not self.keep else ():
             k = os.path.join(d, "cgroup.kill")
             if os.path.exists(k):
                 try:
@@ -338,7 +374,9 @@ class CandidateGroup:
         return n
 
     def remove(self) -> None:
-        """Kill what is left and remove the groups (a dying task may keep one busy briefly)."""
+        """Kill what is left and remove the groups (a dying task may keep one busy briefly). Called
+        once the slot's zygote is gone."""
+        self.keep = set()
         if self.dirs and self.tasks():
             self.kill()
         for d in list(self.dirs.values()):

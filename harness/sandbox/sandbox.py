@@ -238,9 +238,18 @@ class Sandbox:
             self._zygote.kill()
             self._zygote = None
         if self._zygote is None:
+            group = None
+            if self.budget.ok:
+                try:  # the zygote's slot group: +1 process for the zygote itself
+                    group = cgroups.CandidateGroup(self.budget, self.limits.memory_bytes, self.limits.processes + 1,
+                                                   tag=str(self.uid if self.uid is not None else "root"))
+                except OSError as exc:
+                    raise SandboxUnavailable(
+                        f"sandbox: cannot create the slot's cgroup below "
+                        f"{', '.join(sorted({p.base for p in self.budget.parts}))}: {exc}") from exc
             try:
                 self._zygote = Zygote(self.iso.unshare_argv, sealed=self.iso.sealed, uid=self.uid,
-                                      gid=self.gid, seccomp=self.seccomp and self.iso.sealed)
+                                      gid=self.gid, seccomp=self.seccomp and self.iso.sealed, group=group)
             except ZygoteError as exc:
                 raise SandboxUnavailable(f"sandbox: the zygote failed to start: {exc}") from exc
         return self._zygote
@@ -304,29 +313,22 @@ class Sandbox:
             os.chmod(workdir, 0o700)
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.gid)
-        group = None
-        if self.budget.ok:
+        group = z.group
+        if group is not None:
             try:
-                group = cgroups.CandidateGroup(self.budget, lim.memory_bytes, lim.processes,
-                                               tag=str(self.uid if self.uid is not None else "root"))
-                budget_fds = group.procs_fds()
+                group.begin_run(lim.memory_bytes, lim.processes + 1)
             except OSError as exc:
-                if group is not None:
-                    group.remove()
                 if workdir is not None:
                     shutil.rmtree(workdir, ignore_errors=True)
-                raise SandboxUnavailable(f"sandbox: cannot create the candidate's cgroup below "
-                                         f"{', '.join(p.base for p in self.budget.parts)}: {exc}") from exc
-        else:
-            budget_fds = []
+                raise ZygoteError(f"cannot set the candidate's budget in {list(group.dirs.values())}: {exc}") from exc
         pipes = [os.pipe() for _ in range(4 if on_record else 3)]
-        far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else []) + budget_fds
+        far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else [])
         near = [r for r, _ in pipes[:3]] + ([pipes[3][1]] if on_record else [])
         nonce = secrets.token_hex(16)
         tag = secrets.token_hex(8)
         job = {"driver_key": key, "payload": payload, "nonce": nonce, "files": files,
                "limits": dict(lim.as_dict(), scratch_bytes=max(lim.file_size_bytes, 1 << 20) * 4),
-               "env": dict(SAFE_ENV, VPO_SANDBOX_TAG=tag), "workdir": workdir, "cgroup_fds": len(budget_fds)}
+               "env": dict(SAFE_ENV, VPO_SANDBOX_TAG=tag), "workdir": workdir}
         t0 = time.monotonic()
         try:
             try:
@@ -338,15 +340,26 @@ class Sandbox:
                     os.close(fd)
             res = self._supervise(z, near, t0, nonce, lim, on_record, group)
             res.extra["tag"] = tag
+            if group is not None and group.tasks():  # what the zygote's sweep missed (unsafe mode)
+                res.leftover_killed += group.kill()
             return res
         finally:
             for fd in near:
                 if fd >= 0:  # -1: already closed by _supervise (never close a number twice)
                     os.close(fd)
-            if group is not None:
-                group.remove()  # kills whatever the zygote's sweep missed (unsafe mode), then rmdir
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
+
+    @staticmethod
+    def _zygote_lost(z: Zygote, group: cgroups.CandidateGroup | None) -> dict[str, Any]:
+        """The zygote died under a run. Killed by the OOM killer of the slot's group, it is the
+        candidate's doing (its memory budget was spent; the kernel killed every process of the PID
+        namespace with it): a verdict, not a harness failure. Anything else is a lost zygote."""
+        z.lost = True
+        if group is None or not group.oom_kills():
+            raise ZygoteError("zygote died during a run")
+        return {"status": signal.SIGKILL, "timed_out": False, "killed": False, "leftovers": 0,
+                "maxrss_kb": 0}
 
     def _supervise(self, z: Zygote, near: list[int], t0: float, nonce: str, lim: Limits,
                    on_record: Callable[[dict[str, Any]], Any] | None,
@@ -426,7 +439,7 @@ class Sandbox:
                     if skey.fileobj is z.sock:
                         report = recv_msg(z.sock)
                         if report is None:
-                            raise ZygoteError("zygote died during a run")
+                            report = self._zygote_lost(z, group)
                         report["_at"] = time.monotonic()
                         sel.unregister(z.sock)
                         continue

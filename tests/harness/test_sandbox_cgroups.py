@@ -161,3 +161,27 @@ def test_memory_budget_counts_memfds_and_every_process(setup, attack):
     assert not ok.memory_limit and ok.budget["oom_kills"] == 0
     assert ok.records[1] in ({"survived": True}, {"status": [0, 0, 0]})
     assert _our_groups(setup) == []
+
+
+def test_zygote_killed_by_the_candidates_oom_is_a_verdict_not_a_crash():
+    """The zygote shares the slot's group: if the OOM killer picks it, the run is the candidate's
+    memory_limit (and the next run gets a new zygote); a zygote lost any other way is still an error."""
+    from harness.sandbox.zygote import ZygoteError
+
+    class FakeGroup:
+        def __init__(self, kills: int):
+            self.kills = kills
+
+        def oom_kills(self) -> int:
+            return self.kills
+
+    class FakeZygote:
+        lost = False
+
+    z = FakeZygote()
+    report = Sandbox._zygote_lost(z, FakeGroup(1))
+    assert z.lost and os.WIFSIGNALED(report["status"]) and os.WTERMSIG(report["status"]) == 9
+    with pytest.raises(ZygoteError):
+        Sandbox._zygote_lost(FakeZygote(), FakeGroup(0))
+    with pytest.raises(ZygoteError):
+        Sandbox._zygote_lost(FakeZygote(), None)

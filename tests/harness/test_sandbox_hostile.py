@@ -387,6 +387,14 @@ _BUDGET_ATTACKS = {
         "            break\nheld = []\nfor _ in range(19):\n    b = bytearray(50 << 20)\n"
         "    b[::4096] = b'\\1' * len(range(0, len(b), 4096))\n    held.append(b)\nprint(n, len(held))\n", {MLE},
         MEMORY_TIMEOUT_S),
+    # the candidate lowers its OOM score back to the zygote's (dumpable again, so it may write its
+    # own /proc file) and then spends the budget in memfds, where its RSS is no bigger than the
+    # zygote's: whichever the kernel kills, the verdict is the candidate's and the slot carries on
+    "memfd_after_lowering_oom_score": (
+        "import ctypes, os\nctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
+        "open('/proc/self/oom_score_adj', 'w').write('0')\nfds = []\nfor i in range(120):\n"
+        "    fd = os.memfd_create('m%d' % i)\n    os.posix_fallocate(fd, 0, 16 << 20)\n    fds.append(fd)\n"
+        "print(len(fds))\n", {MLE}, MEMORY_TIMEOUT_S),
     # prints the expected output once it holds a vsock socket: passes if the family is open
     "vsock_hypervisor": ("import socket\ns = socket.socket(40, socket.SOCK_STREAM)\ns.settimeout(1)\n"
                          "try:\n    s.connect((2, 9999))\nexcept OSError:\n    pass\n"
