@@ -10,7 +10,9 @@ Sealed mode (the default; PID 1 of fresh PID/network/mount/IPC/UTS namespaces):
    needs, bind-mounted read-only; ``/dev/null``, ``/dev/urandom``; a fresh ``/proc`` of this PID
    namespace; empty ``/tmp`` and ``/work`` mount points) and ``pivot_root``s into it. The host's
    folders (project, data, home, hub caches, host ``/tmp`` and its sockets) no longer exist here.
-2. loop: per job (a JSON message plus the pipe ends, passed as SCM_RIGHTS on the control socket),
+2. join the slot's cgroups (fds in the start message; see cgroups.py), so every child is born in
+   the candidate's memory and process budget.
+3. loop: per job (a JSON message plus the pipe ends, passed as SCM_RIGHTS on the control socket),
    fork a child that takes a private mount namespace with fresh tmpfs ``/tmp`` and ``/work``, sets
    the rlimits, drops to the slot's uid, installs the seccomp filter (no new namespaces) and runs the
    driver's ``main(payload, emit)``. The zygote waits (wall-clock limit), then kills every other

@@ -7,7 +7,11 @@ unix sockets (path and abstract), new namespaces, outputs the judge must survive
 huge numbers, lone surrogates, 10^6 tokens, objects equal to everything) and forging records with the
 nonce read from the driver. The sealed view is required here (this machine and CI can set it up).
 
-All programs run in parallel (one private sandbox slot, i.e. one uid, per thread) so the whole
+The candidate's budget (second fixture, one program at a time): forks with large allocations,
+memfds, tmpfs fill, vsock and programs deaf to every signal, each graded while a thread samples the
+host's MemAvailable; the host must lose less than the budget + 10%.
+
+The first battery's programs run in parallel (one private sandbox slot, i.e. one uid, per thread) so the whole
 battery takes well under a minute on 2 cores.
 """
 from __future__ import annotations
