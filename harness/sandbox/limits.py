@@ -39,8 +39,8 @@ class Limits:
     output_cap_bytes: int = 64 * 1024
     #: bytes the driver may send on the result channel before the run counts as flooding it
     result_cap_bytes: int = 64 * MiB
-    #: longest wall-clock gap (seconds) the parent allows between the child's start and its first
-    #: valid record, and between two records; then it kills every process of the run. A per-test
+    #: longest wall-clock gap (seconds) the parent allows between two valid records, and between the
+    #: child's start and its first one (plus sandbox.START_GRACE_S); then it kills every process of the run. A per-test
     #: deadline that no signal handling or timer juggling inside the child can dodge (None: only wall_s)
     progress_s: float | None = None
 

@@ -176,6 +176,10 @@ def budget_unavailable_message(setup: cgroups.Setup) -> str:
             "grade with per-process rlimits only")
 
 
+#: extra seconds ``Limits.progress_s`` allows before the first record: fork, mounts, privilege drop
+#: and seccomp of the child, slow on a loaded machine, are not the program's time
+START_GRACE_S = 1.0
+
 #: returned by an ``on_record`` callback: kill the run now (its records so far are kept)
 STOP = object()
 
@@ -370,7 +374,7 @@ class Sandbox:
         records: list[dict[str, Any]] = []
         tampered = done = overflow = stop = stalled = False
         memory_at: int | None = None
-        last_progress = t0
+        last_progress = t0 + START_GRACE_S  # the first record also waits for the child's start-up
         reply_fd = near[3] if on_record else -1
         report: dict[str, Any] | None = None
         sel = selectors.DefaultSelector()
