@@ -541,5 +541,5 @@ class LiveCodeBench(Benchmark):
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when
         # the sealed view cannot be set up and --unsafe-sandbox was not given; starts no zygote
-        d["isolation"] = Sandbox().isolation_record()
+        d["isolation"] = Sandbox(self._limits()).isolation_record()  # the budget memory_mb sets
         return d

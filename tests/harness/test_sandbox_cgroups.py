@@ -185,3 +185,29 @@ def test_zygote_killed_by_the_candidates_oom_is_a_verdict_not_a_crash():
         Sandbox._zygote_lost(FakeZygote(), FakeGroup(0))
     with pytest.raises(ZygoteError):
         Sandbox._zygote_lost(FakeZygote(), None)
+
+
+def test_livecodebench_memory_mb_sets_the_candidates_budget(setup):
+    """``--task-args memory_mb=`` reaches the cgroup (and RLIMIT_AS): two processes of 150 MiB each
+    pass under the default 1 GiB and spend a 192 MiB budget; the record says which was in force."""
+    from benchmarks.base import Problem
+    from benchmarks.livecodebench import LiveCodeBench
+    from benchmarks.livecodebench_judge import MLE, PASS
+
+    code = ("import os, time\npid = os.fork()\nb = bytearray(150 << 20)\nb[::4096] = b'1' * len(range(0, len(b), 4096))\n"
+            "time.sleep(0.5)\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nprint(input())\n")
+    prob = Problem(id="p", data={"mode": "stdin", "func_name": None, "n_tests": 1,
+                                  "tests": [{"input": "7", "output": "7"}]})
+    with pytest.raises(ValueError, match="memory_mb"):
+        LiveCodeBench(memory_mb="lots")
+    small, default = LiveCodeBench(workers=1, memory_mb=192), LiveCodeBench(workers=1)
+    try:
+        assert small.describe()["isolation"]["budget"]["memory_bytes"] == 192 * MiB
+        g = small.grade(prob, code)
+        assert g.verdicts == [MLE] and g.isolation["budget"]["memory_bytes"] == 192 * MiB, g.as_dict()
+        assert g.isolation["rlimits"]["address_space_bytes"] == 192 * MiB
+        ok = default.grade(prob, code)
+        assert ok.verdicts == [PASS] and ok.budget_peak_kb > 300 * 1024, ok.as_dict()
+    finally:
+        small.close()
+        default.close()
