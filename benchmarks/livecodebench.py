@@ -469,7 +469,8 @@ class LiveCodeBench(Benchmark):
         except (TypeError, ValueError):
             raise ValueError(f"livecodebench option memory_mb={raw!r}: expected a whole number of MiB") from None
         if mb < 64:
-            raise ValueError(f"livecodebench option memory_mb={mb}: at least 64 (the interpreter alone needs about 20 MiB)")
+            raise ValueError(f"livecodebench option memory_mb={mb}: at least 64 "
+                             "(the interpreter alone needs about 20 MiB)")
         return Limits(address_space_bytes=mb << 20, memory_bytes=mb << 20)
 
     def close(self) -> None:

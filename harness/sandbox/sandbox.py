@@ -390,7 +390,7 @@ class Sandbox:
             if len(result_buf) > lim.result_cap_bytes:
                 overflow = True
                 return False
-            end = result_buf.rfind(b"\n")
+            end = result_buf.rfind(b"\n", scanned)
             if end < scanned:
                 return True
             for line in bytes(result_buf[scanned:end]).split(b"\n"):

@@ -194,7 +194,8 @@ def test_livecodebench_memory_mb_sets_the_candidates_budget(setup):
     from benchmarks.livecodebench import LiveCodeBench
     from benchmarks.livecodebench_judge import MLE, PASS
 
-    code = ("import os, time\npid = os.fork()\nb = bytearray(150 << 20)\nb[::4096] = b'1' * len(range(0, len(b), 4096))\n"
+    code = ("import os, time\npid = os.fork()\nb = bytearray(150 << 20)\n"
+            "b[::4096] = b'1' * len(range(0, len(b), 4096))\n"
             "time.sleep(0.5)\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nprint(input())\n")
     prob = Problem(id="p", data={"mode": "stdin", "func_name": None, "n_tests": 1,
                                   "tests": [{"input": "7", "output": "7"}]})
