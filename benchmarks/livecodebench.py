@@ -329,6 +329,8 @@ class LiveCodeBench(Benchmark):
                                 (False, True)),
         "wall_factor": Option(WALL_FACTOR, "per-test wall-clock allowance as a multiple of timeout_s; > 1 "
                                            "lets CPU time decide (load-independent time limits)"),
+        "memory_mb": Option(1024, "memory budget per candidate in MiB: all its processes, threads, tmpfs "
+                                  "and memfd pages together (cgroup), and each process's address space"),
     }
 
     def __init__(self, **options: Any):
@@ -338,6 +340,7 @@ class LiveCodeBench(Benchmark):
         if options.get("visible_tests") == "public" and options.get("test_source") != "all":
             raise ValueError("visible_tests=public needs test_source=all (and trust_private_tests=true) so that "
                              "both public and private tests are graded")
+        self._limits()  # a bad memory_mb fails here, before anything is generated
         self._pool = None
         self._lock = threading.Lock()
 
@@ -454,8 +457,21 @@ class LiveCodeBench(Benchmark):
             if self._pool is None:
                 from harness.sandbox import SandboxPool
 
-                self._pool = SandboxPool(self.options.get("workers"))
+                self._pool = SandboxPool(self.options.get("workers"), self._limits())
             return self._pool
+
+    def _limits(self):
+        from harness.sandbox import Limits
+
+        raw = self.options.get("memory_mb", 1024)
+        try:
+            mb = int(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"livecodebench option memory_mb={raw!r}: expected a whole number of MiB") from None
+        if mb < 64:
+            raise ValueError(f"livecodebench option memory_mb={mb}: at least 64 "
+                             "(the interpreter alone needs about 20 MiB)")
+        return Limits(address_space_bytes=mb << 20, memory_bytes=mb << 20)
 
     def close(self) -> None:
         with self._lock:
@@ -473,7 +489,7 @@ class LiveCodeBench(Benchmark):
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
                              timeout_s=float(self.options.get("timeout_s", TIMEOUT_S)),
                              first_failure=bool(self.options["first_failure"]),
-                             wall_factor=float(self.options["wall_factor"]))
+                             wall_factor=float(self.options["wall_factor"]), base_limits=self.pool.limits)
 
     def grade_many(self, problem: Problem, codes: Sequence[str | None]) -> list[Any]:
         """Grades of several programs of one problem, in parallel on the sandbox pool. Identical
@@ -526,5 +542,5 @@ class LiveCodeBench(Benchmark):
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when
         # the sealed view cannot be set up and --unsafe-sandbox was not given; starts no zygote
-        d["isolation"] = Sandbox().isolation_record()
+        d["isolation"] = Sandbox(self._limits()).isolation_record()  # the budget memory_mb sets
         return d

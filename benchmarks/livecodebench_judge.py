@@ -6,9 +6,10 @@ driver never sees expected outputs, so a program cannot read or forge them; all 
 The judge is *total*: whatever bytes or records a program produces, every function here returns a
 verdict and never raises (a crash here would kill ``vpo run`` and every resume of it).
 
-Verdict codes: ``pass``, ``wrong_answer``, ``time_limit``, ``runtime_error``, ``compile_error``
-(LiveCodeBench's True / -2 / -3 / -4; LCB reports a program that fails to load as -4, we keep it
-apart as compile_error).
+Verdict codes: ``pass``, ``wrong_answer``, ``time_limit``, ``runtime_error``, ``compile_error``,
+``memory_limit`` (LiveCodeBench's True / -2 / -3 / -4; LCB reports a program that fails to load as -4,
+we keep it apart as compile_error; LCB has no memory limit, so a program that spends the candidate's
+memory budget, MemoryError or an OOM kill in its cgroup, is -4 there and ``memory_limit`` here).
 """
 from __future__ import annotations
 
@@ -24,9 +25,13 @@ from harness.sandbox.limits import Limits
 from harness.sandbox.sandbox import STOP, SandboxResult
 
 PASS, WRONG, TLE, RTE, CE = "pass", "wrong_answer", "time_limit", "runtime_error", "compile_error"
-VERDICTS = (PASS, WRONG, TLE, RTE, CE)
+MLE = "memory_limit"
+VERDICTS = (PASS, WRONG, TLE, RTE, CE, MLE)
 #: LiveCodeBench's graded_list / error_code convention
-LCB_CODE = {PASS: True, WRONG: -2, TLE: -3, RTE: -4, CE: -4}
+LCB_CODE = {PASS: True, WRONG: -2, TLE: -3, RTE: -4, CE: -4, MLE: -4}
+#: the parent kills a test that has not reported after this multiple of its wall allowance (the
+#: driver's own timers come first; this catches programs that ignore signals or clear the timers)
+KILL_FACTOR = 1.5
 TIMEOUT_S = 6.0  # LiveCodeBench's default per-test timeout
 #: per-test wall-clock allowance as a multiple of the (CPU-time) timeout. 1.0 = LiveCodeBench's
 #: wall-clock limit (the default: its verdicts and speed). Larger values let CPU time decide, so a
@@ -171,6 +176,8 @@ class Grade:
     notes: list[str] = field(default_factory=list)
     #: peak resident memory of the program's child process(es), KiB
     peak_kb: int = 0
+    #: peak memory charged to the candidate's cgroup (all its processes, tmpfs, memfds), KiB
+    budget_peak_kb: int = 0
 
     @property
     def passed(self) -> bool:
@@ -183,21 +190,30 @@ class Grade:
     def as_dict(self) -> dict[str, Any]:
         return {"verdicts": self.verdicts, "details": self.details, "times": self.times,
                 "isolation": self.isolation, "wall_s": round(self.wall_s, 4), "runs": self.runs,
-                "notes": self.notes, "peak_kb": self.peak_kb}
+                "notes": self.notes, "peak_kb": self.peak_kb, "budget_peak_kb": self.budget_peak_kb}
 
 
 def run_limits(n_tests: int, timeout_s: float, base: Limits | None = None,
                wall_factor: float = WALL_FACTOR) -> Limits:
     """LCB's whole-sample budget, (timeout + 1) * n + 5 s wall, with the per-test wall allowance
-    (wall_factor x timeout); RLIMIT_CPU gets the per-test CPU limits."""
+    (wall_factor x timeout); RLIMIT_CPU gets the per-test CPU limits; the parent kills a test (the
+    compile step counts as one) that has not reported after KILL_FACTOR x its wall allowance."""
     base = base or Limits()
     return Limits(wall_s=(timeout_s * wall_factor + 1) * n_tests + 5, cpu_s=int(math.ceil(timeout_s * n_tests)) + 5,
-                  address_space_bytes=base.address_space_bytes, file_size_bytes=base.file_size_bytes,
-                  open_files=base.open_files, processes=base.processes,
-                  output_cap_bytes=base.output_cap_bytes, result_cap_bytes=base.result_cap_bytes)
+                  address_space_bytes=base.address_space_bytes, memory_bytes=base.memory_bytes,
+                  file_size_bytes=base.file_size_bytes, open_files=base.open_files, processes=base.processes,
+                  output_cap_bytes=base.output_cap_bytes, result_cap_bytes=base.result_cap_bytes,
+                  progress_s=KILL_FACTOR * timeout_s * wall_factor)
 
 
-def _death_verdict(res: SandboxResult) -> tuple[str, str]:
+def _death_verdict(res: SandboxResult, memory: bool = True) -> tuple[str, str]:
+    """Why a run ended before its tests did. ``memory``: an OOM kill in the run's group is not yet
+    blamed on a test that reported."""
+    if memory and getattr(res, "memory_limit", False):
+        return MLE, _budget_text(res)
+    if getattr(res, "stalled", False):
+        return TLE, (f"per-test time limit: no result after {KILL_FACTOR:g}x the limit; every process "
+                     "killed by the parent")
     if res.timed_out:
         return TLE, "wall-clock limit of the run"
     if res.signal == signal.SIGXCPU:
@@ -205,6 +221,12 @@ def _death_verdict(res: SandboxResult) -> tuple[str, str]:
     if res.signal:
         return RTE, f"process ended by signal {res.signal}"
     return RTE, f"process exited ({res.exit_code}) before reporting"
+
+
+def _budget_text(res: SandboxResult) -> str:
+    b = res.isolation.get("budget", {}) if isinstance(res.isolation, dict) else {}
+    mib = int(b.get("memory_bytes", 0)) >> 20
+    return f"memory budget of the candidate ({mib} MiB, all its processes) spent: OOM kill in its cgroup"
 
 
 def judge_record(rec: Any, expected: str, mode: str) -> tuple[str, str, float | None]:
@@ -226,7 +248,10 @@ def judge_record(rec: Any, expected: str, mode: str) -> tuple[str, str, float | 
         return TLE, "per-test time limit", secs
     if status == "output_limit":
         return WRONG, "output over the cap", secs
-    return RTE, str(rec.get("err", ""))[:300], secs
+    why = str(rec.get("err", ""))[:300]
+    if why.startswith("MemoryError"):  # an allocation over the budget (RLIMIT_AS) failed
+        return MLE, why, secs
+    return RTE, why, secs
 
 
 def _test_index(rec: Any, n: int) -> int | None:
@@ -252,7 +277,7 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
     verdicts: list[str | None] = [None] * n
     details, times = [""] * n, [None] * n  # type: ignore[list-item]
     notes: list[str] = []
-    start, runs, wall, iso, peak_kb = 0, 0, 0.0, {}, 0
+    start, runs, wall, iso, peak_kb, budget_kb = 0, 0, 0.0, {}, 0, 0
     while start < n:
         todo = list(range(start, n))
         payload = {"code": code, "mode": mode, "func_name": func_name, "timeout_s": timeout_s,
@@ -274,6 +299,7 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
         wall += res.wall_s
         iso = res.isolation
         peak_kb = max(peak_kb, int(getattr(res, "maxrss_kb", 0) or 0))
+        budget_kb = max(budget_kb, int((getattr(res, "budget", None) or {}).get("peak_bytes", 0)) >> 10)
         if res.tampered or res.result_overflow:
             notes.append("result channel tampered with" if res.tampered else "result channel flooded")
             for i in todo:
@@ -291,12 +317,17 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
                 verdicts[i], details[i] = v, why
             break
         failed: str | None = None
-        for rec in res.records:
+        # the first test whose record came after an OOM kill in the candidate's group was seen is
+        # the one that spent the budget (if the program died there, that is the missing test below)
+        mem_at = res.memory_at if getattr(res, "memory_limit", False) else None
+        for k, rec in enumerate(res.records):
             j = _test_index(rec, len(todo))
             if j is None or verdicts[todo[j]] is not None:
                 continue
             i = todo[j]
             verdicts[i], details[i], times[i] = judge_record(rec, tests[i]["output"], mode)
+            if mem_at is not None and k >= mem_at:
+                verdicts[i], details[i], mem_at = MLE, _budget_text(res), None
             if first_failure and verdicts[i] != PASS:
                 failed = verdicts[i]
                 break
@@ -313,7 +344,7 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
             start = missing[0]  # the driver asked for a clean process (progress: at >= 1)
             notes.append(f"fresh process from test {start}: threads of a timed-out test still ran")
             continue
-        v, why = _death_verdict(res)
+        v, why = _death_verdict(res, memory=mem_at is not None)
         verdicts[missing[0]], details[missing[0]] = v, why
         start = missing[0] + 1
         if runs > max_restarts or first_failure:
@@ -322,4 +353,4 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
             break
         notes.append(f"restarted after test {missing[0]}: {why}")
     return Grade(verdicts=[v or RTE for v in verdicts], details=details, times=times, isolation=iso,
-                 wall_s=wall, runs=runs, notes=notes, peak_kb=peak_kb)
+                 wall_s=wall, runs=runs, notes=notes, peak_kb=peak_kb, budget_peak_kb=budget_kb)

@@ -10,7 +10,9 @@ Sealed mode (the default; PID 1 of fresh PID/network/mount/IPC/UTS namespaces):
    needs, bind-mounted read-only; ``/dev/null``, ``/dev/urandom``; a fresh ``/proc`` of this PID
    namespace; empty ``/tmp`` and ``/work`` mount points) and ``pivot_root``s into it. The host's
    folders (project, data, home, hub caches, host ``/tmp`` and its sockets) no longer exist here.
-2. loop: per job (a JSON message plus the pipe ends, passed as SCM_RIGHTS on the control socket),
+2. join the slot's cgroups (fds in the start message; see cgroups.py), so every child is born in
+   the candidate's memory and process budget.
+3. loop: per job (a JSON message plus the pipe ends, passed as SCM_RIGHTS on the control socket),
    fork a child that takes a private mount namespace with fresh tmpfs ``/tmp`` and ``/work``, sets
    the rlimits, drops to the slot's uid, installs the seccomp filter (no new namespaces) and runs the
    driver's ``main(payload, emit)``. The zygote waits (wall-clock limit), then kills every other
@@ -136,10 +138,35 @@ def _set_limits(lim):
     resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"],) * 2)
 
 
+def _write_file(path, text):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def join_budget(fds):
+    """Join the slot's cgroups (each fd: a ``cgroup.procs`` the harness opened; ``0`` means the
+    writer), exempt from the OOM killer where that is allowed (CAP_SYS_RESOURCE). Candidates raise
+    their own score to the maximum, so the kernel picks them first either way; a candidate that
+    lowers it again and gets the zygote killed ends its own run with memory_limit (sandbox.py)."""
+    try:
+        _write_file("/proc/self/oom_score_adj", "-1000")
+    except OSError:
+        pass  # no CAP_SYS_RESOURCE (this machine kind): the candidates' 1000 below still comes first
+    for fd in fds:
+        os.write(fd, b"0")
+        os.close(fd)
+
+
 def _child(cfg, job, fds, drivers, seccomp_code):
     """Runs in the forked child; never returns."""
     code = 71
+    redirected, err_w = False, fds[1]
     try:
+        if cfg.get("budget"):  # born in the slot's cgroup: the OOM killer's first choice, not the zygote
+            _write_file("/proc/self/oom_score_adj", "1000")
         out_w, err_w, res_w = fds[:3]
         reply_r = fds[3] if len(fds) > 3 else None
         lim, uid, gid = job["limits"], cfg.get("uid"), cfg.get("gid")
@@ -164,6 +191,7 @@ def _child(cfg, job, fds, drivers, seccomp_code):
         null = os.open("/dev/null", os.O_RDONLY)
         for fd, num in ((null, 0), (out_w, 1), (err_w, 2), (res_w, 3)):
             os.dup2(fd, num)
+        redirected = True
         if reply_r is not None:
             os.dup2(reply_r, 4)
         os.closerange(5 if reply_r is not None else 4, 1 << 16)
@@ -180,6 +208,8 @@ def _child(cfg, job, fds, drivers, seccomp_code):
     except BaseException:
         try:
             import traceback
+            if not redirected:  # stderr is still the zygote's (/dev/null): use the run's pipe
+                os.dup2(err_w, 2)
             traceback.print_exc()
             sys.stderr.flush()
         except BaseException:
@@ -380,7 +410,7 @@ def _run_job(sock, cfg, job, fds, drivers, seccomp_code):
 
 def main():
     sock = socket.socket(fileno=int(sys.argv[1]))
-    cfg, _ = _recv(sock)
+    cfg, budget_fds = _recv(sock)
     notes = []
     seccomp_code = None
     try:
@@ -398,6 +428,7 @@ def main():
         if cfg["sealed"]:
             notes += seal(cfg["expose"])
         sys.path.extend(p for p in cfg.get("sys_path", []) if p not in sys.path)
+        join_budget(budget_fds)  # last: what the zygote allocated so far is not charged to the budget
     except BaseException as exc:
         _send(sock, {"ready": False, "error": f"{type(exc).__name__}: {exc}"})
         os._exit(70)

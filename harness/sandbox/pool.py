@@ -1,9 +1,10 @@
 """A fixed set of sandbox slots, one per core by default, used from a thread pool.
 
 Threads are enough: each slot spends its time waiting on a child process. Each slot is a Sandbox
-with its own zygote (started on first use, stopped by ``close``). Every slot owns a distinct
-unprivileged uid, so one candidate's fork bomb (RLIMIT_NPROC counts per uid) or ``kill(-1, ...)``
-cannot touch the candidate running next to it.
+with its own zygote (started on first use, stopped by ``close``) and its own cgroup (the budget of
+the candidate it runs, removed with the zygote). Every slot owns a distinct unprivileged uid, so one
+candidate's fork bomb (RLIMIT_NPROC counts per uid) or ``kill(-1, ...)`` cannot touch the candidate
+running next to it.
 """
 from __future__ import annotations
 

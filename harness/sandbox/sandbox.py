@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness.sandbox import cgroups
 from harness.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, detect_isolation,
                                        unavailable_message, unsafe_allowed)
 from harness.sandbox.limits import Limits
@@ -64,6 +65,14 @@ class SandboxResult:
     leftover_killed: int = 0
     #: peak resident memory of the child (and what it waited for), KiB
     maxrss_kb: int = 0
+    #: the parent killed the run: no valid record within ``Limits.progress_s`` (a stalled test)
+    stalled: bool = False
+    #: the kernel OOM-killed a process of the candidate's cgroup (its memory budget was spent)
+    memory_limit: bool = False
+    #: index into ``records`` of the first record not yet received when that kill was seen
+    memory_at: int | None = None
+    #: what the candidate's cgroups measured: peak_bytes, limit_hits, oom_kills, pids_refused
+    budget: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -160,6 +169,17 @@ def kill_uid(uid: int) -> int:
     return _kill_until_gone(lambda: live_pids_of_uid(uid))
 
 
+def budget_unavailable_message(setup: cgroups.Setup) -> str:
+    return (f"sandbox: cannot give each candidate its own memory and process budget ({setup.error}); "
+            "refusing to grade. Run where the memory and pids cgroup controllers are writable below the "
+            "harness's own group (root, or a delegated cgroup v2 subtree), or pass --unsafe-sandbox to "
+            "grade with per-process rlimits only")
+
+
+#: extra seconds ``Limits.progress_s`` allows before the first record: fork, mounts, privilege drop
+#: and seccomp of the child, slow on a loaded machine, are not the program's time
+START_GRACE_S = 1.0
+
 #: returned by an ``on_record`` callback: kill the run now (its records so far are kept)
 STOP = object()
 
@@ -177,13 +197,19 @@ class Sandbox:
 
     def __init__(self, limits: Limits | None = None, *, uid: int | None = NOBODY, gid: int | None = NOBODY,
                  isolation: Isolation | None = None, tmp_root: str | None = None,
-                 unsafe: bool | None = None, seccomp: bool = True):
+                 unsafe: bool | None = None, seccomp: bool = True, budget: cgroups.Setup | None = None):
         self.limits = limits or Limits()
         self.iso = isolation or detect_isolation()
         if not self.iso.sealed and not unsafe_allowed(unsafe):
             raise SandboxUnavailable(unavailable_message(self.iso))
+        self.budget = budget or cgroups.detect()
+        if not self.budget.ok and not unsafe_allowed(unsafe):
+            raise SandboxUnavailable(budget_unavailable_message(self.budget))
         drop = self.iso.can_drop_privileges and uid is not None
         self.notes = list(self.iso.notes)
+        if not self.budget.ok:
+            self.notes.append(f"UNSAFE: no per-candidate memory/process budget ({self.budget.error}); "
+                              "rlimits per process only (--unsafe-sandbox)")
         if not self.iso.sealed:
             self.notes.append("UNSAFE: no sealed filesystem view (--unsafe-sandbox)")
             if drop and not _reachable_by_others(python_paths()):
@@ -206,6 +232,8 @@ class Sandbox:
                 "seccomp": self.seccomp and self.iso.sealed,
                 "uid": self.uid if self.uid is not None else os.geteuid(),
                 "privileges_dropped": self.uid is not None, "rlimits": lim.as_dict(),
+                "budget": (cgroups.budget_record(self.budget.parts, lim.memory_bytes, lim.processes)
+                           if self.budget.ok else {"cgroup": None, "error": self.budget.error}),
                 "notes": list(self.notes)}
 
     # ---- zygote lifecycle ----------------------------------------------------------------------
@@ -214,9 +242,18 @@ class Sandbox:
             self._zygote.kill()
             self._zygote = None
         if self._zygote is None:
+            group = None
+            if self.budget.ok:
+                try:  # the zygote's slot group: +1 process for the zygote itself
+                    group = cgroups.CandidateGroup(self.budget, self.limits.memory_bytes, self.limits.processes + 1,
+                                                   tag=str(self.uid if self.uid is not None else "root"))
+                except OSError as exc:
+                    raise SandboxUnavailable(
+                        f"sandbox: cannot create the slot's cgroup below "
+                        f"{', '.join(sorted({p.base for p in self.budget.parts}))}: {exc}") from exc
             try:
                 self._zygote = Zygote(self.iso.unshare_argv, sealed=self.iso.sealed, uid=self.uid,
-                                      gid=self.gid, seccomp=self.seccomp and self.iso.sealed)
+                                      gid=self.gid, seccomp=self.seccomp and self.iso.sealed, group=group)
             except ZygoteError as exc:
                 raise SandboxUnavailable(f"sandbox: the zygote failed to start: {exc}") from exc
         return self._zygote
@@ -280,6 +317,14 @@ class Sandbox:
             os.chmod(workdir, 0o700)
             if self.uid is not None:
                 os.chown(workdir, self.uid, self.gid)
+        group = z.group
+        if group is not None:
+            try:
+                group.begin_run(lim.memory_bytes, lim.processes + 1)
+            except OSError as exc:
+                if workdir is not None:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                raise ZygoteError(f"cannot set the candidate's budget in {list(group.dirs.values())}: {exc}") from exc
         pipes = [os.pipe() for _ in range(4 if on_record else 3)]
         far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else [])
         near = [r for r, _ in pipes[:3]] + ([pipes[3][1]] if on_record else [])
@@ -297,8 +342,10 @@ class Sandbox:
             finally:
                 for fd in far:
                     os.close(fd)
-            res = self._supervise(z, near, t0, nonce, lim, on_record)
+            res = self._supervise(z, near, t0, nonce, lim, on_record, group)
             res.extra["tag"] = tag
+            if group is not None and group.tasks():  # what the zygote's sweep missed (unsafe mode)
+                res.leftover_killed += group.kill()
             return res
         finally:
             for fd in near:
@@ -307,39 +354,66 @@ class Sandbox:
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
 
+    @staticmethod
+    def _zygote_lost(z: Zygote, group: cgroups.CandidateGroup | None) -> dict[str, Any]:
+        """The zygote died under a run. Killed by the OOM killer of the slot's group, it is the
+        candidate's doing (its memory budget was spent; the kernel killed every process of the PID
+        namespace with it): a verdict, not a harness failure. Anything else is a lost zygote."""
+        z.lost = True
+        if group is None or not group.oom_kills():
+            raise ZygoteError("zygote died during a run")
+        return {"status": signal.SIGKILL, "timed_out": False, "killed": False, "leftovers": 0,
+                "maxrss_kb": 0}
+
     def _supervise(self, z: Zygote, near: list[int], t0: float, nonce: str, lim: Limits,
-                   on_record: Callable[[dict[str, Any]], Any] | None) -> SandboxResult:
+                   on_record: Callable[[dict[str, Any]], Any] | None,
+                   group: cgroups.CandidateGroup | None = None) -> SandboxResult:
         out, err = _Tail(lim.output_cap_bytes), _Tail(lim.output_cap_bytes)
         result_buf = bytearray()
         scanned = 0
-        overflow = stop = False
+        records: list[dict[str, Any]] = []
+        tampered = done = overflow = stop = stalled = False
+        memory_at: int | None = None
+        last_progress = t0 + START_GRACE_S  # the first record also waits for the child's start-up
         reply_fd = near[3] if on_record else -1
         report: dict[str, Any] | None = None
         sel = selectors.DefaultSelector()
         streams: dict[int, Callable[[bytes], bool]] = {near[0]: out.add, near[1]: err.add}
 
         def _result_add(data: bytes) -> bool:
-            nonlocal overflow, scanned, stop
+            """Records are parsed as they arrive: each valid one is progress (the parent's per-test
+            deadline) and goes to ``on_record``; anything else on the channel marks the run tampered."""
+            nonlocal overflow, scanned, stop, tampered, done, last_progress, memory_at
+            if group is not None and memory_at is None and group.oom_kills():
+                memory_at = len(records)  # the records parsed so far were complete before the kill
             result_buf.extend(data)
             if len(result_buf) > lim.result_cap_bytes:
                 overflow = True
                 return False
-            if on_record is not None:
-                end = result_buf.rfind(b"\n")
-                if end >= scanned:
-                    for line in bytes(result_buf[scanned:end]).split(b"\n"):
-                        rec = _valid_record(line, nonce)
-                        if rec is None:
-                            continue
-                        reply = on_record(rec)
-                        if reply is STOP:
-                            stop = True
-                        elif reply:
-                            try:
-                                os.write(reply_fd, reply)
-                            except OSError:  # the program closed fd 4: it loses its answers
-                                pass
-                    scanned = end + 1
+            end = result_buf.rfind(b"\n", scanned)
+            if end < scanned:
+                return True
+            for line in bytes(result_buf[scanned:end]).split(b"\n"):
+                rec = _valid_record(line, nonce)
+                if rec is None:
+                    tampered = True
+                    continue
+                last_progress = time.monotonic()
+                if rec.get("kind") == "done":
+                    done = True
+                else:
+                    records.append(rec)
+                if on_record is None:
+                    continue
+                reply = on_record(rec)
+                if reply is STOP:
+                    stop = True
+                elif reply:
+                    try:
+                        os.write(reply_fd, reply)
+                    except OSError:  # the program closed fd 4: it loses its answers
+                        pass
+            scanned = end + 1
             return True
 
         streams[near[2]] = _result_add
@@ -356,14 +430,20 @@ class Sandbox:
                     break  # a pipe still open after every process died: stop waiting for it
                 if now >= hard_deadline:
                     raise ZygoteError("zygote did not report in time")
-                if (overflow or stop) and not kill_sent and report is None:
+                if (report is None and not kill_sent and lim.progress_s is not None
+                        and now - last_progress > lim.progress_s):
+                    stalled = True  # checked after the events were read: a late reader never kills
+                if (overflow or stop or stalled) and not kill_sent and report is None:
                     send_msg(z.sock, {"op": "kill"})
                     kill_sent = True
-                for skey, _ in sel.select(timeout=0.25):
+                wait = 0.25
+                if lim.progress_s is not None and report is None and not kill_sent:
+                    wait = min(wait, max(0.005, last_progress + lim.progress_s - now + 0.001))
+                for skey, _ in sel.select(timeout=wait):
                     if skey.fileobj is z.sock:
                         report = recv_msg(z.sock)
                         if report is None:
-                            raise ZygoteError("zygote died during a run")
+                            report = self._zygote_lost(z, group)
                         report["_at"] = time.monotonic()
                         sel.unregister(z.sock)
                         continue
@@ -385,7 +465,11 @@ class Sandbox:
         finally:
             sel.close()
         wall = time.monotonic() - t0
-        records, tampered, done = self._parse_records(bytes(result_buf), nonce)
+        budget: dict[str, Any] = {}
+        if group is not None:
+            budget = group.stats()
+            if memory_at is None and budget["oom_kills"]:
+                memory_at = len(records)
         status = int(report["status"])
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = -sig if sig else os.WEXITSTATUS(status)
@@ -394,27 +478,8 @@ class Sandbox:
                              tampered=tampered, result_overflow=overflow, stdout_tail=out.text(),
                              stderr_tail=err.text(), stdout_bytes=out.total, stderr_bytes=err.total,
                              leftover_killed=int(report.get("leftovers", 0)),
-                             maxrss_kb=int(report.get("maxrss_kb", 0)))
-
-    @staticmethod
-    def _parse_records(buf: bytes, nonce: str) -> tuple[list[dict[str, Any]], bool, bool]:
-        records: list[dict[str, Any]] = []
-        tampered = done = False
-        lines = buf.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        elif lines:
-            lines.pop()  # a partial last line: the writer died mid-record
-        for line in lines:
-            rec = _valid_record(line, nonce)
-            if rec is None:
-                tampered = True
-                continue
-            if rec.get("kind") == "done":
-                done = True
-                continue
-            records.append(rec)
-        return records, tampered, done
+                             maxrss_kb=int(report.get("maxrss_kb", 0)), stalled=stalled,
+                             memory_limit=memory_at is not None, memory_at=memory_at, budget=budget)
 
 
 def _valid_record(line: bytes, nonce: str) -> dict[str, Any] | None:

@@ -75,9 +75,14 @@ class Zygote:
     """One zygote process. Not thread-safe: the owning Sandbox serialises runs."""
 
     def __init__(self, unshare_argv: list[str] | tuple[str, ...], *, sealed: bool, uid: int | None,
-                 gid: int | None, seccomp: bool = True):
+                 gid: int | None, seccomp: bool = True, group: Any = None):
+        """``group``: the slot's cgroups (cgroups.CandidateGroup), joined by the zygote before it
+        reports ready, so every child is born inside; removed when the zygote is gone."""
         self.sealed = sealed
         self.known: set[str] = set()
+        self.group = group
+        #: set when the zygote died under a run (the next run starts a new one)
+        self.lost = False
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = list(unshare_argv) + [sys.executable, "-I", "-S", str(_ZYGOTE), str(child.fileno())]
         try:
@@ -86,6 +91,8 @@ class Zygote:
                                          start_new_session=True, env=_ZYGOTE_ENV, cwd="/")
         except OSError as exc:
             parent.close()
+            if group is not None:
+                group.remove()
             raise ZygoteError(f"cannot start the zygote: {exc}") from exc
         finally:
             child.close()
@@ -94,17 +101,24 @@ class Zygote:
                "expose": python_paths(), "sys_path": site_paths(), "here": str(_ZYGOTE.parent),
                "pdeathsig": True}
         self.sock.settimeout(START_TIMEOUT_S)
+        fds = group.procs_fds() if group is not None else []
+        cfg["budget"] = bool(fds)
         try:
-            send_msg(self.sock, cfg)
+            send_msg(self.sock, cfg, fds)
             ready = recv_msg(self.sock)
         except OSError as exc:
             ready = {"ready": False, "error": f"no answer ({exc})"}
+        finally:
+            for fd in fds:
+                os.close(fd)
         if not ready or not ready.get("ready"):
             err = (ready or {}).get("error") or self._stderr_tail() or "zygote exited at start"
             self.close()
             raise ZygoteError(err)
         self.sock.settimeout(None)
         self.notes: list[str] = list(ready.get("notes", []))
+        if group is not None:
+            group.keep = set(group.tasks())  # the zygote (its host pid); nothing else is there yet
 
     def _stderr_tail(self) -> str:
         try:
@@ -126,7 +140,7 @@ class Zygote:
         self.known.add(key)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return not self.lost and self.proc.poll() is None
 
     def close(self) -> None:
         try:
@@ -140,6 +154,7 @@ class Zygote:
                 self.kill()
         if self.proc.stderr is not None:
             self.proc.stderr.close()
+        self._drop_group()
 
     def kill(self) -> None:
         try:
@@ -150,6 +165,12 @@ class Zygote:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - a D-state process
             pass
+        self._drop_group()
+
+    def _drop_group(self) -> None:
+        if self.group is not None:
+            self.group.remove()  # kills whatever is left in it (the zygote is dead by now)
+            self.group = None
 
 
 def probe_sealed(unshare_argv: list[str]) -> str | None:

@@ -264,3 +264,41 @@ def test_pool_runs_in_parallel_and_keeps_order():
     assert wall < 4 * 0.5 + 4 * 1.5  # clearly not 4 sequential runs plus start-up on a loaded host
     time.sleep(0.1)
     assert not any(live_pids_of_uid(u) for u in (62420, 62421))
+
+
+def test_seccomp_allows_only_unix_and_inet_sockets(sb):
+    drv = """
+import errno, socket
+def main(p, emit):
+    out = {}
+    for fam, typ in ((1, 1), (2, 1), (10, 2), (40, 1), (16, 3), (17, 3), (38, 5)):
+        try:
+            socket.socket(fam, typ).close()
+            out[str(fam)] = 0
+        except OSError as exc:
+            out[str(fam)] = exc.errno
+    for fam in (1, 40):
+        try:
+            socket.socketpair(fam)
+            out[f"pair{fam}"] = 0
+        except OSError as exc:
+            out[f"pair{fam}"] = exc.errno
+    emit(out)
+"""
+    rec = sb.run(drv, None).records[0]
+    assert rec["1"] == rec["2"] == rec["10"] == rec["pair1"] == 0  # AF_UNIX, AF_INET, AF_INET6
+    for fam in ("40", "16", "17", "38", "pair40"):  # vsock, netlink, packet, alg; a vsock pair
+        assert rec[fam] == errno.EAFNOSUPPORT, (fam, rec)
+
+
+def test_parent_kills_a_run_that_stops_reporting(sb):
+    """``progress_s``: the parent's deadline between records, whatever the child does with signals."""
+    deaf = ("import signal, time\ndef main(p, emit):\n    for s in range(1, signal.NSIG):\n        try:\n"
+            "            signal.signal(s, signal.SIG_IGN)\n        except (OSError, ValueError, RuntimeError):\n"
+            "            pass\n    for i in range(3):\n        emit({'i': i})\n        time.sleep(p[i])\n")
+    r = sb.run(deaf, [0.1, 0.1, 100], limits=Limits(wall_s=30, progress_s=1.0))
+    assert r.stalled and not r.timed_out and not r.done
+    assert [x["i"] for x in r.records] == [0, 1, 2]
+    # records that keep coming in time reset the deadline: 3 x 0.6 s > 1 s in all, never 1 s apart
+    ok = sb.run(deaf, [0.6, 0.6, 0.6], limits=Limits(wall_s=30, progress_s=1.0))
+    assert ok.done and not ok.stalled

@@ -7,7 +7,11 @@ unix sockets (path and abstract), new namespaces, outputs the judge must survive
 huge numbers, lone surrogates, 10^6 tokens, objects equal to everything) and forging records with the
 nonce read from the driver. The sealed view is required here (this machine and CI can set it up).
 
-All programs run in parallel (one private sandbox slot, i.e. one uid, per thread) so the whole
+The candidate's budget (second fixture, one program at a time): forks with large allocations,
+memfds, tmpfs fill, vsock and programs deaf to every signal, each graded while a thread samples the
+host's MemAvailable; the host must lose less than the budget + 10%.
+
+The first battery's programs run in parallel (one private sandbox slot, i.e. one uid, per thread) so the whole
 battery takes well under a minute on 2 cores.
 """
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.livecodebench_judge import CE, RTE, TLE, WRONG, grade_program, run_limits
+from benchmarks.livecodebench_judge import CE, MLE, RTE, TLE, WRONG, grade_program, run_limits
 from harness.sandbox import Limits, Sandbox, detect_isolation
 from harness.sandbox.sandbox import kill_uid, live_pids_of_uid
 
@@ -107,9 +111,9 @@ def _battery(canary_dir: str, canary_file: str, port: int, data_file: str = "/no
         "fork_bomb": ("stdin", "import os\nwhile True:\n    os.fork()\n", {RTE, TLE}),
         "fork_bomb_quiet": ("stdin", "import os\nwhile True:\n    try:\n        os.fork()\n"
                             "    except OSError:\n        pass\n", {TLE}),
-        "memory_bomb": ("stdin", "x = []\nwhile True:\n    x.append(bytearray(10**9))\n", {RTE, TLE}),
-        "memory_bomb_list": ("stdin", "x = [0] * 10**9\n", {RTE}),
-        "huge_alloc": ("stdin", "b = bytearray(10**11)\nprint(len(b))\n", {RTE}),
+        "memory_bomb": ("stdin", "x = []\nwhile True:\n    x.append(bytearray(10**9))\n", {MLE, TLE}),
+        "memory_bomb_list": ("stdin", "x = [0] * 10**9\n", {MLE}),
+        "huge_alloc": ("stdin", "b = bytearray(10**11)\nprint(len(b))\n", {MLE}),
         "infinite_loop": ("stdin", "while True:\n    pass\n", {TLE}),
         "sleep_forever": ("stdin", "import time\ntime.sleep(10**6)\n", {TLE}),
         "ignore_alarm": ("stdin", "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
@@ -142,6 +146,13 @@ def _battery(canary_dir: str, canary_file: str, port: int, data_file: str = "/no
                              "print('connected')\n", {RTE}),
         "socket_outside": ("stdin", "import socket\ns = socket.create_connection(('1.1.1.1', 80), timeout=0.5)\n"
                            "print('connected')\n", {RTE}),
+        # socket families outside AF_UNIX/AF_INET/AF_INET6 (seccomp): vsock reaches the hypervisor
+        # past the network namespace; netlink and packet sockets talk to the kernel's network stack
+        "vsock_socketpair": ("stdin", "import socket\na, b = socket.socketpair(40)\nprint('paired')\n", {RTE}),
+        "netlink_socket": ("stdin", "import socket\ns = socket.socket(16, socket.SOCK_RAW, 0)\nprint('netlink')\n",
+                           {RTE}),
+        "packet_socket": ("stdin", "import socket\ns = socket.socket(17, socket.SOCK_RAW, 0)\nprint('packet')\n",
+                          {RTE}),
         "kill_parent": ("stdin", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n", {RTE}),
         "kill_init": ("stdin", "import os, signal\nos.kill(1, signal.SIGKILL)\n", {RTE}),
         "kill_everyone": ("stdin", "import os, signal\nos.kill(-1, signal.SIGKILL)\nprint('still here')\n",
@@ -350,3 +361,156 @@ def test_isolation_recorded(battery_results):
     if os.geteuid() == 0:
         assert iso["privileges_dropped"] and iso["uid"] >= UID_BASE
     assert stat.S_IMODE(os.stat(tempfile.gettempdir()).st_mode) & 0o1000  # sanity: /tmp sticky
+
+
+# ---- the candidate's budget, measured on the host ---------------------------------------------------
+#: per-test limit of the memory attacks: long enough for them to reach their full size without a
+#: budget (4.8 GiB for the forks) on a loaded machine; the deaf programs get a short one
+MEMORY_TIMEOUT_S, DEAF_TIMEOUT_S = 8.0, 2.0
+#: every signal ignored, every timer cleared: only the parent's deadline can end these
+_DEAF = ("import signal\nfor s in range(1, signal.NSIG):\n    try:\n        signal.signal(s, signal.SIG_IGN)\n"
+         "    except (OSError, ValueError, RuntimeError):\n        pass\n"
+         "for t in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):\n    signal.setitimer(t, 0)\n")
+#: name -> (program, allowed verdicts, per-test limit). Without the candidate's cgroup the first two
+#: take far more than the budget from the host (about 4.8 GiB and 1.9 GiB) and the third a little
+#: more than it (its tmpfs pages on top of 950 MiB that RLIMIT_AS alone allows)
+_BUDGET_ATTACKS = {
+    "fork_large_allocations": (
+        "import os, time\nkids = []\nfor _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n"
+        "        b = bytearray(800 << 20)\n        b[::4096] = b'\\1' * len(range(0, len(b), 4096))\n"
+        "        time.sleep(2)\n        os._exit(0)\n    kids.append(pid)\n"
+        "print([os.waitpid(k, 0)[1] for k in kids])\n", {MLE}, MEMORY_TIMEOUT_S),
+    "memfd_fallocate": (
+        "import os, time\nfds = []\nfor i in range(120):\n    fd = os.memfd_create('m%d' % i)\n"
+        "    os.posix_fallocate(fd, 0, 16 << 20)\n    fds.append(fd)\ntime.sleep(1)\nprint(len(fds))\n", {MLE},
+        MEMORY_TIMEOUT_S),
+    "tmpfs_fill_then_allocate": (
+        "import os\nn = 0\nfor d in ('/tmp', '/work'):\n    for i in range(64):\n        try:\n"
+        "            with open(os.path.join(d, 'f%d' % i), 'wb') as f:\n                for _ in range(16):\n"
+        "                    f.write(b'x' * (1 << 20))\n                    n += 1\n        except OSError:\n"
+        "            break\nheld = []\nfor _ in range(19):\n    b = bytearray(50 << 20)\n"
+        "    b[::4096] = b'\\1' * len(range(0, len(b), 4096))\n    held.append(b)\nprint(n, len(held))\n", {MLE},
+        MEMORY_TIMEOUT_S),
+    # the candidate lowers its OOM score back to the zygote's (dumpable again, so it may write its
+    # own /proc file) and then spends the budget in memfds, where its RSS is no bigger than the
+    # zygote's: whichever the kernel kills, the verdict is the candidate's and the slot carries on
+    "memfd_after_lowering_oom_score": (
+        "import ctypes, os\nctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
+        "open('/proc/self/oom_score_adj', 'w').write('0')\nfds = []\nfor i in range(120):\n"
+        "    fd = os.memfd_create('m%d' % i)\n    os.posix_fallocate(fd, 0, 16 << 20)\n    fds.append(fd)\n"
+        "print(len(fds))\n", {MLE}, MEMORY_TIMEOUT_S),
+    # prints the expected output once it holds a vsock socket: passes if the family is open
+    "vsock_hypervisor": ("import socket\ns = socket.socket(40, socket.SOCK_STREAM)\ns.settimeout(1)\n"
+                         "try:\n    s.connect((2, 9999))\nexcept OSError:\n    pass\n"
+                         f"print({SECRET!r})\n", {RTE}, DEAF_TIMEOUT_S),
+    "deaf_busy_loop": (_DEAF + "while True:\n    pass\n", {TLE}, DEAF_TIMEOUT_S),
+    "deaf_sleep": (_DEAF + "import time\nwhile True:\n    time.sleep(100)\n", {TLE}, DEAF_TIMEOUT_S),
+}
+
+
+def _mem_available() -> int:
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) << 10
+    raise AssertionError("no MemAvailable in /proc/meminfo")
+
+
+class _Sampler(threading.Thread):
+    """The host's lowest MemAvailable while a program is graded (every 5 ms)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.low = _mem_available()
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            self.low = min(self.low, _mem_available())
+            self.halt.wait(0.005)
+
+    def stop(self) -> int:
+        self.halt.set()
+        self.join()
+        self.low = min(self.low, _mem_available())
+        return self.low
+
+
+@pytest.fixture(scope="module")
+def budget_results():
+    """One attack at a time on one warm slot, with the host's MemAvailable sampled meanwhile. The
+    machine is shared: other processes can only add to a drop, so an attack whose drop is over the
+    bound is measured again (three tries at most) and the smallest drop is the attack's."""
+    iso = detect_isolation()
+    assert iso.sealed, f"this machine (like CI) must give the sealed sandbox: {iso.notes}"
+    limits = Limits()
+    bound = int(limits.memory_bytes * 1.1)
+    out = {}
+    uid = UID_BASE + SLOTS
+    with Sandbox(limits, uid=uid, gid=uid, isolation=iso) as sb:
+        grade_program(sb, "print(1)", "stdin", None, [{"input": "", "output": "1"}])  # zygote up
+        for name, (code, _, timeout) in _BUDGET_ATTACKS.items():
+            drops = []
+            for _ in range(3):
+                base = sorted(_mem_available() for _ in range(5))[2]
+                sampler = _Sampler()
+                sampler.start()
+                t0 = time.monotonic()
+                grade = grade_program(sb, code, "stdin", None, [{"input": "1", "output": SECRET}],
+                                      timeout_s=timeout, max_restarts=0)
+                wall = time.monotonic() - t0
+                drops.append(base - sampler.stop())
+                if drops[-1] < bound:
+                    break
+            time.sleep(0.05)
+            left = live_pids_of_uid(uid)
+            if left:
+                kill_uid(uid)
+            out[name] = {"grade": grade, "wall": wall, "drops": drops, "left": left}
+    return {"results": out, "bound": bound, "limits": limits}
+
+
+@pytest.mark.parametrize("name", sorted(_BUDGET_ATTACKS))
+def test_budget_attack(budget_results, name):
+    """The host loses less than the candidate's budget + 10%, whatever the candidate does, and the
+    verdict says why it failed (memory_limit for the budget, never a verdict of host pressure)."""
+    r = budget_results["results"][name]
+    _, allowed, timeout = _BUDGET_ATTACKS[name]
+    grade = r["grade"]
+    mib = min(r["drops"]) / (1 << 20)
+    print(f"{name}: {grade.verdicts} host MemAvailable drop {mib:.0f} MiB (tries {len(r['drops'])}), "
+          f"{r['wall']:.1f}s, cgroup peak {grade.budget_peak_kb >> 10} MiB")
+    assert grade.verdicts and all(v in allowed for v in grade.verdicts), (name, grade.as_dict())
+    assert min(r["drops"]) < budget_results["bound"], (name, [d >> 20 for d in r["drops"]])
+    assert r["left"] == []
+    assert grade.budget_peak_kb << 10 <= budget_results["limits"].memory_bytes
+    assert r["wall"] <= run_limits(1, timeout).wall_s + MARGIN_S, (name, r["wall"])
+    budget = grade.isolation["budget"]
+    assert budget.get("memory_bytes") == budget_results["limits"].memory_bytes and budget["cgroup"], budget
+    if MLE in allowed:
+        assert "OOM kill in its cgroup" in grade.details[0] or grade.details[0].startswith("MemoryError")
+
+
+@pytest.mark.parametrize("name", ["deaf_busy_loop", "deaf_sleep"])
+def test_signal_ignoring_program_is_killed_by_the_parent(budget_results, name):
+    """Its own timers are gone and no signal reaches it: the parent's deadline (1.5x the per-test
+    limit after its last record) ended it, not the run's wall limit (run_limits: 8 s here)."""
+    grade = budget_results["results"][name]["grade"]
+    assert grade.verdicts == [TLE]
+    assert "killed by the parent" in grade.details[0], grade.details
+
+
+def test_signal_ignoring_program_on_three_tests_is_killed_per_test():
+    """Full mode, 3 tests at 1 s: each test is killed 1.5 s after it started (a fresh process for
+    the next), where the run's wall limit alone took (1 + 1) x 3 + 5 s for the first test."""
+    from benchmarks.livecodebench_judge import KILL_FACTOR
+
+    uid = UID_BASE + SLOTS + 1
+    tests = [{"input": str(i), "output": "x"} for i in range(3)]
+    with Sandbox(Limits(), uid=uid, gid=uid) as sb:
+        grade = grade_program(sb, _DEAF + "while True:\n    pass\n", "stdin", None, tests, timeout_s=1.0)
+    assert grade.verdicts == [TLE] * 3 and grade.runs == 3
+    assert all("killed by the parent" in d for d in grade.details), grade.details
+    # loose: each run's own wall limit (7 s for the last test, 11 s for the first) was not needed
+    assert grade.wall_s < 3 * (KILL_FACTOR * 1.0 + MARGIN_S), grade.wall_s
+    assert live_pids_of_uid(uid) == []
