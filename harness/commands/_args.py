@@ -42,7 +42,7 @@ def add_unsafe_sandbox(p: argparse.ArgumentParser) -> None:
     """``--unsafe-sandbox`` on every command that grades generated code (issue 9)."""
     p.add_argument("--unsafe-sandbox", action="store_true",
                    help="grade generated code even where the sealed sandbox (namespaces, pivot_root, "
-                        "seccomp) cannot be set up: rlimits and a separate uid only; recorded in results")
+                        "seccomp) cannot be set up: rlimits and a separate uid only (no per-candidate memory budget); recorded in results")
 
 
 def apply_unsafe_sandbox(args: argparse.Namespace) -> None:
