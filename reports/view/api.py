@@ -142,7 +142,8 @@ class ViewData:
         chosen = slots[page_n * per_chains:(page_n + 1) * per_chains]
         chains = [_chain(row, names) for row in ix.read(chosen)]
         stats = ix.problem_stats(self._ks(e)).get(problem_id)
-        return {"run": {"id": e.id, "kind": e.kind, "task": e.row.get("task"), "model": e.row.get("model"),
+        return {"run": {"id": e.id, "name": e.row.get("name", e.id), "kind": e.kind, "task": e.row.get("task"),
+                        "model": e.row.get("model"),
                         "pool": e.row.get("pool")},
                 "problem_id": problem_id, "stats": stats, "total_chains": len(slots), "page": page_n,
                 "per_chains": per_chains, "chains": chains, "components_names": names}

@@ -38,6 +38,17 @@ class RunEntry:
         return self.row.get("kind", "eval")
 
 
+def display_name(folder: Path, roots: Iterable[Path]) -> str:
+    """The folder relative to the root it was found under (the root's own name when it is the run)."""
+    for root in roots:
+        try:
+            rel = folder.relative_to(root)
+        except ValueError:
+            continue
+        return str(rel) if str(rel) != "." else (root.name or str(root))
+    return str(folder)
+
+
 def find_run_folders(roots: Iterable[str | Path]) -> list[Path]:
     """Every folder with a config.json under ``roots`` (a root may itself be a run), sorted, no repeats."""
     seen: dict[str, Path] = {}
@@ -158,6 +169,10 @@ class Catalog:
             hit = self._cache.get(run_id)
             if hit is None or hit[0] != stamp:
                 hit = (stamp, summarise(folder, run_id))
+                row = hit[1].row
+                row["name"] = display_name(folder, self.roots)
+                # the index names the folder once; its notes need not repeat it
+                row["short_note"] = row["note"].replace(f"{folder}{os.sep}", "") if row.get("note") else None
                 self._cache[run_id] = hit
             out.append(hit[1])
         return out

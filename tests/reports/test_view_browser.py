@@ -191,7 +191,7 @@ def test_index_filters_and_sorts(site, browser, runs):
     browser.set_value("#filter", "")
     # sort by best@1, largest first; runs without it last
     browser.js("document.querySelector('#runs th[data-key=best1]').click()")
-    shown = browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.children[9].textContent)")
+    shown = browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.children[8].textContent)")
     vals = [float(s.split(" ")[0]) for s in shown if s != "–"]
     assert len(vals) == 4 and vals == sorted(vals, reverse=True)
     assert shown[4:] == ["–", "–"]
@@ -235,6 +235,7 @@ def test_code_verdicts_sandbox_notes_and_failed_chain(site, browser, runs):
     assert browser.js(f"[...{chain1}.querySelectorAll('.verdict')].map(v => v.textContent)") == ["0:pass", "1:WA", "2:TLE"]
     assert browser.js(f"{chain1}.querySelector('.verdict:nth-child(3)').title") == "test 2: 0.030 s"
     assert "memory limit hit on test 2" in browser.js(f"{chain1}.querySelector('.details .note').textContent")
+    browser.screenshot("code")
     browser.open(site.url + _href("problem", run=str(runs["code"]), pid="lcb-b"), "problem")
     chain0 = "document.querySelector('article.chain[data-chain=\"0\"]')"
     assert browser.js(f"[...{chain0}.querySelectorAll('.verdict')].map(v => v.textContent)") == ["0:RE", "1:RE", "2:RE"]
@@ -244,7 +245,6 @@ def test_code_verdicts_sandbox_notes_and_failed_chain(site, browser, runs):
     # only the failed generations
     browser.set_value("select.show", "errors", "change")
     browser.wait("document.querySelectorAll('article.chain').length === 1 && document.getElementById('chains').dataset.state === 'ready'")
-    browser.screenshot("code")
     assert browser.drain() == []
 
 

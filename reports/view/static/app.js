@@ -104,9 +104,9 @@
 
   // ---- index ------------------------------------------------------------------------------------
   const INDEX_COLS = [
-    ["id", "run"], ["kind", "kind"], ["task", "task"], ["split", "split"], ["model", "model"], ["pool", "pool n×m"],
-    ["reward_mode", "reward mode"], ["created", "date"], ["status", "status"], ["best1", "best@1"],
-    ["bestK", "best@k (largest k)"], ["passK", "pass@k (largest k)"], ["diversity", "diversity"], ["solved", "solved"],
+    ["name", "run"], ["kind", "kind"], ["task", "task"], ["split", "split"], ["model", "model"], ["pool", "pool n×m"],
+    ["reward_mode", "reward mode"], ["status", "status"], ["best1", "best@1"], ["bestK", "best@k (largest k)"],
+    ["passK", "pass@k (largest k)"], ["diversity", "diversity"], ["solved", "solved"], ["created", "date"],
   ];
   function headline(r) {
     const m = r.metrics || {};
@@ -134,14 +134,14 @@
     function drawHead() {
       headRow.replaceChildren(...INDEX_COLS.map(([key, label]) => el("th", {
         cls: "sortable" + (indexState.sort === key ? (indexState.desc ? " desc" : " asc") : ""), data: { key },
-        on: { click: () => { indexState.desc = indexState.sort === key ? !indexState.desc : key !== "id";
+        on: { click: () => { indexState.desc = indexState.sort === key ? !indexState.desc : key !== "name";
                              indexState.sort = key; drawHead(); drawBody(); } },
       }, label)));
     }
     function drawBody() {
       const words = indexState.q.toLowerCase().split(/\s+/).filter(Boolean);
       let rows = indexState.rows.filter((r) => {
-        const hay = [r.id, r.kind, r.task, r.split, r.model, r.pool, r.reward_mode, r.created, r.status, r.note || ""]
+        const hay = [r.name, r.id, r.kind, r.task, r.split, r.model, r.pool, r.reward_mode, r.created, r.status, r.note || ""]
           .join(" ").toLowerCase();
         return words.every((w) => hay.includes(w));
       });
@@ -169,15 +169,14 @@
   function indexRow(r) {
     const h = headline(r);
     const status = el("td", { cls: "status" }, el("span", { cls: `badge ${r.status}` }, r.status),
-                      r.note ? el("div", { cls: "note one-line", title: r.note }, r.note) : null);
+                      r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null);
     return el("tr", { data: { run: r.id, status: r.status } },
-      el("td", null, r.status === "damaged" && !r.task ? r.id : link("run", { id: r.id }, r.id)),
+      el("td", { title: r.path }, link("run", { id: r.id }, r.name || r.id)),
       el("td", null, r.kind), el("td", null, r.task), el("td", null, r.split), el("td", { cls: "model" }, r.model),
-      el("td", null, r.pool), el("td", null, r.reward_mode), el("td", { cls: "date" }, (r.created || "").replace("T", " ").slice(0, 16)),
-      status, el("td", { cls: "num" }, est(h.best1)),
+      el("td", null, r.pool), el("td", null, r.reward_mode), status, el("td", { cls: "num" }, est(h.best1)),
       el("td", { cls: "num" }, h.bestK ? `${est(h.bestK)} (k=${h.K})` : "–"),
       el("td", { cls: "num" }, h.passK ? est(h.passK) : "–"), el("td", { cls: "num" }, est(h.diversity)),
-      el("td", { cls: "num" }, est(h.solved)));
+      el("td", { cls: "num" }, est(h.solved)), el("td", { cls: "date" }, (r.created || "").replace("T", " ").slice(0, 16)));
   }
 
   // ---- run --------------------------------------------------------------------------------------
@@ -188,7 +187,7 @@
     const data = await api("run", { id, page, per: 100, sort, desc, q });
     if (token !== renderToken) return;
     const run = data.run;
-    setCrumbs(link("", {}, "runs"), el("span", null, id));
+    setCrumbs(link("", {}, "runs"), el("span", null, run.name || id));
     const meta = el("dl", { cls: "meta" }, ...[
       ["kind", run.kind], ["task", run.task], ["split", run.split], ["model", run.model], ["pool n×m", run.pool],
       ["reward mode", run.reward_mode], ["date", run.created], ["status", run.status + (run.note ? ` (${run.note})` : "")],
@@ -234,7 +233,7 @@
                                  "aria-label": "filter problems" });
     filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
     app.replaceChildren(
-      el("h1", null, id), meta, ...warns,
+      el("h1", null, run.name || id), el("p", { cls: "muted path" }, id), meta, ...warns,
       el("div", { cls: "row" }, mtable, ctable, evo),
       el("h2", null, `Problems (${data.total})`),
       el("div", { cls: "controls" }, filter, pager(data.page, data.per, data.total, (p) => nav({ page: p }))),
@@ -263,6 +262,7 @@
     const first = await loadChains(run, pid, state, chainsBox, token, true);
     if (token !== renderToken || !first) return;
     const st = first.stats || {};
+    setCrumbs(link("", {}, "runs"), link("run", { id: run }, first.run.name), el("span", null, pid));
     const cmp = el("select", { id: "compare-with", "aria-label": "compare with another run" },
                    el("option", { value: "" }, "side by side with…"));
     cmp.addEventListener("change", () => { if (cmp.value) go("compare", { a: run, b: cmp.value, pid }); });
@@ -320,8 +320,8 @@
     if (c.latency_s !== null && c.latency_s !== undefined) bits.push(`${num(c.latency_s, 2)} s`);
     if (c.n_unique) bits.push(`${c.n_unique} distinct answers`);
     if (c.line) bits.push(`samples.jsonl line ${c.line}`);
-    const text = c.text === null || c.text === undefined
-      ? el("p", { cls: "muted" }, ev ? "raw text: stored once, on the row of answer 0 of this LLM call" : "no raw text stored")
+    const text = c.text === null || c.text === undefined || c.text === ""
+      ? el("p", { cls: "muted" }, ev && c.text !== "" ? "raw text: stored once, on the row of answer 0 of this LLM call" : "no raw text stored")
       : el("details", { cls: "raw" }, el("summary", null, `raw text (${c.text.length} characters)`), el("pre", { cls: "text" }, c.text));
     const other = Object.keys(c.other || {}).length
       ? el("details", { cls: "other" }, el("summary", null, "other fields"), el("pre", null, JSON.stringify(c.other, null, 2))) : null;
@@ -339,10 +339,16 @@
         el("td", null, k.answer === null || k.answer === undefined ? el("span", { cls: "muted" }, "(no answer parsed)")
                                                                     : el("pre", { cls: "answer" }, k.answer)),
         el("td", null, el("ul", { cls: "reward" }, k.reward.map(([n, v]) => el("li", { data: { component: n } },
-          el("span", { cls: "comp" }, n), " ", el("span", { cls: "val" }, num(v)))))),
+          bar(v), el("span", { cls: "comp" }, n), " ", el("span", { cls: "val" }, num(v)))))),
         el("td", { cls: "num scalar" }, num(k.scalar)),
         el("td", null, el("span", { cls: "badge " + (k.passed ? "pass" : "fail") }, k.passed ? "pass" : "fail")),
         el("td", null, details(k.details))))));
+  }
+
+  function bar(v) {  // the value's share of [0, 1], drawn through the CSSOM (no inline style attribute)
+    const fill = el("span", { cls: "fill" });
+    fill.style.width = `${Math.round(100 * Math.max(0, Math.min(1, Number(v) || 0)))}%`;
+    return el("span", { cls: "bar", "aria-hidden": "true" }, fill);
   }
 
   function details(d) {
@@ -447,9 +453,9 @@
     if (d.diff) {
       parts.push(el("p", { cls: "muted" }, `diff against the parent, ${d.diff.unit === "token" ? "move by move (one-line program)" : "line by line"}: ` +
         `+${d.diff.added} −${d.diff.removed}` + (d.diff.ratio !== null ? `, similarity ${num(d.diff.ratio)}` : "")));
-      parts.push(el("pre", { cls: "diff", id: "diff" }, d.diff.lines.length
+      parts.push(el("pre", { cls: `diff ${d.diff.unit}`, id: "diff" }, d.diff.lines.length
         ? d.diff.lines.map(([op, t]) => el("span", { cls: { "+": "add", "-": "del", "@": "hunk" }[op] || "ctx" },
-                                         (op === "@" ? t : `${op}${t}`) + "\n"))
+                                         (op === "@" ? t : `${op}${t}`) + (d.diff.unit === "token" && op !== "@" ? " " : "\n")))
         : el("span", { cls: "muted" }, "(same program as the parent)")));
     } else {
       parts.push(el("pre", { cls: "text" }, d.program));
@@ -470,6 +476,7 @@
       const first = await loadChains(id, pid, { page: 0, sort: "score", show: "all" }, box, token, true);
       if (first && token === renderToken) {
         const st = first.stats || {};
+        cols[i].querySelector("h2 a").textContent = first.run.name;
         cols[i].insertBefore(el("p", { cls: "muted" }, `${first.run.model} · pool ${first.run.pool} · best ${num(st.best)} · ` +
           `mean ${num(st.mean)} · pass rate ${num(st.pass_rate)} · diversity ${num(st.diversity)}`), box);
       }
@@ -506,12 +513,12 @@
                            transform: `rotate(-90 12 ${(T + H - B) / 2})` }, spec.ylabel || ""));
     if (spec.hline !== null && spec.hline !== undefined)
       g.append(svg("line", { x1: L, x2: W - R, y1: sy(spec.hline), y2: sy(spec.hline), cls: "threshold" }));
-    for (const d of spec.dots || []) g.append(svg("circle", { cx: sx(d.x), cy: sy(d.y), r: 3, cls: `dot ${d.cls || ""}` },
-                                                  svg("title", null, d.title || "")));
     for (const l of spec.lines || []) {
       const pts = l.pts.filter(([, y]) => y !== null);
       if (pts.length) g.append(svg("polyline", { points: pts.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" "), cls: `line ${l.cls || ""}` }));
     }
+    for (const d of spec.dots || []) g.append(svg("circle", { cx: sx(d.x), cy: sy(d.y), r: 3.5, cls: `dot ${d.cls || ""}` },
+                                                  svg("title", null, d.title || "")));
     return g;
   }
 
