@@ -12,7 +12,6 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.store import SAMPLES
 from reports.view.catalog import Catalog, RunEntry
 from reports.view.samples import SampleIndex
 
@@ -44,7 +43,6 @@ class ViewData:
 
     def __init__(self, roots: Iterable[str | Path]):
         self.catalog = Catalog(roots)
-        self._indexes: dict[str, SampleIndex] = {}
 
     # ---- helpers ----------------------------------------------------------------------------------
     def _entry(self, run_id: str) -> RunEntry:
@@ -54,10 +52,7 @@ class ViewData:
         return e
 
     def index_of(self, e: RunEntry) -> SampleIndex:
-        ix = self._indexes.get(e.id)
-        if ix is None:
-            ix = self._indexes[e.id] = SampleIndex(e.path / SAMPLES)
-        return ix.refresh()
+        return self.catalog.index_of(e.id, e.path)
 
     @staticmethod
     def _names(e: RunEntry) -> list[str]:

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.metrics import Estimate
-from harness.results import RunResults, read_results, results_at
+from harness.config import recorded_ks
+from harness.metrics import Estimate, mean_se
+from harness.results import RunResults, read_results
 from harness.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
+from reports.view.samples import SampleIndex
 
 #: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders
 _SKIP = {"openevolve", "__pycache__", "node_modules"}
@@ -103,8 +105,29 @@ def _created(config: dict[str, Any], folder: Path) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def summarise(folder: Path, run_id: str) -> RunEntry:
-    """The index row of one folder; never raises for a damaged folder (its row says what is wrong)."""
+def partial_metrics(config: dict[str, Any], ix: SampleIndex) -> tuple[dict[str, Any], int, int, list[int]]:
+    """Headline metrics of a run without current results.json, over the rows stored so far: the
+    per-problem values of the sample index averaged over problems (mean +- s.e., as results.json).
+    Returns (metrics, candidates, chains, ks). Cheap on a run still writing: the index reads only
+    the bytes appended since the last look."""
+    samp = (config.get("identity") or {}).get("sampling") or {}
+    pool = int(samp.get("n") or 1) * int(samp.get("m") or 1)
+    ks = [k for k in recorded_ks(config) if 1 <= k <= pool] or [1]
+    stats = ix.problem_stats(ks)
+    per = [st for st in stats.values() if st["candidates"]]
+    m: dict[str, Any] = {}
+    for k in ks:
+        m[f"best@{k}"] = _est(mean_se(st[f"best@{k}"] for st in per))
+        m[f"pass@{k}"] = _est(mean_se(st[f"pass@{k}"] for st in per))
+    m["mean_scalar"] = _est(mean_se(st["mean"] for st in per))
+    m["diversity"] = _est(mean_se(st["diversity"] if st["diversity"] is not None else float("nan") for st in per))
+    return ({k: v for k, v in m.items() if v is not None}, sum(st["candidates"] for st in stats.values()),
+            len(ix.rows), ks)
+
+
+def summarise(folder: Path, run_id: str, ix: SampleIndex | None = None) -> RunEntry:
+    """The index row of one folder; never raises for a damaged folder (its row says what is wrong).
+    ``ix`` (the folder's sample index) gives a partial run its metrics over the rows stored so far."""
     row: dict[str, Any] = {"id": run_id, "path": str(folder), "status": "damaged", "note": None,
                            "kind": "eval", "task": "?", "split": "?", "model": "?", "pool": "?",
                            "reward_mode": "?", "created": "", "metrics": {}}
@@ -126,6 +149,7 @@ def summarise(folder: Path, run_id: str) -> RunEntry:
                reward_mode=reward_mode(config), created=_created(config, folder),
                n_problems=int((ident.get("problems") or {}).get("n") or 0))
     res: RunResults | None = None
+    ix = ix if ix is not None else SampleIndex(folder / SAMPLES)
     try:
         res = read_results(folder)
         store = RunStore(folder)
@@ -134,11 +158,15 @@ def summarise(folder: Path, run_id: str) -> RunEntry:
         else:
             why = "no results.json (running or interrupted)" if res is None else "results.json older than samples.jsonl"
             row["status"], row["note"] = "partial", why
-            if row["kind"] == "eval":
-                res = results_at(folder) or res
+            metrics, n_cand, n_chains, ks = partial_metrics(config, ix.refresh())
+            row.update(metrics=metrics, n_candidates=n_cand, n_chains=n_chains, ks=ks,
+                       n_errors=sum(m.error for m in ix.rows))
+            if ix.warnings:
+                row["status"], row["note"] = "damaged", ix.warnings[0] + (
+                    f" (and {ix.n_damaged - 1} more)" if ix.n_damaged > 1 else "")
     except (RunStoreError, OSError, ValueError, KeyError, TypeError) as exc:
         row["status"], row["note"] = "damaged", str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if res is not None:
+    if res is not None and row["status"] == "complete":
         row["pool"] = res.pool_shape if res.n else row["pool"]
         row["n_problems"] = res.n_problems or row["n_problems"]
         m: dict[str, Any] = {f"best@{k}": _est(e) for k, e in res.best.items()}
@@ -160,6 +188,17 @@ class Catalog:
     def __init__(self, roots: Iterable[str | Path]):
         self.roots = [Path(r) for r in roots]
         self._cache: dict[str, tuple[tuple, RunEntry]] = {}
+        self._indexes: dict[str, SampleIndex] = {}
+
+    def _index(self, run_id: str, folder: Path) -> SampleIndex:
+        ix = self._indexes.get(run_id)
+        if ix is None:
+            ix = self._indexes[run_id] = SampleIndex(folder / SAMPLES)
+        return ix
+
+    def index_of(self, run_id: str, folder: Path) -> SampleIndex:
+        """The folder's sample index, kept across requests (refreshed: it reads only new bytes)."""
+        return self._index(run_id, folder).refresh()
 
     def entries(self) -> list[RunEntry]:
         out = []
@@ -168,7 +207,8 @@ class Catalog:
             stamp = _stamp(folder)
             hit = self._cache.get(run_id)
             if hit is None or hit[0] != stamp:
-                hit = (stamp, summarise(folder, run_id))
+                # a complete run's summary never reads samples.jsonl; a partial one refreshes the index
+                hit = (stamp, summarise(folder, run_id, self._index(run_id, folder)))
                 row = hit[1].row
                 row["name"] = display_name(folder, self.roots)
                 # the index names the folder once; its notes need not repeat it

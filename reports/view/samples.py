@@ -45,25 +45,30 @@ class RowMeta:
 
     @property
     def best(self) -> float:
-        return max(self.scalars) if self.scalars else float("-inf")
+        try:
+            return float(max(self.scalars)) if self.scalars else float("-inf")
+        except (TypeError, ValueError):  # a hand-edited row with non-numbers sorts last
+            return float("-inf")
 
 
 def _meta(row: dict[str, Any], offset: int, length: int, lineno: int) -> RowMeta:
-    def num_list(v: Any) -> list:
-        return list(v) if isinstance(v, list) else []
+    """The kept fields as stored (JSON numbers are already floats/ints: no per-value conversion on
+    the one pass over a large file; :meth:`SampleIndex.problem_stats` converts once, with numpy)."""
+    def lst(v: Any) -> list:
+        return v if isinstance(v, list) else []
 
     def opt_int(v: Any) -> int | None:
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
-    err = bool(row.get("error"))
+    def opt_str(v: Any) -> str | None:
+        return v if isinstance(v, str) else None
+
+    g = row.get
+    err = bool(g("error"))
     return RowMeta(offset, length, lineno, str(row["problem_id"]), int(row["chain_index"]), err,
-                   [] if err else [float(x) for x in num_list(row.get("scalars"))],
-                   [] if err else [bool(x) for x in num_list(row.get("passed"))],
-                   [] if err else [[float(x) for x in r] for r in num_list(row.get("rewards")) if isinstance(r, list)],
-                   opt_int(row.get("iteration")), opt_int(row.get("island")),
-                   row.get("parent_id") if isinstance(row.get("parent_id"), str) else None,
-                   row.get("program_id") if isinstance(row.get("program_id"), str) else None,
-                   opt_int(row.get("answer_index")))
+                   [] if err else lst(g("scalars")), [] if err else lst(g("passed")), [] if err else lst(g("rewards")),
+                   opt_int(g("iteration")), opt_int(g("island")), opt_str(g("parent_id")), opt_str(g("program_id")),
+                   opt_int(g("answer_index")))
 
 
 class SampleIndex:
@@ -73,6 +78,7 @@ class SampleIndex:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._stats_lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:
@@ -86,7 +92,9 @@ class SampleIndex:
         self.warnings: list[str] = []
         self.n_damaged = 0
         self.version = 0  # bumped whenever rows change: cached summaries compare it
-        self._stats: tuple[int, tuple, dict[str, dict[str, Any]]] | None = None
+        self._stats: dict[str, dict[str, Any]] = {}  # problem -> its numbers at self._stats_ks
+        self._stats_ks: tuple[int, ...] | None = None
+        self._dirty: set[str] = set()  # problems with rows added since their numbers were computed
 
     # ---- scanning ---------------------------------------------------------------------------------
     def refresh(self) -> "SampleIndex":
@@ -139,6 +147,7 @@ class SampleIndex:
             self.version += 1
 
     def _add(self, meta: RowMeta) -> None:
+        self._dirty.add(meta.problem_id)
         key = (meta.problem_id, meta.chain_index)
         slot = self._slot.get(key)
         if slot is None:
@@ -174,38 +183,51 @@ class SampleIndex:
     def problem_stats(self, ks: list[int]) -> dict[str, dict[str, Any]]:
         """Per problem: chains, candidates, errors, mean and best score, pass rate, best@k / pass@k at
         ``ks`` and diversity (mean pairwise L1 of the reward vectors), the run-level metrics'
-        per-problem values (harness.metrics). Cached until the file grows."""
+        per-problem values (harness.metrics). Only problems that got rows since the last call are
+        computed again, so a run still writing costs its new rows, not its size."""
         key = tuple(ks)
-        if self._stats is not None and self._stats[0] == self.version and self._stats[1] == key:
-            return self._stats[2]
-        pids = list(self.by_problem)
+        with self._stats_lock:  # one computation at a time: a second caller waits for its result
+            with self._lock:
+                if key != self._stats_ks:
+                    self._stats, self._stats_ks, self._dirty = {}, key, set(self.by_problem)
+                dirty = [p for p in self.by_problem if p in self._dirty]
+                self._dirty = set()
+            if dirty:
+                self._stats.update(self._compute(dirty, list(ks)))
+            return {pid: self._stats[pid] for pid in self.by_problem if pid in self._stats}
+
+    def _compute(self, pids: list[str], ks: list[int]) -> dict[str, dict[str, Any]]:
         scal, pas, rew = [], [], []
         out: dict[str, dict[str, Any]] = {}
         for pid in pids:
             metas = [self.rows[s] for s in self.by_problem[pid]]
             good = [m for m in metas if not m.error]
-            s = np.asarray([x for m in good for x in m.scalars], dtype=float)
-            p = np.asarray([x for m in good for x in m.passed], dtype=bool)
-            r = [v for m in good for v in m.rewards]
-            dims = {len(v) for v in r}
+            try:
+                s = np.asarray([x for m in good for x in m.scalars], dtype=float)
+                p = np.asarray([x for m in good for x in m.passed], dtype=bool)
+                r = [v for m in good for v in m.rewards]
+                r_arr = np.asarray(r, dtype=float) if len({len(v) for v in r}) == 1 else None
+            except (TypeError, ValueError):  # a hand-edited row holding non-numbers: no numbers for this problem
+                s, p, r_arr = np.zeros(0), np.zeros(0, bool), None
+                note = f"{self.path}: problem {pid}: scores that are not numbers; its metrics are left out"
+                if note not in self.warnings:
+                    self.warnings.append(note)
             scal.append(s)
             pas.append(p)
-            rew.append(np.asarray(r, dtype=float) if len(dims) == 1 else None)
+            rew.append(r_arr)
             its = [m.iteration for m in metas if m.iteration is not None]
             out[pid] = {"problem_id": pid, "chains": len(metas), "candidates": int(s.size),
                         "errors": len(metas) - len(good),
                         "mean": float(s.mean()) if s.size else None, "best": float(s.max()) if s.size else None,
                         "pass_rate": float(p.mean()) if p.size else None,
                         "iterations": (max(its) + 1) if its else None}
-        if pids:
-            curve = best_at_k_curve(scal, ks) if ks else {}
-            for k in ks:
-                passk = pass_at_k(pas, k)
-                for i, pid in enumerate(pids):
-                    out[pid][f"best@{k}"] = float(curve[k][i])
-                    out[pid][f"pass@{k}"] = float(passk[i])
+        curve = best_at_k_curve(scal, ks) if ks else {}
+        for k in ks:
+            passk = pass_at_k(pas, k)
             for i, pid in enumerate(pids):
-                r = rew[i]
-                out[pid]["diversity"] = mean_pairwise_l1(r) if r is not None and len(r) > 1 else None
-        self._stats = (self.version, key, out)
+                out[pid][f"best@{k}"] = float(curve[k][i])
+                out[pid][f"pass@{k}"] = float(passk[i])
+        for i, pid in enumerate(pids):
+            r = rew[i]
+            out[pid]["diversity"] = mean_pairwise_l1(r) if r is not None and len(r) > 1 else None
         return out
