@@ -55,9 +55,13 @@
     if (Number.isInteger(x) && Math.abs(x) >= 10) return String(x);
     return x.toFixed(digits);
   }
-  function est(e) {
+  function est(e, compact) {
     if (!e) return "–";
-    return e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)} ± ${num(e.stderr)}`;
+    const sep = compact ? "±" : " ± ";
+    return e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)}${sep}${num(e.stderr)}`;
+  }
+  function breakable(text) {  // a line may break after / : , = (a <wbr> element between text nodes)
+    return String(text ?? "").split(/(?<=[/:,=])/).flatMap((part, i) => (i ? [el("wbr"), part] : [part]));
   }
   function shortId(id) { return id && id.length > 12 ? id.slice(0, 8) : (id || "–"); }
 
@@ -105,9 +109,13 @@
   // ---- index ------------------------------------------------------------------------------------
   const INDEX_COLS = [
     ["name", "run"], ["kind", "kind"], ["task", "task"], ["split", "split"], ["model", "model"], ["pool", "pool n×m"],
-    ["reward_mode", "reward mode"], ["status", "status"], ["best1", "best@1"], ["bestK", "best@k (largest k)"],
-    ["passK", "pass@k (largest k)"], ["diversity", "diversity"], ["solved", "solved"], ["created", "date"],
+    ["reward_mode", "reward mode"], ["status", "status"], ["best1", "best@1"], ["bestK", "best@K"],
+    ["passK", "pass@K"], ["diversity", "diversity"], ["solved", "solved"], ["created", "date"],
   ];
+  const TITLES = { bestK: "best@k at the largest k the run records (K shown in each cell); mean ± s.e. over problems",
+                   passK: "pass@k at that same largest k", best1: "best@1: mean ± s.e. over problems",
+                   diversity: "mean pairwise L1 distance of a problem's reward vectors, mean ± s.e. over problems",
+                   solved: "evolve runs: fraction of problems solved" };
   function headline(r) {
     const m = r.metrics || {};
     const ks = Object.keys(m).filter((k) => k.startsWith("best@")).map((k) => +k.slice(5)).sort((a, b) => a - b);
@@ -136,6 +144,7 @@
         cls: "sortable" + (indexState.sort === key ? (indexState.desc ? " desc" : " asc") : ""), data: { key },
         on: { click: () => { indexState.desc = indexState.sort === key ? !indexState.desc : key !== "name";
                              indexState.sort = key; drawHead(); drawBody(); } },
+        title: TITLES[key] || null,
       }, label)));
     }
     function drawBody() {
@@ -172,11 +181,12 @@
                       r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null);
     return el("tr", { data: { run: r.id, status: r.status } },
       el("td", { title: r.path }, link("run", { id: r.id }, r.name || r.id)),
-      el("td", null, r.kind), el("td", null, r.task), el("td", null, r.split), el("td", { cls: "model" }, r.model),
-      el("td", null, r.pool), el("td", null, r.reward_mode), status, el("td", { cls: "num" }, est(h.best1)),
-      el("td", { cls: "num" }, h.bestK ? `${est(h.bestK)} (k=${h.K})` : "–"),
-      el("td", { cls: "num" }, h.passK ? est(h.passK) : "–"), el("td", { cls: "num" }, est(h.diversity)),
-      el("td", { cls: "num" }, est(h.solved)), el("td", { cls: "date" }, (r.created || "").replace("T", " ").slice(0, 16)));
+      el("td", null, r.kind), el("td", null, r.task), el("td", null, r.split), el("td", { cls: "model" }, breakable(r.model)),
+      el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status, el("td", { cls: "num" }, est(h.best1, true)),
+      el("td", { cls: "num" }, h.bestK ? [est(h.bestK, true), el("span", { cls: "k" }, ` k=${h.K}`)] : "–"),
+      el("td", { cls: "num" }, est(h.passK, true)), el("td", { cls: "num" }, est(h.diversity, true)),
+      el("td", { cls: "num" }, est(h.solved, true)),
+      el("td", { cls: "date", title: r.created || null }, (r.created || "").slice(0, 10)));
   }
 
   // ---- run --------------------------------------------------------------------------------------
@@ -332,7 +342,12 @@
   }
 
   function candidatesTable(cands) {
-    return el("table", { cls: "grid cands" },
+    const widths = ["4%", "38%", "22%", "8%", "7%", "21%"];
+    return el("table", { cls: "grid cands" }, el("colgroup", null, widths.map((w) => {
+      const c = el("col");
+      c.style.width = w;
+      return c;
+    })),
       el("thead", null, el("tr", null, ...["#", "parsed answer", "reward vector", "scalar", "pass", "details"].map((h) => el("th", null, h)))),
       el("tbody", null, cands.map((k) => el("tr", { cls: "cand", data: { answer: k.index } },
         el("td", null, String(k.index)),
