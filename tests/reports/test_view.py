@@ -56,6 +56,28 @@ def test_index_finds_every_run_with_status(data, runs, tmp_path):
     assert "samples.jsonl: line 2" in by_id[str(runs["bad_line"])]["note"]
 
 
+def test_rows_appended_after_results_make_the_run_partial(runs, tmp_path):
+    """results.json names the samples.jsonl size it was computed from; more rows since -> partial,
+    with metrics over every stored row (the new chain's score counts)."""
+    import shutil
+
+    folder = tmp_path / "grown"
+    shutil.copytree(runs["grpo"], folder)
+    res = json.loads((folder / "results.json").read_text())  # as RunStore.write_results records it
+    res["samples_bytes"] = (folder / "samples.jsonl").stat().st_size
+    (folder / "results.json").write_text(json.dumps(res))
+    before = ViewData([tmp_path]).runs()["runs"][0]
+    assert before["status"] == "complete"
+    rows = _rows(folder)
+    extra = {**rows[0], "chain_index": 99, "scalars": [1.0], "rewards": [[1.0, 1.0, 1.0, 1.0]], "passed": [True]}
+    with open(folder / "samples.jsonl", "a") as fh:
+        fh.write(dumps(extra) + "\n")
+    after = ViewData([tmp_path]).runs()["runs"][0]
+    assert (after["status"], after["note"]) == ("partial", "results.json older than samples.jsonl")
+    assert after["n_chains"] == len(rows) + 1
+    assert after["metrics"]["pass@1"]["mean"] > before["metrics"]["pass@1"]["mean"]
+
+
 def test_scan_skips_openevolve_checkpoints_and_finds_nested_runs(runs, tmp_path):
     folders = find_run_folders([runs["vpo"].parent])
     assert not any("openevolve" in p.parts for p in folders)
@@ -106,9 +128,10 @@ def test_problem_page_holds_whole_chains_with_reward_vectors(data, runs):
     small = data.problem(run, pid, per=4)  # 4 candidates a page: 2 chains of 2
     assert [c["chain_index"] for c in small["chains"]] == [0, 1]
     assert [c["chain_index"] for c in data.problem(run, pid, per=4, page=1)["chains"]] == [2, 3]
-    by_score = data.problem(run, pid, sort="score")["chains"]
-    tops = [max(k["scalar"] for k in c["candidates"]) for c in by_score]
-    assert tops == sorted(tops, reverse=True)
+    grpo = str(runs["grpo"])
+    by_chain = [max(k["scalar"] for k in c["candidates"]) for c in data.problem(grpo, pid)["chains"]]
+    by_score = [max(k["scalar"] for k in c["candidates"]) for c in data.problem(grpo, pid, sort="score")["chains"]]
+    assert by_score == sorted(by_chain, reverse=True) and by_score != by_chain  # the order changed
     with pytest.raises(NotFound):
         data.problem(run, "no-such-problem")
 

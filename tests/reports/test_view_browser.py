@@ -302,3 +302,20 @@ def test_damaged_samples_line_is_one_warning(site, browser, runs):
     assert warns == [f"{runs['bad_line'] / 'samples.jsonl'}: line 2: not valid JSON; skipped"]
     assert browser.js("document.querySelectorAll('#problems tbody tr').length") == 1
     assert browser.drain() == []
+
+
+def test_the_error_check_sees_csp_violations_and_failed_loads(site, browser):
+    """Guard the guard: markup parsed as HTML (what the app never does with data) is refused by the
+    CSP (no inline handler, no inline script runs) and shows up in the errors the other tests assert
+    empty."""
+    browser.open(site.url + "#/", "index")
+    browser.drain()
+    browser.js("document.body.insertAdjacentHTML('beforeend', "
+               "'<img src=\"/x-missing\" onerror=\"window.__pwned = 3\"><div onclick=\"window.__pwned = 4\" id=\"trap\"></div>')")
+    browser.js("{ const s = document.createElement('script'); s.textContent = 'window.__pwned = 5'; document.body.append(s); }")
+    browser.js("document.getElementById('trap').click()")
+    browser.wait("[...document.images].some(i => i.complete)", "the broken image to settle")
+    assert browser.js("typeof window.__pwned") == "undefined"
+    errs = browser.drain()
+    assert any("Content Security Policy" in e for e in errs), errs
+    assert any("404" in e for e in errs), errs
