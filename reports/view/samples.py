@@ -34,9 +34,9 @@ class RowMeta:
     problem_id: str
     chain_index: int
     error: bool
-    scalars: list[float]
-    passed: list[bool]
-    rewards: list[list[float]]
+    scalars: tuple[float, ...]
+    passed: tuple[bool, ...]
+    rewards: tuple[tuple[float, ...], ...]
     iteration: int | None = None
     island: int | None = None
     parent_id: str | None = None
@@ -54,8 +54,10 @@ class RowMeta:
 def _meta(row: dict[str, Any], offset: int, length: int, lineno: int) -> RowMeta:
     """The kept fields as stored (JSON numbers are already floats/ints: no per-value conversion on
     the one pass over a large file; :meth:`SampleIndex.problem_stats` converts once, with numpy)."""
-    def lst(v: Any) -> list:
-        return v if isinstance(v, list) else []
+    def lst(v: Any) -> tuple:
+        # tuples of numbers: the garbage collector stops tracking them, so a 100k-candidate index
+        # does not make every full collection walk 100k small lists
+        return tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else ()
 
     def opt_int(v: Any) -> int | None:
         return v if isinstance(v, int) and not isinstance(v, bool) else None
@@ -66,7 +68,7 @@ def _meta(row: dict[str, Any], offset: int, length: int, lineno: int) -> RowMeta
     g = row.get
     err = bool(g("error"))
     return RowMeta(offset, length, lineno, str(row["problem_id"]), int(row["chain_index"]), err,
-                   [] if err else lst(g("scalars")), [] if err else lst(g("passed")), [] if err else lst(g("rewards")),
+                   () if err else lst(g("scalars")), () if err else lst(g("passed")), () if err else lst(g("rewards")),
                    opt_int(g("iteration")), opt_int(g("island")), opt_str(g("parent_id")), opt_str(g("program_id")),
                    opt_int(g("answer_index")))
 

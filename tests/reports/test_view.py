@@ -182,12 +182,12 @@ def test_index_grows_with_the_file_and_the_latest_row_wins(tmp_path):
                         "passed": [s > 0.5], "error": None}
     path.write_text(dumps(row(0, 0.1)) + "\n" + dumps(row(1, 0.2)) + "\n" + '{"problem_id": "p", "chain')
     ix = SampleIndex(path).refresh()
-    assert [m.scalars for m in ix.rows] == [[0.1], [0.2]]  # a cut last line is not read yet
+    assert [m.scalars for m in ix.rows] == [(0.1,), (0.2,)]  # a cut last line is not read yet
     with open(path, "a") as fh:
         fh.write('_index": 2, "scalars": [0.3], "rewards": [[0.3]], "passed": [false], "answers": ["b"]}\n')
         fh.write(dumps(row(0, 0.9)) + "\n")  # chain 0 retried: the later row wins
     ix.refresh()
-    assert [(m.chain_index, m.scalars) for m in ix.rows] == [(0, [0.9]), (1, [0.2]), (2, [0.3])]
+    assert [(m.chain_index, m.scalars) for m in ix.rows] == [(0, (0.9,)), (1, (0.2,)), (2, (0.3,))]
     assert ix.read([0])[0]["scalars"] == [0.9] and ix.read([2])[0]["answers"] == ["b"]
     assert ix.problem_stats([1])["p"]["best"] == 0.9
     path.write_text(dumps(row(5, 0.5)) + "\n")  # replaced (shorter): indexed again from the start

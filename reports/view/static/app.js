@@ -401,7 +401,7 @@
     const panel = el("div", { id: "node-panel", cls: "panel" }, el("p", { cls: "muted" }, "click a node to see its diff against its parent"));
     const curve = chart({
       lines: [{ pts: data.best_so_far.map((p) => [p.iteration, p.best]), cls: "line-best" }],
-      dots: nodes.filter((n) => n.score !== null).map((n) => ({ x: n.iteration, y: n.score, cls: `island-${(n.island ?? 0) % ISLANDS}`,
+      dots: thin(nodes.filter((n) => n.score !== null), 2000).map((n) => ({ x: n.iteration, y: n.score, cls: `island-${(n.island ?? 0) % ISLANDS}`,
                                                                  title: `${shortId(n.id)} island ${n.island} score ${num(n.score)}` })),
       hline: data.threshold, xlabel: "iteration", ylabel: "score",
     });
@@ -459,6 +459,15 @@
         panel),
       el("div", { cls: "controls" }, el("button", { type: "button", id: "reveal-best", on: { click: revealBest } }, "path to the best program")),
       el("div", { cls: "scroll tree-box" }, tree));
+  }
+
+  function thin(items, most) {  // at most `most` dots (evenly spaced, the best kept): an SVG of 100k circles would stall
+    if (items.length <= most) return items;
+    const step = items.length / most, out = [];
+    for (let i = 0; i < most; i++) out.push(items[Math.floor(i * step)]);
+    const best = items.reduce((a, b) => (b.score > a.score ? b : a));
+    if (!out.includes(best)) out.push(best);
+    return out;
   }
 
   function nodePanel(d, n) {
