@@ -51,26 +51,41 @@ class RowMeta:
             return float("-inf")
 
 
+# Numbers are kept as stored (JSON numbers are already floats/ints: no per-value conversion on the
+# one pass over a large file; SampleIndex.problem_stats converts once, with numpy), in tuples: the
+# garbage collector stops tracking tuples of numbers, so a 100k-candidate index does not make every
+# full collection walk 100k small lists.
+def _flat(v: Any) -> tuple:
+    return tuple(v) if isinstance(v, list) else ()
+
+
+def _nested(v: Any) -> tuple:
+    if not isinstance(v, list):
+        return ()
+    try:
+        return tuple(map(tuple, v))
+    except TypeError:  # a reward that is not a list: nothing usable
+        return ()
+
+
+def _opt_int(v: Any) -> int | None:
+    return v if type(v) is int else None
+
+
+def _opt_str(v: Any) -> str | None:
+    return v if type(v) is str else None
+
+
 def _meta(row: dict[str, Any], offset: int, length: int, lineno: int) -> RowMeta:
-    """The kept fields as stored (JSON numbers are already floats/ints: no per-value conversion on
-    the one pass over a large file; :meth:`SampleIndex.problem_stats` converts once, with numpy)."""
-    def lst(v: Any) -> tuple:
-        # tuples of numbers: the garbage collector stops tracking them, so a 100k-candidate index
-        # does not make every full collection walk 100k small lists
-        return tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else ()
-
-    def opt_int(v: Any) -> int | None:
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-    def opt_str(v: Any) -> str | None:
-        return v if isinstance(v, str) else None
-
     g = row.get
-    err = bool(g("error"))
-    return RowMeta(offset, length, lineno, str(row["problem_id"]), int(row["chain_index"]), err,
-                   () if err else lst(g("scalars")), () if err else lst(g("passed")), () if err else lst(g("rewards")),
-                   opt_int(g("iteration")), opt_int(g("island")), opt_str(g("parent_id")), opt_str(g("program_id")),
-                   opt_int(g("answer_index")))
+    if g("error"):
+        return RowMeta(offset, length, lineno, str(row["problem_id"]), int(row["chain_index"]), True, (), (), (),
+                       _opt_int(g("iteration")), _opt_int(g("island")), _opt_str(g("parent_id")),
+                       _opt_str(g("program_id")), _opt_int(g("answer_index")))
+    return RowMeta(offset, length, lineno, str(row["problem_id"]), int(row["chain_index"]), False,
+                   _flat(g("scalars")), _flat(g("passed")), _nested(g("rewards")),
+                   _opt_int(g("iteration")), _opt_int(g("island")), _opt_str(g("parent_id")),
+                   _opt_str(g("program_id")), _opt_int(g("answer_index")))
 
 
 class SampleIndex:
