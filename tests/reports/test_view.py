@@ -266,3 +266,28 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         assert "pass --port 0" in capsys.readouterr().err
     finally:
         busy.server_close()
+
+
+def test_vpo_view_serves_until_interrupted(runs):
+    """The command itself: prints where it serves, answers, and Ctrl-C ends it with status 0."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "view", str(runs["vpo"].parent), "--port", "0"],
+                            cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)}, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"(\d+) run folders under .*; serving (http://127\.0\.0\.1:\d+/)", line)
+        assert m and int(m.group(1)) == len(runs), line
+        status, _, body = _get(m.group(2) + "api/runs")
+        assert status == 200 and len(json.loads(body)["runs"]) == len(runs)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
