@@ -56,13 +56,14 @@ class ViewData:
 
     @staticmethod
     def _names(e: RunEntry) -> list[str]:
-        ident = e.config.get("identity") or {}
-        return list(ident.get("components") or e.config.get("components") or [])
+        ident = e.config.get("identity") if isinstance(e.config.get("identity"), dict) else {}
+        names = ident.get("components") or e.config.get("components") or []
+        return [str(n) for n in names] if isinstance(names, list) else []
 
     @staticmethod
     def _problem_order(e: RunEntry, ix: SampleIndex) -> list[str]:
-        ids = ((e.config.get("identity") or {}).get("problems") or {}).get("ids") or []
-        seen = [p for p in ids if isinstance(p, str)]
+        ids = _dig(e.config, "identity", "problems").get("ids")
+        seen = [p for p in ids if isinstance(p, str)] if isinstance(ids, list) else []
         known = set(seen)
         return seen + [p for p in ix.by_problem if p not in known]
 
@@ -96,11 +97,11 @@ class ViewData:
             rows = _sorted(rows, sort, desc not in ("", "0", "false", None))
         per_n = _int(per, PAGE_PROBLEMS, 1, 1000)
         page_n = _int(page, 0)
-        ident = e.config.get("identity") or {}
+        ident = _dig(e.config, "identity")
         header = {**e.row, "components_names": self._names(e), "ks": ks,
                   "command": e.config.get("command"), "git": e.config.get("git"),
                   "versions": e.config.get("versions"), "sampling": ident.get("sampling"),
-                  "resolved_sampling": ident.get("resolved_sampling"), "task_options": (ident.get("task") or {}).get("options"),
+                  "resolved_sampling": ident.get("resolved_sampling"), "task_options": _dig(ident, "task").get("options"),
                   "evolve": _evolve_header(e) if e.kind == "evolve" else None,
                   "warnings": ix.warnings, "damaged_lines": ix.n_damaged}
         return {"run": header, "total": len(rows), "page": page_n, "per": per_n,
@@ -128,7 +129,7 @@ class ViewData:
             slots.sort(key=lambda s: (metas[s].iteration if metas[s].iteration is not None else -1, metas[s].chain_index))
         else:
             slots.sort(key=lambda s: metas[s].chain_index)
-        m = max(1, int(((e.config.get("identity") or {}).get("sampling") or {}).get("m") or 1))
+        m = _int(_dig(e.config, "identity", "sampling").get("m"), 1, 1, 10**6)
         if e.kind == "evolve":
             m = 1  # one row per child
         per_chains = max(1, _int(per, PAGE_CANDIDATES, 1, 1000) // m)
@@ -194,10 +195,18 @@ class ViewData:
         """Runs that hold ``problem_id`` (by their recorded problem ids): candidates for side by side."""
         out = []
         for e in self.catalog.entries():
-            ids = ((e.config.get("identity") or {}).get("problems") or {}).get("ids")
+            ids = _dig(e.config, "identity", "problems").get("ids")
             if isinstance(ids, list) and problem_id in ids:
                 out.append({"id": e.id, "task": e.row.get("task"), "model": e.row.get("model"), "kind": e.kind})
         return {"problem_id": problem_id, "runs": out}
+
+
+def _dig(d: Any, *keys: str) -> dict[str, Any]:
+    """``d[k1][k2]...`` when every step is an object, else ``{}`` (a hand-edited config must not
+    turn a page into an error)."""
+    for k in keys:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d if isinstance(d, dict) else {}
 
 
 def _sorted(rows: list[dict[str, Any]], key: str, desc: bool) -> list[dict[str, Any]]:
@@ -235,7 +244,7 @@ def _chain(row: dict[str, Any], names: list[str]) -> dict[str, Any]:
                       "reward": [[n, v] for n, v in zip(component_names(names, len(r)), r)],
                       "scalar": scalars[j] if j < len(scalars) else None,
                       "passed": passed[j] if j < len(passed) else None,
-                      "details": details[j] if j < len(details) else None})
+                      "details": _details(details[j] if j < len(details) else None)})
     out = {k: row.get(k) for k in ("chain_index", "seed", "text", "error", "finish_reason", "completion_tokens",
                                    "prompt_tokens", "latency_s", "attempts", "n_unique", "score_s")}
     out["line"] = row.get("_line")
@@ -244,6 +253,12 @@ def _chain(row: dict[str, Any], names: list[str]) -> dict[str, Any]:
     out["candidates"] = cands
     out["other"] = {k: v for k, v in row.items() if k not in _SHOWN}
     return out
+
+
+def _details(d: Any) -> dict[str, Any] | None:
+    """A candidate's task details as an object (the page reads fields of it); anything else is kept
+    under ``value``."""
+    return d if isinstance(d, dict) or d is None else {"value": d}
 
 
 def _program(row: dict[str, Any]) -> str:

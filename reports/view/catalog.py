@@ -86,9 +86,11 @@ def _est(e: Estimate | None) -> dict[str, float] | None:
 
 def reward_mode(config: dict[str, Any]) -> str:
     """The task options that shape the reward (``reward_mode`` where the task has one), as one string."""
-    ident = config.get("identity") or {}
-    opts = dict((ident.get("task_info") or {}).get("options") or {})
-    opts.update((ident.get("task") or {}).get("options") or {})
+    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
+    opts: dict[str, Any] = {}
+    for section in (ident.get("task_info"), ident.get("task")):
+        o = section.get("options") if isinstance(section, dict) else None
+        opts.update(o if isinstance(o, dict) else {})
     if "reward_mode" in opts:
         return str(opts["reward_mode"])
     return ",".join(f"{k}={v}" for k, v in sorted(opts.items())) or "default"
@@ -110,7 +112,8 @@ def partial_metrics(config: dict[str, Any], ix: SampleIndex) -> tuple[dict[str, 
     per-problem values of the sample index averaged over problems (mean +- s.e., as results.json).
     Returns (metrics, candidates, chains, ks). Cheap on a run still writing: the index reads only
     the bytes appended since the last look."""
-    samp = (config.get("identity") or {}).get("sampling") or {}
+    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
+    samp = ident.get("sampling") if isinstance(ident.get("sampling"), dict) else {}
     pool = int(samp.get("n") or 1) * int(samp.get("m") or 1)
     ks = [k for k in recorded_ks(config) if 1 <= k <= pool] or [1]
     stats = ix.problem_stats(ks)
@@ -128,6 +131,16 @@ def partial_metrics(config: dict[str, Any], ix: SampleIndex) -> tuple[dict[str, 
 def summarise(folder: Path, run_id: str, ix: SampleIndex | None = None) -> RunEntry:
     """The index row of one folder; never raises for a damaged folder (its row says what is wrong).
     ``ix`` (the folder's sample index) gives a partial run its metrics over the rows stored so far."""
+    try:
+        return _summarise(folder, run_id, ix)
+    except Exception as exc:  # a config.json of the wrong shape (hand-edited): one line, the index goes on
+        row = {"id": run_id, "path": str(folder), "status": "damaged", "kind": "eval", "task": "?", "split": "?",
+               "model": "?", "pool": "?", "reward_mode": "?", "created": "", "metrics": {},
+               "note": f"{folder / CONFIG}: unexpected content ({type(exc).__name__}: {exc})".splitlines()[0][:300]}
+        return RunEntry(run_id, folder, row)
+
+
+def _summarise(folder: Path, run_id: str, ix: SampleIndex | None) -> RunEntry:
     row: dict[str, Any] = {"id": run_id, "path": str(folder), "status": "damaged", "note": None,
                            "kind": "eval", "task": "?", "split": "?", "model": "?", "pool": "?",
                            "reward_mode": "?", "created": "", "metrics": {}}
@@ -140,7 +153,7 @@ def summarise(folder: Path, run_id: str, ix: SampleIndex | None = None) -> RunEn
         row["note"] = f"{folder / CONFIG}: not a JSON object"
         return RunEntry(run_id, folder, row)
     ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
-    task, model, samp = ident.get("task") or {}, ident.get("model") or {}, ident.get("sampling") or {}
+    task, model, samp = (ident.get(k) if isinstance(ident.get(k), dict) else {} for k in ("task", "model", "sampling"))
     row.update(kind="evolve" if config.get("kind") == "evolve" else "eval",
                task=str(task.get("name") or config.get("task") or "?"),
                split=str(task.get("split") or config.get("split") or "?"),

@@ -144,17 +144,21 @@ class SampleIndex:
                 if not raw.strip():
                     continue
                 try:
-                    row = json.loads(raw)
+                    row = json.loads(raw.decode("utf-8"))  # bytes given to json.loads could be taken for UTF-16
                     if not isinstance(row, dict):
                         raise ValueError("not a JSON object")
                     for f in ("problem_id", "chain_index"):
                         if f not in row:
                             raise ValueError(f"missing field {f!r}")
+                    if type(row["chain_index"]) is not int:
+                        raise ValueError("field 'chain_index' is not an integer")
                     meta = _meta(row, start, len(raw), self.lines)
                 except (ValueError, TypeError, KeyError) as exc:  # JSONDecodeError, UnicodeDecodeError are ValueErrors
                     self.n_damaged += 1
                     if len(self.warnings) < MAX_WARNINGS:
-                        why = "not valid JSON" if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0][:120]
+                        why = ("not valid JSON" if isinstance(exc, json.JSONDecodeError) else
+                               f"not valid UTF-8 (byte {exc.start})" if isinstance(exc, UnicodeDecodeError) else
+                               str(exc).splitlines()[0][:120])
                         self.warnings.append(f"{self.path}: line {self.lines}: {why}; skipped")
                     continue
                 self._add(meta)

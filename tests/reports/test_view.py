@@ -291,3 +291,27 @@ def test_vpo_view_serves_until_interrupted(runs):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_hand_edited_folders_are_one_line_each(tmp_path):
+    """Configs of the wrong shape and rows that are not UTF-8 or lack an integer chain index are named
+    in one line each; the index and the run page still answer."""
+    (tmp_path / "shape").mkdir()
+    (tmp_path / "shape" / "config.json").write_text('{"identity": {"task": [1], "problems": {"n": "x"}}}')
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "config.json").write_text('{"identity": {"components": "notalist"}}')
+    good = {"problem_id": "p", "chain_index": 2, "scalars": [0.5], "rewards": [[0.5]], "passed": [True],
+            "answers": [None], "details": ["odd"]}
+    (odd / "samples.jsonl").write_bytes(b'{"problem_id": "p", "chain_index": "x"}\n\xff\xfe\n'
+                                        + dumps(good).encode() + b"\n")
+    data = ViewData([tmp_path])
+    rows = {Path(r["id"]).name: r for r in data.runs()["runs"]}
+    assert rows["shape"]["status"] == "damaged"
+    assert rows["shape"]["note"].startswith(f"{tmp_path / 'shape' / 'config.json'}: unexpected content")
+    assert rows["odd"]["status"] == "damaged" and "line 1: field 'chain_index' is not an integer" in rows["odd"]["note"]
+    page = data.run(str(odd))
+    assert page["run"]["warnings"][1] == f"{odd / 'samples.jsonl'}: line 2: not valid UTF-8 (byte 0); skipped"
+    cand = data.problem(str(odd), "p")["chains"][0]["candidates"][0]
+    assert cand["reward"] == [["c0", 0.5]] and cand["details"] == {"value": "odd"}
+    assert data.run(str(tmp_path / "shape"))["total"] == 0
