@@ -319,3 +319,17 @@ def test_the_error_check_sees_csp_violations_and_failed_loads(site, browser):
     errs = browser.drain()
     assert any("Content Security Policy" in e for e in errs), errs
     assert any("404" in e for e in errs), errs
+
+
+def test_filters_and_pages_stay_in_the_address(site, browser, runs):
+    browser.open(site.url + "#/", "index")
+    browser.set_value("#filter", "maze vpo")
+    assert browser.js("location.hash") == "#/?q=maze%20vpo"
+    browser.open(site.url + "#/?q=partial", "index")  # a link with a filter opens filtered
+    assert browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.dataset.run)") == [str(runs["code"])]
+    browser.open(site.url + _href("problem", run=str(runs["grpo"]), pid="maze-test-0000"), "problem")
+    browser.set_value("select.sort", "score", "change")
+    browser.wait("location.hash.includes('sort=score')")
+    browser.open(browser.js("location.href"), "problem")  # reloaded: still best score first
+    assert browser.js("document.querySelector('select.sort').value") == "score"
+    assert browser.drain() == []

@@ -46,6 +46,8 @@
     return el("a", { href: `#/${route}${qs ? "?" + qs : ""}` }, ...kids);
   }
   function go(route, params) { location.hash = link(route, params).getAttribute("href"); }
+  // the page's state in the address (reload and links keep it) without rendering again
+  function remember(route, params) { history.replaceState(null, "", link(route, params).getAttribute("href")); }
 
   // ---- formatting -------------------------------------------------------------------------------
   function num(x, digits = 3) {
@@ -102,7 +104,7 @@
       if (route === "run") await viewRun(params, token);
       else if (route === "problem") await viewProblem(params, token);
       else if (route === "compare") await viewCompare(params, token);
-      else await viewIndex(token);
+      else await viewIndex(params, token);
     } catch (err) { fail(err, token); }
   }
 
@@ -128,8 +130,9 @@
     if (key in h && key !== "K") return h[key] ? h[key].mean : null;
     return r[key];
   }
-  async function viewIndex(token) {
+  async function viewIndex(params, token) {
     setCrumbs(el("span", null, "runs"));
+    if (params.has("q")) indexState.q = params.get("q");
     const data = await api("runs");
     if (token !== renderToken) return;
     indexState.rows = data.runs;
@@ -166,7 +169,11 @@
       tbody.replaceChildren(...rows.map(indexRow));
       count.textContent = `${rows.length} of ${indexState.rows.length} runs`;
     }
-    input.addEventListener("input", () => { indexState.q = input.value; drawBody(); });
+    input.addEventListener("input", () => {
+      indexState.q = input.value;
+      drawBody();
+      remember("", { q: input.value });
+    });
     drawHead();
     drawBody();
     const empty = data.runs.length ? null : el("p", { cls: "warn" },
@@ -269,6 +276,8 @@
     const chainsBox = el("section", { id: "chains" });
     app.replaceChildren(el("h1", null, pid), head, lineageBox, chainsBox);
     const state = { page: +(params.get("page") || 0), sort: params.get("sort") || "chain", show: params.get("show") || "all" };
+    state.onChange = () => remember("problem", { run, pid, page: state.page || "", sort: state.sort === "chain" ? "" : state.sort,
+                                                 show: state.show === "all" ? "" : state.show });
     const first = await loadChains(run, pid, state, chainsBox, token, true);
     if (token !== renderToken || !first) return;
     const st = first.stats || {};
@@ -294,6 +303,7 @@
     const data = await api("problem", { run, pid, page: state.page, per: 50, sort: state.sort, show: state.show });
     if (token !== renderToken) return null;
     const redo = async () => {
+      if (state.onChange) state.onChange();
       box.dataset.state = "loading";
       try { await loadChains(run, pid, state, box, token, withControls); } catch (err) { box.replaceChildren(el("div", { cls: "error" }, err.message)); }
     };
