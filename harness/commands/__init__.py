@@ -12,7 +12,7 @@ from types import ModuleType
 
 #: subcommand modules under harness.commands, in `vpo --help` order
 COMMANDS: tuple[str, ...] = ("run", "ls", "show", "plot", "compare", "report", "rescore", "train", "export_verl",
-                             "demo", "evolve", "serve")
+                             "demo", "evolve", "serve", "view")
 
 
 def load(name: str) -> ModuleType:

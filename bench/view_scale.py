@@ -1,0 +1,138 @@
+"""`vpo view` on a 100k-candidate run: how long the pages take next to reading samples.jsonl once.
+
+Writes a synthetic run through the real RunStore (problems x chains x m candidates, texts of a few
+hundred characters, reward vectors that vary), serves it with the real server on loopback and times,
+over HTTP: the first run page (builds the byte-offset index in one pass over the file; best of
+--rounds fresh servers), the same page
+again (cached), a problem's first and last page of candidates, a problem sorted by score, the index
+of runs, and the run page after more rows were appended (the index only reads the new bytes).
+Every figure is printed as a ratio to the baseline measured in the same process: ``json.loads`` of
+every line of the file, i.e. reading it once.
+
+    python bench/view_scale.py [--problems 100] [--chains 250] [--m 4] [--text-chars 400]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.store import RunStore  # noqa: E402
+from reports.view import make_server  # noqa: E402
+
+MOVES = ("UP", "DOWN", "LEFT", "RIGHT")
+
+
+def write_run(folder: Path, problems: int, chains: int, m: int, text_chars: int, seed: int = 0) -> int:
+    rng = random.Random(seed)
+    store = RunStore(folder, flush_every=512)
+    ids = [f"p{i:05d}" for i in range(problems)]
+    store.init({"format": 2, "identity": {"task": {"name": "maze", "split": "test", "options": {}},
+                                          "model": {"spec": "openai:bench"}, "sampling": {"n": chains, "m": m},
+                                          "components": ["completion", "gold", "diamond", "avoid_lava"],
+                                          "problems": {"n": problems, "ids": ids}},
+                "ks": [1, 4, 16, 64]})
+    for pid in ids:
+        for c in range(chains):
+            store.append(_row(rng, pid, c, m, text_chars))
+    store.close()
+    return problems * chains * m
+
+
+def _row(rng: random.Random, pid: str, c: int, m: int, text_chars: int) -> dict:
+    answers = [" ".join(rng.choice(MOVES) for _ in range(text_chars // (6 * m) + 1)) for _ in range(m)]
+    rewards = [[float(rng.random() < 0.8), rng.random(), rng.random(), float(rng.random() < 0.9)] for _ in range(m)]
+    return {"problem_id": pid, "chain_index": c, "seed": c, "text": "\n".join(f"<route_{j + 1}>{a}</route_{j + 1}>"
+                                                                         for j, a in enumerate(answers)),
+            "answers": answers, "rewards": rewards, "scalars": [sum(r) / 4 for r in rewards],
+            "passed": [all(x == 1.0 for x in r) for r in rewards], "error": None, "completion_tokens": text_chars // 4,
+            "finish_reason": "stop", "n_unique": m}
+
+
+def read_once(path: Path) -> float:
+    t0 = time.perf_counter()
+    with open(path, "rb") as fh:
+        for line in fh:
+            json.loads(line)
+    return time.perf_counter() - t0
+
+
+def timed_get(url: str) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=600) as r:
+        body = r.read()
+        assert r.status == 200, (url, r.status)
+    return time.perf_counter() - t0, len(body)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--problems", type=int, default=100)
+    ap.add_argument("--chains", type=int, default=250)
+    ap.add_argument("--m", type=int, default=4)
+    ap.add_argument("--text-chars", type=int, default=400)
+    ap.add_argument("--rounds", type=int, default=3, help="repeats of each cached request; the best is kept")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "runs"
+        folder = root / "big"
+        t0 = time.perf_counter()
+        n = write_run(folder, args.problems, args.chains, args.m, args.text_chars)
+        size = (folder / "samples.jsonl").stat().st_size
+        print(f"run: {args.problems} problems x {args.chains} chains x m={args.m} = {n} candidates, "
+              f"{size / 1e6:.1f} MB samples.jsonl (written in {time.perf_counter() - t0:.1f} s)")
+        base = min(read_once(folder / "samples.jsonl") for _ in range(args.rounds))
+        print(f"baseline: json.loads of every line (reading the file once): {base * 1000:.0f} ms")
+
+        rid = quote(str(folder), safe="")
+        first = []
+        for _ in range(args.rounds):  # a fresh server each round: the index is built anew
+            fresh = make_server([root], port=0)
+            fresh.start_background()
+            first.append(timed_get(fresh.url + f"api/run?id={rid}"))
+            fresh.shutdown()
+            fresh.server_close()
+        srv = make_server([root], port=0)
+        srv.start_background()
+        pid = "p00000"
+        last = (args.chains * args.m - 1) // 50
+        try:
+            rows = []
+
+            def measure(label: str, url: str, rounds: int) -> None:
+                best, nbytes = min(timed_get(srv.url + url) for _ in range(rounds))
+                rows.append((label, best, nbytes))
+
+            rows.append(("run page, first request (builds the index)", *min(first)))
+            timed_get(srv.url + f"api/run?id={rid}")  # this server's index
+            measure("run page again (cached)", f"api/run?id={rid}", args.rounds)
+            measure("problem: first page of 50 candidates", f"api/problem?run={rid}&pid={pid}", args.rounds)
+            measure("problem: last page", f"api/problem?run={rid}&pid={pid}&page={last}", args.rounds)
+            measure("problem: best score first", f"api/problem?run={rid}&pid={pid}&sort=score", args.rounds)
+            measure("index of runs", "api/runs", args.rounds)
+            store = RunStore(folder)
+            rng = random.Random(1)
+            for c in range(args.chains, args.chains + 100):  # a run still writing: 100 more chains
+                store.append(_row(rng, pid, c, args.m, args.text_chars))
+            store.close()
+            measure("run page after 100 more chains (reads the new bytes)", f"api/run?id={rid}", 1)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+        w = max(len(r[0]) for r in rows)
+        print(f"{'request':<{w}}  {'ms':>8}  {'KB':>7}  ratio to reading the file once")
+        for label, t, nbytes in rows:
+            print(f"{label:<{w}}  {t * 1000:8.1f}  {nbytes / 1e3:7.1f}  {t / base:.3f}")
+
+
+if __name__ == "__main__":
+    main()

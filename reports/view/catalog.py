@@ -1,0 +1,259 @@
+"""Find run folders under the given directories and summarise each for the index page.
+
+A run folder is any folder holding ``config.json`` (an evolve run's ``baseline/`` is one too). The
+summary comes from ``harness.results`` (results.json when current, the stored rows otherwise) and is
+cached per folder until one of its files changes, so reloading the index of many runs is cheap.
+A folder that cannot be read becomes one entry with ``status: damaged`` and the reason in one line.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.config import recorded_ks
+from harness.metrics import Estimate, mean_se
+from harness.results import RunResults, read_results
+from harness.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
+from reports.view.samples import SampleIndex
+
+#: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders
+_SKIP = {"openevolve", "__pycache__", "node_modules"}
+
+
+@dataclass
+class RunEntry:
+    """One run folder as the index shows it; ``row`` is the JSON the browser gets."""
+
+    id: str
+    path: Path
+    row: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+    results: RunResults | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.row.get("kind", "eval")
+
+
+def display_name(folder: Path, roots: Iterable[Path]) -> str:
+    """The folder relative to the root it was found under (the root's own name when it is the run)."""
+    for root in roots:
+        try:
+            rel = folder.relative_to(root)
+        except ValueError:
+            continue
+        return str(rel) if str(rel) != "." else (root.name or str(root))
+    return str(folder)
+
+
+def find_run_folders(roots: Iterable[str | Path]) -> list[Path]:
+    """Every folder with a config.json under ``roots`` (a root may itself be a run), sorted, no repeats."""
+    seen: dict[str, Path] = {}
+    for root in roots:
+        root = Path(root)
+        if (root / CONFIG).is_file():
+            seen.setdefault(os.path.realpath(root), root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP and not d.startswith("."))
+            if CONFIG in filenames:
+                seen.setdefault(os.path.realpath(dirpath), Path(dirpath))
+    return sorted(seen.values(), key=lambda p: str(p))
+
+
+def _stamp(folder: Path) -> tuple:
+    """What a cached summary depends on: the three files' sizes and modification times."""
+    out = []
+    for name in (CONFIG, RESULTS, SAMPLES):
+        try:
+            st = (folder / name).stat()
+            out.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _est(e: Estimate | None) -> dict[str, float] | None:
+    if e is None or not e.defined:
+        return None
+    se = e.stderr if math.isfinite(e.stderr) else None
+    return {"mean": e.mean, "stderr": se, "n": e.n}
+
+
+def reward_mode(config: dict[str, Any]) -> str:
+    """The task options that shape the reward (``reward_mode`` where the task has one), as one string."""
+    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
+    opts: dict[str, Any] = {}
+    for section in (ident.get("task_info"), ident.get("task")):
+        o = section.get("options") if isinstance(section, dict) else None
+        opts.update(o if isinstance(o, dict) else {})
+    if "reward_mode" in opts:
+        return str(opts["reward_mode"])
+    return ",".join(f"{k}={v}" for k, v in sorted(opts.items())) or "default"
+
+
+def _created(config: dict[str, Any], folder: Path) -> str:
+    c = config.get("created")
+    if isinstance(c, str) and c:
+        return c
+    try:
+        t = (folder / CONFIG).stat().st_mtime
+    except OSError:
+        return ""
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def partial_metrics(config: dict[str, Any], ix: SampleIndex) -> tuple[dict[str, Any], int, int, list[int]]:
+    """Headline metrics of a run without current results.json, over the rows stored so far: the
+    per-problem values of the sample index averaged over problems (mean +- s.e., as results.json).
+    Returns (metrics, candidates, chains, ks). Cheap on a run still writing: the index reads only
+    the bytes appended since the last look."""
+    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
+    samp = ident.get("sampling") if isinstance(ident.get("sampling"), dict) else {}
+    pool = int(samp.get("n") or 1) * int(samp.get("m") or 1)
+    ks = [k for k in recorded_ks(config) if 1 <= k <= pool] or [1]
+    stats = ix.problem_stats(ks)
+    per = [st for st in stats.values() if st["candidates"]]
+    m: dict[str, Any] = {}
+    for k in ks:
+        m[f"best@{k}"] = _est(mean_se(st[f"best@{k}"] for st in per))
+        m[f"pass@{k}"] = _est(mean_se(st[f"pass@{k}"] for st in per))
+    m["mean_scalar"] = _est(mean_se(st["mean"] for st in per))
+    m["diversity"] = _est(mean_se(st["diversity"] if st["diversity"] is not None else float("nan") for st in per))
+    return ({k: v for k, v in m.items() if v is not None}, sum(st["candidates"] for st in stats.values()),
+            len(ix.rows), ks)
+
+
+def summarise(folder: Path, run_id: str, ix: SampleIndex | None = None) -> RunEntry:
+    """The index row of one folder; never raises for a damaged folder (its row says what is wrong).
+    ``ix`` (the folder's sample index) gives a partial run its metrics over the rows stored so far."""
+    try:
+        return _summarise(folder, run_id, ix)
+    except Exception as exc:  # a config.json of the wrong shape (hand-edited): one line, the index goes on
+        row = {"id": run_id, "path": str(folder), "status": "damaged", "kind": "eval", "task": "?", "split": "?",
+               "model": "?", "pool": "?", "reward_mode": "?", "created": "", "metrics": {},
+               "note": f"{folder / CONFIG}: unexpected content ({type(exc).__name__}: {exc})".splitlines()[0][:300]}
+        return RunEntry(run_id, folder, row)
+
+
+def _summarise(folder: Path, run_id: str, ix: SampleIndex | None) -> RunEntry:
+    row: dict[str, Any] = {"id": run_id, "path": str(folder), "status": "damaged", "note": None,
+                           "kind": "eval", "task": "?", "split": "?", "model": "?", "pool": "?",
+                           "reward_mode": "?", "created": "", "metrics": {}}
+    try:
+        config = RunStore(folder).read_config()
+    except (RunStoreError, OSError, UnicodeDecodeError) as exc:
+        row["note"] = str(exc)
+        return RunEntry(run_id, folder, row)
+    if not isinstance(config, dict):
+        row["note"] = f"{folder / CONFIG}: not a JSON object"
+        return RunEntry(run_id, folder, row)
+    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
+    task, model, samp = (ident.get(k) if isinstance(ident.get(k), dict) else {} for k in ("task", "model", "sampling"))
+    row.update(kind="evolve" if config.get("kind") == "evolve" else "eval",
+               task=str(task.get("name") or config.get("task") or "?"),
+               split=str(task.get("split") or config.get("split") or "?"),
+               model=str(model.get("spec") or config.get("model") or "?"),
+               pool=f"{samp.get('n', config.get('n', '?'))}x{samp.get('m', config.get('m', 1))}",
+               reward_mode=reward_mode(config), created=_created(config, folder),
+               n_problems=int((ident.get("problems") or {}).get("n") or 0))
+    res: RunResults | None = None
+    ix = ix if ix is not None else SampleIndex(folder / SAMPLES)
+    try:
+        res = read_results(folder)
+        store = RunStore(folder)
+        if res is not None and res.raw.get(SAMPLES_BYTES, store.samples_bytes()) == store.samples_bytes():
+            row["status"] = "complete"
+        else:
+            why = "no results.json (running or interrupted)" if res is None else "results.json older than samples.jsonl"
+            row["status"], row["note"] = "partial", why
+            metrics, n_cand, n_chains, ks = partial_metrics(config, ix.refresh())
+            row.update(metrics=metrics, n_candidates=n_cand, n_chains=n_chains, ks=ks,
+                       n_errors=sum(m.error for m in ix.rows))
+            if ix.warnings:
+                row["status"], row["note"] = "damaged", ix.warnings[0] + (
+                    f" (and {ix.n_damaged - 1} more)" if ix.n_damaged > 1 else "")
+    except (RunStoreError, OSError, ValueError, KeyError, TypeError) as exc:
+        row["status"], row["note"] = "damaged", str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if res is not None and row["status"] == "complete":
+        row["pool"] = res.pool_shape if res.n else row["pool"]
+        row["n_problems"] = res.n_problems or row["n_problems"]
+        m: dict[str, Any] = {f"best@{k}": _est(e) for k, e in res.best.items()}
+        m.update({f"pass@{k}": _est(e) for k, e in res.pass_at.items()})
+        m.update({name: _est(e) for name, e in res.summary.items()})
+        solved = (res.raw.get("evolve") or {}).get("solved") if row["kind"] == "evolve" else None
+        if isinstance(solved, dict):
+            m["solved"] = _est(Estimate.from_dict(solved))
+        row["metrics"] = {k: v for k, v in m.items() if v is not None}
+        row.update(n_candidates=res.n_candidates, n_chains=res.n_chains, n_errors=res.n_errors,
+                   ks=res.ks, components=res.components)
+    return RunEntry(run_id, folder, row, config, res)
+
+
+class Catalog:
+    """The run folders under some roots, rescanned on every :meth:`entries` call (new runs appear on
+    reload), each summary recomputed only when its files changed."""
+
+    def __init__(self, roots: Iterable[str | Path]):
+        self.roots = [Path(r) for r in roots]
+        self._cache: dict[str, tuple[tuple, RunEntry]] = {}
+        self._indexes: dict[str, SampleIndex] = {}
+
+    def _index(self, run_id: str, folder: Path) -> SampleIndex:
+        ix = self._indexes.get(run_id)
+        if ix is None:
+            ix = self._indexes[run_id] = SampleIndex(folder / SAMPLES)
+        return ix
+
+    def index_of(self, run_id: str, folder: Path) -> SampleIndex:
+        """The folder's sample index, kept across requests (refreshed: it reads only new bytes)."""
+        return self._index(run_id, folder).refresh()
+
+    def entries(self) -> list[RunEntry]:
+        out = []
+        for folder in find_run_folders(self.roots):
+            run_id = str(folder)
+            stamp = _stamp(folder)
+            hit = self._cache.get(run_id)
+            if hit is None or hit[0] != stamp:
+                # a complete run's summary never reads samples.jsonl; a partial one refreshes the index
+                hit = (stamp, summarise(folder, run_id, self._index(run_id, folder)))
+                row = hit[1].row
+                row["name"] = display_name(folder, self.roots)
+                # the index names the folder once; its notes need not repeat it
+                row["short_note"] = row["note"].replace(f"{folder}{os.sep}", "") if row.get("note") else None
+                self._cache[run_id] = hit
+            out.append(hit[1])
+        return out
+
+    def get(self, run_id: str) -> RunEntry | None:
+        """A run by id; only folders found by the scan are reachable (ids are never used as paths)."""
+        hit = self._cache.get(run_id)
+        if hit is not None and hit[0] == _stamp(hit[1].path):
+            return hit[1]
+        for e in self.entries():
+            if e.id == run_id:
+                return e
+        return None
+
+
+def to_json_text(obj: Any) -> str:
+    """JSON for the browser: ASCII only (a lone surrogate becomes a ``\\ud800`` escape, never a
+    broken byte), NaN and infinities as null (JSON has neither)."""
+    return json.dumps(_finite(obj), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+def _finite(o: Any) -> Any:
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {str(k): _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    if hasattr(o, "item") and callable(o.item):  # numpy scalars
+        return _finite(o.item())
+    return o

@@ -1,0 +1,561 @@
+// vpo view: the browser side. Every piece of run data is written with textContent (through el()),
+// never parsed as HTML: a completion holding <script> or <img onerror> is shown as text. The page
+// state for tests and screenshots is on <body>: data-state (loading | ready | error) and data-view.
+"use strict";
+
+(() => {
+  const app = document.getElementById("app");
+  const crumbs = document.getElementById("crumbs");
+  const SVG = "http://www.w3.org/2000/svg";
+  let renderToken = 0;
+  const indexState = { q: "", sort: "created", desc: true, rows: null };
+
+  // ---- DOM helpers ------------------------------------------------------------------------------
+  function el(tag, attrs, ...kids) {
+    const n = document.createElement(tag);
+    setAttrs(n, attrs);
+    for (const c of kids.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return n;
+  }
+  function svg(tag, attrs, ...kids) {
+    const n = document.createElementNS(SVG, tag);
+    setAttrs(n, attrs);
+    for (const c of kids.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return n;
+  }
+  function setAttrs(n, attrs) {
+    if (!attrs) return;
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "on") { for (const [ev, fn] of Object.entries(v)) n.addEventListener(ev, fn); }
+      else if (k === "cls") n.setAttribute("class", v);
+      else if (k === "data") { for (const [dk, dv] of Object.entries(v)) n.dataset[dk] = String(dv); }
+      else n.setAttribute(k, v === true ? "" : String(v));
+    }
+  }
+  const enc = encodeURIComponent;
+  function link(route, params, ...kids) {
+    const qs = Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== "")
+      .map(([k, v]) => `${enc(k)}=${enc(v)}`).join("&");
+    return el("a", { href: `#/${route}${qs ? "?" + qs : ""}` }, ...kids);
+  }
+  function go(route, params) { location.hash = link(route, params).getAttribute("href"); }
+  // the page's state in the address (reload and links keep it) without rendering again
+  function remember(route, params) { history.replaceState(null, "", link(route, params).getAttribute("href")); }
+
+  // ---- formatting -------------------------------------------------------------------------------
+  function num(x, digits = 3) {
+    if (x === null || x === undefined || Number.isNaN(x)) return "–";
+    if (typeof x === "boolean") return x ? "yes" : "no";
+    if (typeof x !== "number") return String(x);
+    if (Number.isInteger(x) && Math.abs(x) >= 10) return String(x);
+    return x.toFixed(digits);
+  }
+  function est(e, compact) {
+    if (!e) return "–";
+    const sep = compact ? "±" : " ± ";
+    return e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)}${sep}${num(e.stderr)}`;
+  }
+  function breakable(text) {  // a line may break after / : , = (a <wbr> element between text nodes)
+    return String(text ?? "").split(/(?<=[/:,=])/).flatMap((part, i) => (i ? [el("wbr"), part] : [part]));
+  }
+  function shortId(id) { return id && id.length > 12 ? id.slice(0, 8) : (id || "–"); }
+
+  // ---- data -------------------------------------------------------------------------------------
+  async function api(path, params) {
+    const qs = new URLSearchParams(params || {}).toString();
+    const res = await fetch(`/api/${path}${qs ? "?" + qs : ""}`, { headers: { Accept: "application/json" } });
+    let body = null;
+    try { body = await res.json(); } catch (e) { body = null; }
+    if (!res.ok) throw new Error((body && body.error) || `${res.status} ${res.statusText}`);
+    return body;
+  }
+
+  // ---- routing ----------------------------------------------------------------------------------
+  function parseHash() {
+    const h = location.hash.replace(/^#\/?/, "");
+    const [route, qs] = h.split("?", 2);
+    return { route: route || "", params: new URLSearchParams(qs || "") };
+  }
+  function setState(state, view) {
+    document.body.dataset.state = state;
+    if (view) document.body.dataset.view = view;
+  }
+  function setCrumbs(...parts) {
+    crumbs.replaceChildren(...parts.flatMap((p, i) => (i ? [el("span", { cls: "sep" }, "/"), p] : [p])));
+  }
+  function fail(err, token) {
+    if (token !== renderToken) return;
+    app.replaceChildren(el("div", { cls: "error", role: "alert" }, String(err && err.message ? err.message : err)));
+    setState("error");
+  }
+
+  async function render() {
+    const token = ++renderToken;
+    const { route, params } = parseHash();
+    setState("loading");
+    try {
+      if (route === "run") await viewRun(params, token);
+      else if (route === "problem") await viewProblem(params, token);
+      else if (route === "compare") await viewCompare(params, token);
+      else await viewIndex(params, token);
+    } catch (err) { fail(err, token); }
+  }
+
+  // ---- index ------------------------------------------------------------------------------------
+  const INDEX_COLS = [
+    ["name", "run"], ["kind", "kind"], ["task", "task"], ["split", "split"], ["model", "model"], ["pool", "pool n×m"],
+    ["reward_mode", "reward mode"], ["status", "status"], ["best1", "best@1"], ["bestK", "best@K"],
+    ["passK", "pass@K"], ["diversity", "diversity"], ["solved", "solved"], ["created", "date"],
+  ];
+  const TITLES = { bestK: "best@k at the largest k the run records (K shown in each cell); mean ± s.e. over problems",
+                   passK: "pass@k at that same largest k", best1: "best@1: mean ± s.e. over problems",
+                   diversity: "mean pairwise L1 distance of a problem's reward vectors, mean ± s.e. over problems",
+                   solved: "evolve runs: fraction of problems solved" };
+  function headline(r) {
+    const m = r.metrics || {};
+    const ks = Object.keys(m).filter((k) => k.startsWith("best@")).map((k) => +k.slice(5)).sort((a, b) => a - b);
+    const K = ks.length ? ks[ks.length - 1] : null;
+    return { best1: m["best@1"], bestK: K !== null ? m[`best@${K}`] : null, K,
+             passK: K !== null ? m[`pass@${K}`] : null, diversity: m.diversity, solved: m.solved };
+  }
+  function sortValue(r, key) {
+    const h = headline(r);
+    if (key in h && key !== "K") return h[key] ? h[key].mean : null;
+    return r[key];
+  }
+  async function viewIndex(params, token) {
+    setCrumbs(el("span", null, "runs"));
+    if (params.has("q")) indexState.q = params.get("q");
+    const data = await api("runs");
+    if (token !== renderToken) return;
+    indexState.rows = data.runs;
+    const input = el("input", { id: "filter", type: "search", placeholder: "filter: words that must all appear (task, model, status, …)",
+                                value: indexState.q, "aria-label": "filter runs" });
+    const count = el("span", { id: "count", cls: "muted" });
+    const tbody = el("tbody");
+    const headRow = el("tr");
+    const table = el("table", { id: "runs", cls: "grid" }, el("thead", null, headRow), tbody);
+    function drawHead() {
+      headRow.replaceChildren(...INDEX_COLS.map(([key, label]) => el("th", {
+        cls: "sortable" + (indexState.sort === key ? (indexState.desc ? " desc" : " asc") : ""), data: { key },
+        on: { click: () => { indexState.desc = indexState.sort === key ? !indexState.desc : key !== "name";
+                             indexState.sort = key; drawHead(); drawBody(); } },
+        title: TITLES[key] || null,
+      }, label)));
+    }
+    function drawBody() {
+      const words = indexState.q.toLowerCase().split(/\s+/).filter(Boolean);
+      let rows = indexState.rows.filter((r) => {
+        const hay = [r.name, r.id, r.kind, r.task, r.split, r.model, r.pool, r.reward_mode, r.created, r.status, r.note || ""]
+          .join(" ").toLowerCase();
+        return words.every((w) => hay.includes(w));
+      });
+      const key = indexState.sort;
+      rows = rows.slice().sort((a, b) => {
+        const x = sortValue(a, key), y = sortValue(b, key);
+        if (x === y) return 0;
+        if (x === null || x === undefined) return 1;
+        if (y === null || y === undefined) return -1;
+        const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+        return indexState.desc ? -c : c;
+      });
+      tbody.replaceChildren(...rows.map(indexRow));
+      count.textContent = `${rows.length} of ${indexState.rows.length} runs`;
+    }
+    input.addEventListener("input", () => {
+      indexState.q = input.value;
+      drawBody();
+      remember("", { q: input.value });
+    });
+    drawHead();
+    drawBody();
+    const empty = data.runs.length ? null : el("p", { cls: "warn" },
+      `No run folders (folders with config.json) under ${data.roots.join(", ")} yet. Reload when a run has started.`);
+    app.replaceChildren(...[el("h1", null, "Runs"), el("p", { cls: "muted" }, `under ${data.roots.join(", ")}`),
+                            el("div", { cls: "controls" }, input, count), empty, el("div", { cls: "scroll" }, table)].filter(Boolean));
+    setState("ready", "index");
+  }
+  function indexRow(r) {
+    const h = headline(r);
+    const status = el("td", { cls: "status" }, el("span", { cls: `badge ${r.status}` }, r.status),
+                      r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null);
+    return el("tr", { data: { run: r.id, status: r.status } },
+      el("td", { title: r.path }, link("run", { id: r.id }, r.name || r.id)),
+      el("td", null, r.kind), el("td", null, r.task), el("td", null, r.split), el("td", { cls: "model" }, breakable(r.model)),
+      el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status, el("td", { cls: "num" }, est(h.best1, true)),
+      el("td", { cls: "num" }, h.bestK ? [est(h.bestK, true), el("span", { cls: "k" }, ` k=${h.K}`)] : "–"),
+      el("td", { cls: "num" }, est(h.passK, true)), el("td", { cls: "num" }, est(h.diversity, true)),
+      el("td", { cls: "num" }, est(h.solved, true)),
+      el("td", { cls: "date", title: r.created || null }, (r.created || "").slice(0, 10)));
+  }
+
+  // ---- run --------------------------------------------------------------------------------------
+  async function viewRun(params, token) {
+    const id = params.get("id") || "";
+    const page = +(params.get("page") || 0), sort = params.get("sort") || "", desc = params.get("desc") || "";
+    const q = params.get("q") || "";
+    const data = await api("run", { id, page, per: 100, sort, desc, q });
+    if (token !== renderToken) return;
+    const run = data.run;
+    setCrumbs(link("", {}, "runs"), el("span", null, run.name || id));
+    const meta = el("dl", { cls: "meta" }, ...[
+      ["kind", run.kind], ["task", run.task], ["split", run.split], ["model", run.model], ["pool n×m", run.pool],
+      ["reward mode", run.reward_mode], ["date", run.created], ["status", run.status + (run.note ? ` (${run.note})` : "")],
+      ["problems", run.n_problems], ["candidates", run.n_candidates], ["chain errors", run.n_errors],
+      ["sampling", run.resolved_sampling ? Object.entries(run.resolved_sampling).map(([k, v]) => `${k}=${v}`).join(", ") : null],
+      ["command", Array.isArray(run.command) ? run.command.join(" ") : run.command], ["git", run.git],
+    ].filter(([, v]) => v !== null && v !== undefined && v !== "").map(([k, v]) => [el("dt", null, k), el("dd", null, String(v))]));
+    const warns = (run.warnings || []).map((w) => el("p", { cls: "warn" }, w));
+    if (run.damaged_lines > (run.warnings || []).length) warns.push(el("p", { cls: "warn" }, `${run.damaged_lines} damaged lines in all`));
+    const metrics = Object.entries(run.metrics || {});
+    const mtable = metrics.length ? el("table", { cls: "grid compact", id: "run-metrics" },
+      el("thead", null, el("tr", null, el("th", null, "metric"), el("th", null, "mean ± s.e. over problems"))),
+      el("tbody", null, metrics.map(([k, v]) => el("tr", null, el("td", null, k), el("td", { cls: "num" }, est(v)))))) : null;
+    const comps = Object.entries(run.components || {});
+    const ctable = comps.length ? el("table", { cls: "grid compact" },
+      el("thead", null, el("tr", null, el("th", null, "component"), el("th", null, "mean reward"))),
+      el("tbody", null, comps.map(([k, v]) => el("tr", null, el("td", null, k), el("td", { cls: "num" }, num(v)))))) : null;
+    let evo = null;
+    if (run.evolve && run.evolve.best_vs_iteration && run.evolve.best_vs_iteration.x) {
+      const b = run.evolve.best_vs_iteration;
+      evo = el("figure", null, chart({ lines: [{ pts: b.x.map((x, i) => [x, b.mean[i]]), cls: "line-best" }],
+                                       xlabel: "iteration", ylabel: "best score so far (mean over problems)" }),
+               el("figcaption", null, `best score so far by iteration, mean over problems; solved: ${est(run.evolve.solved)}` +
+                  (run.evolve.solved_definition ? ` (${run.evolve.solved_definition})` : "")));
+    }
+    const ks = run.ks || [1];
+    const cols = [["problem_id", "problem"], ["chains", "chains"], ["candidates", "candidates"], ["errors", "errors"],
+                  ["mean", "mean score"], ["best", "best score"], ["pass_rate", "pass rate"],
+                  ...ks.map((k) => [`best@${k}`, `best@${k}`]),
+                  ...[...new Set([ks[0], ks[ks.length - 1]])].map((k) => [`pass@${k}`, `pass@${k}`]),
+                  ["diversity", "diversity"]];
+    if (run.kind === "evolve") cols.push(["iterations", "iterations"], ["solved", "solved"]);
+    const nav = (over) => go("run", { id, page, sort, desc, q, ...over });
+    const head = el("tr", null, cols.map(([key, label]) => el("th", {
+      cls: "sortable" + (sort === key ? (desc ? " desc" : " asc") : ""), data: { key },
+      on: { click: () => nav({ sort: key, desc: sort === key ? (desc ? "" : "1") : (key === "problem_id" ? "" : "1"), page: 0 }) },
+    }, label)));
+    const body = el("tbody", null, data.problems.map((p) => el("tr", { data: { problem: p.problem_id } },
+      cols.map(([key]) => key === "problem_id"
+        ? el("td", null, link("problem", { run: id, pid: p.problem_id }, p.problem_id))
+        : el("td", { cls: "num" }, COUNTS.has(key) ? String(p[key] ?? "–") : num(p[key]))))));
+    const filter = el("input", { id: "problem-filter", type: "search", placeholder: "problem id contains…", value: q,
+                                 "aria-label": "filter problems" });
+    filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
+    app.replaceChildren(
+      el("h1", null, run.name || id), el("p", { cls: "muted path" }, id), meta, ...warns,
+      el("div", { cls: "row" }, mtable, ctable, evo),
+      el("h2", null, `Problems (${data.total})`),
+      el("div", { cls: "controls" }, filter, pager(data.page, data.per, data.total, (p) => nav({ page: p }))),
+      el("div", { cls: "scroll" }, el("table", { id: "problems", cls: "grid" }, el("thead", null, head), body)));
+    setState("ready", "run");
+  }
+
+  function pager(page, per, total, onPage) {
+    const pages = Math.max(1, Math.ceil(total / per));
+    return el("span", { cls: "pager" },
+      el("button", { type: "button", disabled: page <= 0, cls: "prev", on: { click: () => onPage(page - 1) } }, "‹ prev"),
+      el("span", { cls: "muted" }, ` page ${page + 1} of ${pages} `),
+      el("button", { type: "button", disabled: page + 1 >= pages, cls: "next", on: { click: () => onPage(page + 1) } }, "next ›"));
+  }
+
+  // ---- problem ----------------------------------------------------------------------------------
+  async function viewProblem(params, token) {
+    const run = params.get("run") || "", pid = params.get("pid") || "";
+    setCrumbs(link("", {}, "runs"), link("run", { id: run }, run), el("span", null, pid));
+    const others = api("runs-with", { pid }).catch(() => ({ runs: [] }));
+    const head = el("div");
+    const lineageBox = el("section", { id: "lineage" });
+    const chainsBox = el("section", { id: "chains" });
+    app.replaceChildren(el("h1", null, pid), head, lineageBox, chainsBox);
+    const state = { page: +(params.get("page") || 0), sort: params.get("sort") || "chain", show: params.get("show") || "all" };
+    state.onChange = () => remember("problem", { run, pid, page: state.page || "", sort: state.sort === "chain" ? "" : state.sort,
+                                                 show: state.show === "all" ? "" : state.show });
+    const first = await loadChains(run, pid, state, chainsBox, token, true);
+    if (token !== renderToken || !first) return;
+    const st = first.stats || {};
+    setCrumbs(link("", {}, "runs"), link("run", { id: run }, first.run.name), el("span", null, pid));
+    const cmp = el("select", { id: "compare-with", "aria-label": "compare with another run" },
+                   el("option", { value: "" }, "side by side with…"));
+    cmp.addEventListener("change", () => { if (cmp.value) go("compare", { a: run, b: cmp.value, pid }); });
+    head.replaceChildren(
+      el("p", { cls: "muted" }, `${first.run.task} · ${first.run.model} · pool ${first.run.pool} · ${st.chains ?? 0} chains, ` +
+         `${st.candidates ?? 0} candidates, ${st.errors ?? 0} errors · best ${num(st.best)} · mean ${num(st.mean)} · ` +
+         `pass rate ${num(st.pass_rate)} · diversity ${num(st.diversity)}`),
+      el("div", { cls: "controls" }, cmp));
+    const o = await others;
+    if (token !== renderToken) return;
+    for (const r of o.runs) if (r.id !== run) cmp.append(el("option", { value: r.id }, `${r.id} (${r.model})`));
+    if (first.run.kind === "evolve") {
+      try { await loadLineage(run, pid, lineageBox, token); } catch (err) { lineageBox.replaceChildren(el("p", { cls: "warn" }, String(err.message))); }
+    }
+    if (token === renderToken) setState("ready", "problem");
+  }
+
+  async function loadChains(run, pid, state, box, token, withControls) {
+    const data = await api("problem", { run, pid, page: state.page, per: 50, sort: state.sort, show: state.show });
+    if (token !== renderToken) return null;
+    const redo = async () => {
+      if (state.onChange) state.onChange();
+      box.dataset.state = "loading";
+      try { await loadChains(run, pid, state, box, token, withControls); } catch (err) { box.replaceChildren(el("div", { cls: "error" }, err.message)); }
+    };
+    const controls = [];
+    if (withControls) {
+      const show = el("select", { cls: "show", "aria-label": "which chains" },
+        ...["all", "passed", "failed", "errors"].map((v) => el("option", { value: v, selected: v === state.show }, v)));
+      show.addEventListener("change", () => { state.show = show.value; state.page = 0; redo(); });
+      const sort = el("select", { cls: "sort", "aria-label": "order" },
+        ...[["chain", "by chain"], ["score", "best score first"], ["iteration", "by iteration"]]
+          .filter(([v]) => v !== "iteration" || data.run.kind === "evolve")
+          .map(([v, t]) => el("option", { value: v, selected: v === state.sort }, t)));
+      sort.addEventListener("change", () => { state.sort = sort.value; state.page = 0; redo(); });
+      controls.push(show, sort);
+    }
+    const perChains = data.per_chains;
+    box.replaceChildren(
+      el("h2", null, `Chains (${data.total_chains})`),
+      el("div", { cls: "controls" }, ...controls,
+         pager(data.page, perChains, data.total_chains, (p) => { state.page = p; redo(); })),
+      ...data.chains.map((c) => chainCard(c)));
+    box.dataset.state = "ready";
+    return data;
+  }
+
+  function chainCard(c) {
+    const ev = c.evolve;
+    const bits = [`chain ${c.chain_index}`];
+    if (ev) bits.push(`iteration ${ev.iteration}`, `island ${ev.island}`, `program ${shortId(ev.program_id)}`,
+                      `parent ${ev.parent_id ? shortId(ev.parent_id) : "none (seed)"}`);
+    if (c.seed !== null && c.seed !== undefined) bits.push(`seed ${c.seed}`);
+    if (c.completion_tokens !== null && c.completion_tokens !== undefined) bits.push(`${c.completion_tokens} tokens`);
+    if (c.finish_reason) bits.push(`finish ${c.finish_reason}`);
+    if (c.latency_s !== null && c.latency_s !== undefined) bits.push(`${num(c.latency_s, 2)} s`);
+    if (c.n_unique) bits.push(`${c.n_unique} distinct answers`);
+    if (c.line) bits.push(`samples.jsonl line ${c.line}`);
+    const text = c.text === null || c.text === undefined || c.text === ""
+      ? el("p", { cls: "muted" }, ev && c.text !== "" ? "raw text: stored once, on the row of answer 0 of this LLM call" : "no raw text stored")
+      : el("details", { cls: "raw" }, el("summary", null, `raw text (${c.text.length} characters)`), el("pre", { cls: "text" }, c.text));
+    const other = Object.keys(c.other || {}).length
+      ? el("details", { cls: "other" }, el("summary", null, "other fields"), el("pre", null, JSON.stringify(c.other, null, 2))) : null;
+    return el("article", { cls: "chain" + (c.error ? " failed" : ""), data: { chain: c.chain_index } },
+      el("header", null, bits.join(" · ")),
+      c.error ? el("p", { cls: "error" }, `generation failed: ${c.error}`) : null,
+      text, c.candidates.length ? candidatesTable(c.candidates) : null, other);
+  }
+
+  function candidatesTable(cands) {
+    const widths = ["4%", "38%", "22%", "8%", "7%", "21%"];
+    return el("table", { cls: "grid cands" }, el("colgroup", null, widths.map((w) => {
+      const c = el("col");
+      c.style.width = w;
+      return c;
+    })),
+      el("thead", null, el("tr", null, ...["#", "parsed answer", "reward vector", "scalar", "pass", "details"].map((h) => el("th", null, h)))),
+      el("tbody", null, cands.map((k) => el("tr", { cls: "cand", data: { answer: k.index } },
+        el("td", null, String(k.index)),
+        el("td", null, k.answer === null || k.answer === undefined ? el("span", { cls: "muted" }, "(no answer parsed)")
+                                                                    : el("pre", { cls: "answer" }, k.answer)),
+        el("td", null, el("ul", { cls: "reward" }, k.reward.map(([n, v]) => el("li", { data: { component: n } },
+          bar(v), el("span", { cls: "comp" }, n), " ", el("span", { cls: "val" }, num(v)))))),
+        el("td", { cls: "num scalar" }, num(k.scalar)),
+        el("td", null, el("span", { cls: "badge " + (k.passed ? "pass" : "fail") }, k.passed ? "pass" : "fail")),
+        el("td", null, details(k.details))))));
+  }
+
+  function bar(v) {  // the value's share of [0, 1], drawn through the CSSOM (no inline style attribute)
+    const fill = el("span", { cls: "fill" });
+    fill.style.width = `${Math.round(100 * Math.max(0, Math.min(1, Number(v) || 0)))}%`;
+    return el("span", { cls: "bar", "aria-hidden": "true" }, fill);
+  }
+
+  function details(d) {
+    if (!d) return el("span", { cls: "muted" }, "–");
+    const parts = [];
+    if (Array.isArray(d.verdicts)) {
+      parts.push(el("div", { cls: "verdicts" }, d.verdicts.map((v, i) => el("span", {
+        cls: "verdict " + (v === "pass" ? "pass" : "fail"),
+        title: `test ${i}` + (d.times && d.times[i] !== undefined ? `: ${num(d.times[i], 3)} s` : ""),
+      }, `${i}:${v}`))));
+    }
+    if (d.reason) parts.push(el("div", { cls: "note" }, d.reason));
+    if (d.notes && d.notes.length) parts.push(el("div", { cls: "note" }, "sandbox notes: ", d.notes.join("; ")));
+    if (d.errors && d.errors.length) parts.push(el("details", null, el("summary", null, `errors (${d.errors.length})`),
+                                                    el("pre", { cls: "text" }, d.errors.join("\n---\n"))));
+    const rest = Object.fromEntries(Object.entries(d).filter(([k]) => !["verdicts", "reason", "notes", "errors"].includes(k)));
+    if (Object.keys(rest).length) parts.push(el("details", null, el("summary", null, "run record"),
+                                                  el("pre", null, JSON.stringify(rest, null, 2))));
+    return el("div", { cls: "details" }, parts);
+  }
+
+  // ---- lineage (evolve runs) --------------------------------------------------------------------
+  const ISLANDS = 8;
+  const COUNTS = new Set(["chains", "candidates", "errors", "iterations"]);
+  async function loadLineage(run, pid, box, token) {
+    const data = await api("lineage", { run, pid });
+    if (token !== renderToken) return;
+    const nodes = data.nodes, byId = new Map(nodes.map((n) => [n.id, n]));
+    const kids = new Map();
+    const roots = [];
+    for (const n of nodes) {
+      if (n.parent && byId.has(n.parent)) { if (!kids.has(n.parent)) kids.set(n.parent, []); kids.get(n.parent).push(n); }
+      else roots.push(n);
+    }
+    const panel = el("div", { id: "node-panel", cls: "panel" }, el("p", { cls: "muted" }, "click a node to see its diff against its parent"));
+    const curve = chart({
+      lines: [{ pts: data.best_so_far.map((p) => [p.iteration, p.best]), cls: "line-best" }],
+      dots: thin(nodes.filter((n) => n.score !== null), 2000).map((n) => ({ x: n.iteration, y: n.score, cls: `island-${(n.island ?? 0) % ISLANDS}`,
+                                                                 title: `${shortId(n.id)} island ${n.island} score ${num(n.score)}` })),
+      hline: data.threshold, xlabel: "iteration", ylabel: "score",
+    });
+    const tree = el("ul", { cls: "tree", id: "tree" });
+    const liOf = new Map();
+    function nodeItem(n) {
+      const ch = kids.get(n.id) || [];
+      const sub = el("ul", { hidden: true });
+      const tog = el("button", { type: "button", cls: "toggle", disabled: !ch.length, "aria-label": "children" },
+                     ch.length ? `▸ ${ch.length}` : "·");
+      let drawn = false;
+      const open = (yes) => {
+        if (yes && !drawn) { sub.append(...ch.map(nodeItem)); drawn = true; }
+        sub.hidden = !yes;
+        tog.textContent = ch.length ? `${yes ? "▾" : "▸"} ${ch.length}` : "·";
+      };
+      tog.addEventListener("click", () => open(sub.hidden));
+      const delta = n.delta === null || n.delta === undefined ? "" : ` (${n.delta >= 0 ? "+" : ""}${num(n.delta)})`;
+      const label = el("a", { href: "#", cls: `node island-${(n.island ?? 0) % ISLANDS}` + (n.passed ? " passed" : ""),
+                              data: { node: n.id },
+                              on: { click: (e) => { e.preventDefault(); selectNode(n); } } },
+        `it ${n.iteration} · island ${n.island} · score ${num(n.score)}${delta} · ${shortId(n.id)}`);
+      const li = el("li", null, tog, " ", label, sub);
+      li.openTo = open;
+      liOf.set(n.id, li);
+      return li;
+    }
+    async function selectNode(n) {
+      for (const a of tree.querySelectorAll("a.node.selected")) a.classList.remove("selected");
+      const a = liOf.get(n.id) && liOf.get(n.id).querySelector(":scope > a.node");
+      if (a) a.classList.add("selected");
+      panel.dataset.state = "loading";
+      try {
+        const d = await api("node", { run, pid, id: n.id });
+        panel.replaceChildren(nodePanel(d, n));
+        panel.dataset.state = "ready";
+        panel.dataset.node = n.id;
+      } catch (err) { panel.replaceChildren(el("div", { cls: "error" }, err.message)); panel.dataset.state = "error"; }
+    }
+    function revealBest() {
+      const scored = nodes.filter((n) => n.score !== null);
+      if (!scored.length) return;
+      const best = scored.reduce((a, b) => (b.score > a.score ? b : a));
+      const path = [];
+      for (let n = best; n; n = n.parent ? byId.get(n.parent) : null) path.unshift(n);
+      for (const n of path.slice(0, -1)) liOf.get(n.id).openTo(true);
+      selectNode(best);
+    }
+    tree.append(...roots.map(nodeItem));
+    box.replaceChildren(
+      el("h2", null, `Lineage (${nodes.length} programs, ${roots.length} seeds)`),
+      el("div", { cls: "row" }, el("figure", null, curve, el("figcaption", null,
+        "best score so far by iteration (line), every program's score (dots, colour = island)" +
+        (data.threshold !== null && data.threshold !== undefined ? `; dashed: solved at ${num(data.threshold)}` : ""))),
+        panel),
+      el("div", { cls: "controls" }, el("button", { type: "button", id: "reveal-best", on: { click: revealBest } }, "path to the best program")),
+      el("div", { cls: "scroll tree-box" }, tree));
+  }
+
+  function thin(items, most) {  // at most `most` dots (evenly spaced, the best kept): an SVG of 100k circles would stall
+    if (items.length <= most) return items;
+    const step = items.length / most, out = [];
+    for (let i = 0; i < most; i++) out.push(items[Math.floor(i * step)]);
+    const best = items.reduce((a, b) => (b.score > a.score ? b : a));
+    if (!out.includes(best)) out.push(best);
+    return out;
+  }
+
+  function nodePanel(d, n) {
+    const parts = [el("h3", null, `program ${shortId(n.id)} · iteration ${n.iteration} · island ${n.island}`),
+      el("p", null, `score ${num(n.score)}` + (d.parent ? ` · parent ${shortId(d.parent.evolve && d.parent.evolve.program_id)} scored ` +
+        `${num(d.parent.candidates[0] && d.parent.candidates[0].scalar)} · change ${n.delta === null ? "–" : num(n.delta)}` : " · a seed (no parent)"))];
+    if (d.diff) {
+      parts.push(el("p", { cls: "muted" }, `diff against the parent, ${d.diff.unit === "token" ? "move by move (one-line program)" : "line by line"}: ` +
+        `+${d.diff.added} −${d.diff.removed}` + (d.diff.ratio !== null ? `, similarity ${num(d.diff.ratio)}` : "")));
+      parts.push(el("pre", { cls: `diff ${d.diff.unit}`, id: "diff" }, d.diff.lines.length
+        ? d.diff.lines.map(([op, t]) => el("span", { cls: { "+": "add", "-": "del", "@": "hunk" }[op] || "ctx" },
+                                         (op === "@" ? t : `${op}${t}`) + (d.diff.unit === "token" && op !== "@" ? " " : "\n")))
+        : el("span", { cls: "muted" }, "(same program as the parent)")));
+    } else {
+      parts.push(el("pre", { cls: "text" }, d.program));
+    }
+    parts.push(chainCard(d.node));
+    return el("div", null, parts);
+  }
+
+  // ---- side by side -----------------------------------------------------------------------------
+  async function viewCompare(params, token) {
+    const a = params.get("a") || "", b = params.get("b") || "", pid = params.get("pid") || "";
+    setCrumbs(link("", {}, "runs"), link("problem", { run: a, pid }, pid), el("span", null, "side by side"));
+    const cols = [a, b].map((id) => el("section", { cls: "col" }, el("h2", null, link("run", { id }, id))));
+    app.replaceChildren(el("h1", null, `${pid}: side by side`), el("div", { cls: "cols", id: "compare" }, cols));
+    await Promise.all([a, b].map(async (id, i) => {
+      const box = el("div");
+      cols[i].append(box);
+      const first = await loadChains(id, pid, { page: 0, sort: "score", show: "all" }, box, token, true);
+      if (first && token === renderToken) {
+        const st = first.stats || {};
+        cols[i].querySelector("h2 a").textContent = first.run.name;
+        cols[i].insertBefore(el("p", { cls: "muted" }, `${first.run.model} · pool ${first.run.pool} · best ${num(st.best)} · ` +
+          `mean ${num(st.mean)} · pass rate ${num(st.pass_rate)} · diversity ${num(st.diversity)}`), box);
+      }
+    }));
+    if (token === renderToken) setState("ready", "compare");
+  }
+
+  // ---- a small SVG chart ------------------------------------------------------------------------
+  function chart(spec) {
+    const W = 460, H = 240, L = 48, R = 12, T = 12, B = 36;
+    const xs = [], ys = [];
+    for (const l of spec.lines || []) for (const [x, y] of l.pts) { if (y !== null) { xs.push(x); ys.push(y); } }
+    for (const d of spec.dots || []) { xs.push(d.x); ys.push(d.y); }
+    if (spec.hline !== null && spec.hline !== undefined) ys.push(spec.hline);
+    let [x0, x1] = xs.length ? [Math.min(...xs), Math.max(...xs)] : [0, 1];
+    let [y0, y1] = ys.length ? [Math.min(0, ...ys), Math.max(...ys)] : [0, 1];
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 - y0 < 1e-9) y1 = y0 + 1;
+    const pad = (y1 - y0) * 0.05;
+    y1 += pad;
+    const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R), sy = (y) => H - B - ((y - y0) / (y1 - y0)) * (H - T - B);
+    const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, cls: "chart", role: "img" });
+    g.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, cls: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, cls: "axis" }));
+    for (let i = 0; i <= 4; i++) {
+      const y = y0 + ((y1 - y0) * i) / 4;
+      g.append(svg("line", { x1: L, x2: W - R, y1: sy(y), y2: sy(y), cls: "grid" }),
+               svg("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end", cls: "tick" }, num(y, 2)));
+    }
+    const xt = x1 - x0 <= 10 ? Array.from({ length: Math.floor(x1 - x0) + 1 }, (_, i) => x0 + i)
+                             : [0, 1, 2, 3, 4].map((i) => Math.round(x0 + ((x1 - x0) * i) / 4));
+    for (const x of xt) g.append(svg("text", { x: sx(x), y: H - B + 16, "text-anchor": "middle", cls: "tick" }, String(x)));
+    g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", cls: "label" }, spec.xlabel || ""),
+             svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", cls: "label",
+                           transform: `rotate(-90 12 ${(T + H - B) / 2})` }, spec.ylabel || ""));
+    if (spec.hline !== null && spec.hline !== undefined)
+      g.append(svg("line", { x1: L, x2: W - R, y1: sy(spec.hline), y2: sy(spec.hline), cls: "threshold" }));
+    for (const l of spec.lines || []) {
+      const pts = l.pts.filter(([, y]) => y !== null);
+      if (pts.length) g.append(svg("polyline", { points: pts.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" "), cls: `line ${l.cls || ""}` }));
+    }
+    for (const d of spec.dots || []) g.append(svg("circle", { cx: sx(d.x), cy: sy(d.y), r: 3.5, cls: `dot ${d.cls || ""}` },
+                                                  svg("title", null, d.title || "")));
+    return g;
+  }
+
+  window.addEventListener("hashchange", render);
+  render();
+})();

@@ -1,0 +1,335 @@
+"""`vpo view` in a real headless Chromium (Debian package ``chromium``, set up by
+``scripts/install.sh --dev``) driven over the DevTools protocol (CDP, ``websocket-client``): open the
+index, filter and sort it, click into a problem, read a candidate's reward vector, compare two runs
+side by side, open a lineage node and its diff; no console error, no CSP violation, and a hostile
+completion stays text. Screenshots go to $VPO_VIEW_SHOTS when set (to look at them)."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reports.view import make_server
+from tests.reports.view_runs import HOSTILE, all_runs
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+class Browser:
+    """One headless Chromium page over CDP: navigate, evaluate, wait, screenshot, and every console
+    error, uncaught exception and failed load the page reported."""
+
+    def __init__(self, profile: Path):
+        import websocket
+
+        self.proc = subprocess.Popen(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+             "--disable-extensions", "--hide-scrollbars", "--remote-debugging-port=0", f"--user-data-dir={profile}",
+             "--window-size=1400,1000", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 120
+        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"chromium did not start (rc={self.proc.poll()})")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as r:
+            page = next(t for t in json.load(r) if t["type"] == "page")
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=120, suppress_origin=True)
+        self._id = 0
+        self.events: list[dict[str, Any]] = []
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(f"{domain}.enable")
+        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        self._id += 1
+        self.ws.send(json.dumps({"id": self._id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == self._id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            self.events.append(msg)
+
+    def js(self, expr: str) -> Any:
+        res = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in res:
+            raise AssertionError(f"{expr[:80]}: {res['exceptionDetails'].get('exception', {}).get('description')}")
+        return res["result"].get("value")
+
+    def set_value(self, selector: str, value: str, event: str = "input") -> None:
+        """Type into an input or pick an option, then fire the event the page listens to."""
+        self.js(f"{{ const e = document.querySelector({json.dumps(selector)}); e.value = {json.dumps(value)};"
+                f" e.dispatchEvent(new Event({json.dumps(event)})); }}")
+
+    def wait(self, cond: str, what: str = "", limit_s: float = 60) -> None:
+        """Poll a JS condition (a generous deadline for a loaded machine, not a speed check)."""
+        deadline = time.monotonic() + limit_s
+        while not self.js(f"!!({cond})"):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what or cond}; body: "
+                                     f"{self.js('document.body.dataset.state')} {self.js('document.body.innerText.slice(0, 300)')}")
+            time.sleep(0.05)
+
+    def open(self, url: str, view: str) -> None:
+        self.call("Page.navigate", url="about:blank")  # a fresh document each time, even for the same URL
+        self.wait("location.href === 'about:blank'")
+        self.call("Page.navigate", url=url)
+        self.ready(view)
+
+    def ready(self, view: str) -> None:
+        self.wait(f"document.body && document.body.dataset.state === 'ready' && document.body.dataset.view === '{view}'",
+                  f"the {view} view")
+
+    def errors(self) -> list[str]:
+        out = []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                out.append(f"exception: {p['exceptionDetails'].get('exception', {}).get('description')}")
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(f"console.{p['type']}: {[a.get('value') for a in p.get('args', [])]}")
+            elif m == "Log.entryAdded" and p["entry"]["level"] in ("error", "warning"):
+                out.append(f"log {p['entry']['level']} ({p['entry'].get('source')}): {p['entry']['text']}")
+        return out
+
+    def drain(self) -> list[str]:
+        """Read pending events (a short idle read), then return and forget the errors seen."""
+        self.ws.settimeout(0.3)
+        try:
+            while True:
+                self.events.append(json.loads(self.ws.recv()))
+        except Exception:
+            pass
+        finally:
+            self.ws.settimeout(120)
+        errs = self.errors()
+        self.events.clear()
+        return errs
+
+    def screenshot(self, name: str) -> Path | None:
+        where = os.environ.get("VPO_VIEW_SHOTS")
+        if not where:
+            return None
+        h = min(2600, int(self.js("document.documentElement.scrollHeight")))
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                         clip={"x": 0, "y": 0, "width": 1400, "height": h, "scale": 1})["data"]
+        out = Path(where) / f"{name}.png"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(base64.b64decode(data))
+        return out
+
+    def close(self) -> None:
+        try:
+            self.ws.close()
+        finally:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    return all_runs(tmp_path_factory.mktemp("viewruns"))
+
+
+@pytest.fixture(scope="module")
+def site(runs):
+    srv = make_server([next(iter(runs.values())).parent], port=0)
+    srv.start_background()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory, request):
+    if CHROMIUM is None:
+        pytest.fail("no chromium on PATH: run scripts/install.sh --dev (apt-get install chromium)")
+    b = Browser(tmp_path_factory.mktemp("chromium") / "profile")
+    yield b
+    b.close()
+
+
+def _href(route: str, **params: str) -> str:
+    from urllib.parse import quote
+
+    return f"#/{route}?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items())
+
+
+def test_index_filters_and_sorts(site, browser, runs):
+    browser.open(site.url + "#/", "index")
+    rows = browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => [r.dataset.run, r.dataset.status])")
+    assert dict(rows) == {str(runs["vpo"]): "complete", str(runs["grpo"]): "complete", str(runs["evolve"]): "complete",
+                          str(runs["code"]): "partial", str(runs["broken_config"]): "damaged",
+                          str(runs["bad_line"]): "damaged"}
+    # a damaged folder is one row with its reason, not a broken page
+    note = browser.js(f"document.querySelector('#runs tr[data-run=\"{runs['broken_config']}\"] .note').textContent")
+    assert "config.json: line 1: not valid JSON" in note
+    browser.screenshot("index")
+    # filter: every word must appear
+    browser.set_value("#filter", "maze grpo")
+    assert browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.dataset.run)") == [str(runs["grpo"])]
+    assert browser.js("document.getElementById('count').textContent") == "1 of 6 runs"
+    browser.set_value("#filter", "partial")
+    assert browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.dataset.run)") == [str(runs["code"])]
+    browser.set_value("#filter", "")
+    # sort by best@1, largest first; runs without it last
+    browser.js("document.querySelector('#runs th[data-key=best1]').click()")
+    shown = browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.children[8].textContent)")
+    vals = [float(s.split("±")[0]) for s in shown if s != "–"]
+    assert len(vals) == 5 and vals == sorted(vals, reverse=True)  # the bad-line run has metrics over its good rows
+    assert shown[5:] == ["–"]  # the folder whose config.json is cut has none
+    assert browser.drain() == []
+
+
+def test_problem_shows_reward_vector_and_hostile_text_stays_inert(site, browser, runs):
+    browser.open(site.url + "#/", "index")
+    browser.set_value("#filter", "maze-vpo")
+    browser.js("document.querySelector('#runs tbody tr a').click()")
+    browser.ready("run")
+    assert browser.js("document.querySelectorAll('#problems tbody tr').length") == 6
+    browser.screenshot("run")
+    browser.js("document.querySelector('#problems tbody tr a').click()")
+    browser.ready("problem")
+    first = json.loads((runs["vpo"] / "samples.jsonl").read_text().splitlines()[0])
+    assert browser.js("document.querySelector('h1').textContent") == first["problem_id"]
+    card = "document.querySelector('article.chain[data-chain=\"0\"]')"
+    vec = browser.js(f"[...{card}.querySelectorAll('tr.cand')[1].querySelectorAll('ul.reward li')]"
+                     ".map(li => [li.dataset.component, li.querySelector('.val').textContent])")
+    names = ["completion", "gold", "diamond", "avoid_lava"]
+    assert vec == [[n, f"{v:.3f}"] for n, v in zip(names, first["rewards"][1])]
+    assert browser.js(f"{card}.querySelectorAll('tr.cand')[1].querySelector('.scalar').textContent") == f"{first['scalars'][1]:.3f}"
+    # the hostile completion is shown as text: no element made from it, no script ran, no request for its <img>
+    raw = browser.js(f"{card}.querySelector('details.raw pre').textContent")
+    assert raw.startswith("<script>window.__pwned = 1</script><img src=")
+    assert "lone surrogate & <b>bold</b>" in raw
+    assert browser.js(f"{card}.querySelector('pre.answer').textContent").startswith("<script>")
+    assert browser.js("typeof window.__pwned") == "undefined"
+    assert browser.js("document.querySelectorAll('script').length") == 1
+    assert browser.js("document.querySelectorAll('#app img, #app b').length") == 0
+    browser.js(f"{card}.querySelector('details.raw').open = true")
+    browser.screenshot("problem")
+    assert browser.drain() == []
+    assert HOSTILE.startswith("<script>")
+
+
+def test_code_verdicts_sandbox_notes_and_failed_chain(site, browser, runs):
+    browser.open(site.url + _href("problem", run=str(runs["code"]), pid="lcb-a"), "problem")
+    chain1 = "document.querySelector('article.chain[data-chain=\"1\"]')"
+    assert browser.js(f"[...{chain1}.querySelectorAll('.verdict')].map(v => v.textContent)") == ["0:pass", "1:WA", "2:TLE"]
+    assert browser.js(f"{chain1}.querySelector('.verdict:nth-child(3)').title") == "test 2: 0.030 s"
+    assert "memory limit hit on test 2" in browser.js(f"{chain1}.querySelector('.details .note').textContent")
+    browser.screenshot("code")
+    browser.open(site.url + _href("problem", run=str(runs["code"]), pid="lcb-b"), "problem")
+    chain0 = "document.querySelector('article.chain[data-chain=\"0\"]')"
+    assert browser.js(f"[...{chain0}.querySelectorAll('.verdict')].map(v => v.textContent)") == ["0:RE", "1:RE", "2:RE"]
+    assert browser.js(f"{chain0}.querySelector('.details details pre').textContent") == "Traceback: ZeroDivisionError"
+    assert browser.js("document.querySelector('article.chain[data-chain=\"2\"] p.error').textContent") == \
+        "generation failed: HTTP 500 after 3 attempts"
+    # only the failed generations
+    browser.set_value("select.show", "errors", "change")
+    browser.wait("document.querySelectorAll('article.chain').length === 1 && document.getElementById('chains').dataset.state === 'ready'")
+    assert browser.drain() == []
+
+
+def test_side_by_side(site, browser, runs):
+    pid = json.loads((runs["vpo"] / "samples.jsonl").read_text().splitlines()[0])["problem_id"]
+    browser.open(site.url + _href("problem", run=str(runs["vpo"]), pid=pid), "problem")
+    browser.wait(f"[...document.querySelectorAll('#compare-with option')].some(o => o.value === {json.dumps(str(runs['grpo']))})")
+    browser.set_value("#compare-with", str(runs["grpo"]), "change")
+    browser.ready("compare")
+    counts = browser.js("[...document.querySelectorAll('#compare .col')].map(c => c.querySelectorAll('article.chain').length)")
+    assert counts == [4, 8]  # 4x2 and 8x1 pools of the same problem
+    browser.screenshot("compare")
+    assert browser.drain() == []
+
+
+def test_lineage_tree_node_and_diff(site, browser, runs):
+    from reports.view.api import ViewData
+
+    rows = [json.loads(ln) for ln in (runs["evolve"] / "samples.jsonl").read_text().splitlines()]
+    pid = rows[0]["problem_id"]
+    browser.open(site.url + _href("problem", run=str(runs["evolve"]), pid=pid), "problem")
+    mine = [r for r in rows if r["problem_id"] == pid]
+    seeds = [r for r in mine if r["parent_id"] is None]
+    assert browser.js("document.querySelectorAll('#tree > li').length") == len(seeds)
+    # best so far: one point per iteration on the curve
+    pts = browser.js("document.querySelector('#lineage polyline').getAttribute('points').split(' ').length")
+    assert pts == len({r["iteration"] for r in mine})
+    # expand a seed that has children, then open one of them
+    browser.js("[...document.querySelectorAll('#tree > li > button.toggle')].find(b => !b.disabled).click()")
+    child = browser.js("document.querySelector('#tree > li > ul > li > a.node').dataset.node")
+    browser.js(f"document.querySelector('a.node[data-node=\"{child}\"]').click()")
+    browser.wait(f"document.getElementById('node-panel').dataset.node === '{child}' && "
+                 "document.getElementById('node-panel').dataset.state === 'ready'")
+    want = ViewData([runs["evolve"]]).node(str(runs["evolve"]), pid, child)["diff"]
+    shown = browser.js("[...document.querySelectorAll('#diff span')].map(s => s.className + ' ' + s.textContent)")
+    assert len(shown) == len(want["lines"]) or (not want["lines"] and len(shown) == 1)
+    for (op, text), got in zip(want["lines"], shown):
+        assert got.startswith({"+": "add", "-": "del", "@": "hunk"}.get(op, "ctx"))
+    row = next(r for r in mine if r["program_id"] == child)
+    assert browser.js("document.querySelector('#node-panel h3').textContent").endswith(
+        f"iteration {row['iteration']} · island {row['island']}")
+    # the path to the best program opens its ancestors and selects it
+    browser.js("document.getElementById('reveal-best').click()")
+    best = max(r["scalars"][0] for r in mine)
+    browser.wait("document.getElementById('node-panel').dataset.state === 'ready' && document.querySelector('a.node.selected')")
+    sel = browser.js("document.querySelector('a.node.selected').dataset.node")
+    assert next(r for r in mine if r["program_id"] == sel)["scalars"][0] == best
+    browser.screenshot("lineage")
+    assert browser.drain() == []
+
+
+def test_damaged_samples_line_is_one_warning(site, browser, runs):
+    browser.open(site.url + _href("run", id=str(runs["bad_line"])), "run")
+    warns = browser.js("[...document.querySelectorAll('p.warn')].map(p => p.textContent)")
+    assert warns == [f"{runs['bad_line'] / 'samples.jsonl'}: line 2: not valid JSON; skipped"]
+    assert browser.js("document.querySelectorAll('#problems tbody tr').length") == 1
+    assert browser.drain() == []
+
+
+def test_the_error_check_sees_csp_violations_and_failed_loads(site, browser):
+    """Guard the guard: markup parsed as HTML (what the app never does with data) is refused by the
+    CSP (no inline handler, no inline script runs) and shows up in the errors the other tests assert
+    empty."""
+    browser.open(site.url + "#/", "index")
+    browser.drain()
+    browser.js("document.body.insertAdjacentHTML('beforeend', "
+               "'<img src=\"/x-missing\" onerror=\"window.__pwned = 3\"><div onclick=\"window.__pwned = 4\" id=\"trap\"></div>')")
+    browser.js("{ const s = document.createElement('script'); s.textContent = 'window.__pwned = 5'; document.body.append(s); }")
+    browser.js("document.getElementById('trap').click()")
+    browser.wait("[...document.images].some(i => i.complete)", "the broken image to settle")
+    assert browser.js("typeof window.__pwned") == "undefined"
+    errs = browser.drain()
+    assert any("Content Security Policy" in e for e in errs), errs
+    assert any("404" in e for e in errs), errs
+
+
+def test_filters_and_pages_stay_in_the_address(site, browser, runs):
+    browser.open(site.url + "#/", "index")
+    browser.set_value("#filter", "maze vpo")
+    assert browser.js("location.hash") == "#/?q=maze%20vpo"
+    browser.open(site.url + "#/?q=partial", "index")  # a link with a filter opens filtered
+    assert browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.dataset.run)") == [str(runs["code"])]
+    browser.open(site.url + _href("problem", run=str(runs["grpo"]), pid="maze-test-0000"), "problem")
+    browser.set_value("select.sort", "score", "change")
+    browser.wait("location.hash.includes('sort=score')")
+    browser.open(browser.js("location.href"), "problem")  # reloaded: still best score first
+    assert browser.js("document.querySelector('select.sort').value") == "score"
+    assert browser.drain() == []
