@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -211,3 +211,44 @@ def load_run(path: str | Path) -> LoadedRun:
                 c[nm] = v
             cand_rows.append(c)
     return LoadedRun(folder, config, summary, chains, pd.DataFrame(cand_rows))
+
+
+# ---------------------------------------------------------------------------------------------------
+# what kind of run a folder holds, and whether several can share one figure
+def run_kind(folder: str | Path) -> str:
+    """``"evolve"`` for a `vpo evolve` folder (config.json says so at the top or in its identity, or
+    its results.json does), else ``"run"``."""
+    for name in (CONFIG, RESULTS):
+        try:
+            d = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(d, dict) and "evolve" in (d.get("kind"), (d.get("identity") or {}).get("kind")
+                                                 if isinstance(d.get("identity"), dict) else None):
+            return "evolve"
+    return "run"
+
+
+def task_and_split(config: dict[str, Any]) -> dict[str, Any]:
+    """``{"task": ..., "split": ...}`` of a config.json record, nested or flat (None where unrecorded)."""
+    ident = config.get("identity")
+    if isinstance(ident, dict) and isinstance(ident.get("task"), dict):
+        return {"task": ident["task"].get("name"), "split": ident["task"].get("split")}
+    return {"task": config.get("task"), "split": config.get("split")}
+
+
+def check_same_task(folders: Sequence[str | Path]) -> None:
+    """Refuse run folders of different tasks or splits with one line naming the fields that differ
+    (a figure of a Maze run and a LiveCodeBench run under one title reads as one experiment)."""
+    facts = []
+    for f in folders:
+        if not (Path(f) / CONFIG).is_file():
+            raise RunStoreError(f"{f}: not a run folder (no {CONFIG})")
+        facts.append((Path(f), task_and_split(RunStore(f).read_config())))
+    first, base = facts[0]
+    for path, other in facts[1:]:
+        diff = [k for k in ("task", "split") if base[k] is not None and other[k] is not None and base[k] != other[k]]
+        if diff:
+            detail = ", ".join(f"{k}: {base[k]!r} vs {other[k]!r}" for k in diff)
+            raise ValueError(f"{first} and {path} are runs of different {' and '.join(diff)} ({detail}); "
+                             "put runs of one task and split in one figure or report")

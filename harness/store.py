@@ -14,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -33,6 +34,10 @@ IDENTITY = "identity"
 
 class RunStoreError(RuntimeError):
     pass
+
+
+#: config.json is rewritten whole; events may come from a dispatch thread while the main one records
+_EVENT_LOCK = threading.Lock()
 
 
 def _json_default(o: Any) -> Any:
@@ -189,6 +194,31 @@ class RunStore:
         if not seen or _canon(seen[-1]) != _canon(description):
             seen.append(description)
             write_json_atomic(self.folder / CONFIG, cfg)
+
+    def append_event(self, event: dict[str, Any]) -> None:
+        """Add one execution event (a Ray replica lost, a replacement started) to config.json's
+        ``execution.events``, stamped with the UTC time, as one atomic rewrite: a run killed right
+        after still says what happened to it. Not part of the identity, so a resume keeps the list."""
+        import datetime as _dt
+
+        stamped = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **event}
+        with _EVENT_LOCK:
+            cfg = self.read_config()
+            ex = cfg.get("execution")
+            if not isinstance(ex, dict):
+                ex = cfg["execution"] = {} if ex is None else {"value": ex}
+            events = ex.get("events")
+            ex["events"] = (list(events) if isinstance(events, list) else []) + [stamped]
+            write_json_atomic(self.folder / CONFIG, cfg)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The execution events config.json records (oldest first); [] when none."""
+        try:
+            ex = self.read_config().get("execution")
+        except OSError:
+            return []
+        events = ex.get("events") if isinstance(ex, dict) else None
+        return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
 
     # ---- samples ----------------------------------------------------------------------------------
     def repair(self) -> int:

@@ -42,10 +42,29 @@ def run(args: argparse.Namespace) -> int:
         ks = [int(x) for x in args.ks.split(",") if x.strip()] if args.ks else None
     except ValueError:
         raise ValueError(f"--k: expected comma-separated integers like 1,2,4, got {args.ks!r}") from None
-    comp = compare_runs([load_pools(r) for r in args.runs], ks=ks, strategies=strategies,
-                        resamples=args.resamples, seed=args.seed)
+    evolve = _compare_evolve(args, ks)  # evolve runs: paired differences at candidate budgets
+    if evolve is not None:
+        comp, format_table = evolve
+    else:
+        comp = compare_runs([load_pools(r) for r in args.runs], ks=ks, strategies=strategies,
+                            resamples=args.resamples, seed=args.seed)
     text = to_json(comp) if args.json else to_csv(comp) if args.csv else format_table(comp)
     print(text)
     if args.out:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def _compare_evolve(args: argparse.Namespace, ks: list[int] | None) -> tuple | None:
+    """(comparison, formatter) when the runs are evolve runs, or an evolve run and its own
+    ``baseline/``; None for sampling runs; a sampling run next to an evolve run is refused."""
+    from reports import evolve as ev
+
+    own = ev.own_baseline_pair(args.runs)
+    if own is not None:  # the search minus plain sampling at the same budget
+        return ev.compare_with_baseline(ev.load_evolve(own), ks, args.resamples, args.seed), ev.format_comparison
+    ev.refuse_mixed(args.runs, "compare")
+    if ev.run_kind(args.runs[0]) != "evolve":
+        return None
+    runs = [ev.load_evolve(r) for r in args.runs]
+    return ev.compare_evolve(runs, ks, args.resamples, args.seed), ev.format_comparison

@@ -56,7 +56,7 @@ def format_table(runs: Sequence[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.results import load_run
+    from harness.results import load_run, run_kind
 
     from harness.store import CONFIG
 
@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"vpo show: skipping {r}: not a run folder (no {CONFIG})", file=sys.stderr)
     if not paths:
         raise ValueError(f"none of the {len(args.runs)} paths is a run folder (a folder with {CONFIG})")
+    evolve_paths = [r for r in paths if run_kind(r) == "evolve"]
+    paths = [r for r in paths if r not in evolve_paths]
     loaded = [load_run(r) for r in paths]
     from harness.results import results_at
 
@@ -78,18 +80,61 @@ def run(args: argparse.Namespace) -> int:
                   f"resume); {done}", file=sys.stderr)
         elif args.ks:  # other ks: metrics over the stored pools, nothing is sampled
             loaded[i] = replace(r, summary=results_at(r.path, list(args.ks)))
+    evolved = _load_evolve(evolve_paths)
     if args.json:
-        print(json.dumps([r.results for r in loaded], indent=2))
-    else:
-        print(format_table(loaded))
-        evolve = [r.results for r in loaded if r.results and r.results.get("kind") == "evolve"]
-        if evolve:  # evolve runs: problems solved, next to plain sampling at the same budget
-            from harness.commands.evolve import format_summary
+        print(json.dumps([r.results for r in loaded] + [_evolve_json(e, args.ks) for e in evolved], indent=2))
+        return 0
+    blocks = []
+    if loaded:
+        blocks.append(format_table(loaded))
+    if evolved:  # the search's own table at candidate budgets, next to plain sampling (its baseline/)
+        from reports.evolve import format_budget_table
 
-            print("\n" + format_summary(evolve))
-        strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
-        if strategies:  # selection without an oracle, next to best@k (reports/selected.py)
-            from reports.selected import format_selected
+        blocks += [format_budget_table(e, args.ks) for e in evolved]
+    events = [ln for r in [*loaded, *evolved] for ln in format_events(r.path)]
+    if events:
+        blocks.append("\n".join(events))
+    strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
+    if strategies and loaded:  # selection without an oracle, next to best@k (reports/selected.py)
+        from reports.selected import format_selected
 
-            print("\n" + format_selected([r.path for r in loaded], strategies, ks=args.ks))
+        blocks.append(format_selected([r.path for r in loaded], strategies, ks=args.ks))
+    print("\n\n".join(blocks))
     return 0
+
+
+def _load_evolve(paths: Sequence[str]) -> list[Any]:
+    from reports.evolve import load_evolve
+
+    return [load_evolve(p) for p in paths]
+
+
+def _evolve_json(run: Any, ks: Sequence[int] | None) -> dict[str, Any]:
+    """results.json of an evolve run (when written) with the budget table computed from its rows."""
+    from harness.store import RESULTS
+
+    path = Path(run.path) / RESULTS
+    try:
+        base = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except ValueError:
+        base = {}
+    from reports.evolve import budget_table
+
+    return {**base, "kind": "evolve", "path": str(run.path), "partial": run.partial,
+            "solved_definition": run.solved_definition, "budgets": budget_table(run, ks)}
+
+
+def format_events(folder: str | Path) -> list[str]:
+    """Lines for the execution events config.json records (Ray replicas lost and restarted)."""
+    from harness.store import RunStore
+
+    events = RunStore(folder).events()
+    if not events:
+        return []
+    out = [f"{Path(folder).name}: {len(events)} execution event{'s' if len(events) != 1 else ''} "
+           "(config.json execution.events)"]
+    for e in events:
+        what = e.get("event", "?")
+        detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("event", "time"))
+        out.append(f"  {e.get('time', '?')}  {what}" + (f"  {detail}" if detail else ""))
+    return out
