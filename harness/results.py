@@ -69,23 +69,45 @@ class RunResults:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunResults":
+        """Raises ValueError naming the field (``"field 'metrics.best@4': ..."``) when one has the wrong type."""
+        if not isinstance(d, dict):
+            raise ValueError(f"expected a JSON object, got {type(d).__name__}")
         mt = d.get("metrics") or {}
+        if not isinstance(mt, dict):
+            raise ValueError(f"field 'metrics': expected an object, got {type(mt).__name__}")
         best: dict[int, Estimate] = {}
         pass_at: dict[int, Estimate] = {}
         for key, val in mt.items():
             name, _, k = key.partition("@")
             if k.isdigit() and isinstance(val, dict):
-                {"best": best, "pass": pass_at}.get(name, {})[int(k)] = Estimate.from_dict(val)
+                {"best": best, "pass": pass_at}.get(name, {})[int(k)] = _estimate(val, f"metrics.{key}")
         return cls(
             task=str(d.get("task", "?")), model=str(d.get("model", "?")), split=str(d.get("split", "?")),
-            m=int(d.get("m") or 1), n=int(d.get("n") or 0), best=dict(sorted(best.items())),
+            m=_count(d, "m", 1), n=_count(d, "n", 0), best=dict(sorted(best.items())),
             pass_at=dict(sorted(pass_at.items())),
-            summary={k: Estimate.from_dict(mt[k]) for k in SUMMARY_METRICS if isinstance(mt.get(k), dict)},
+            summary={k: _estimate(mt[k], f"metrics.{k}") for k in SUMMARY_METRICS if isinstance(mt.get(k), dict)},
             components=dict(mt.get("components") or {}), spread=dict(mt.get("spread") or {}),
-            n_problems=int(mt.get("n_problems") or 0), n_candidates=int(mt.get("n_candidates") or 0),
-            n_chains=int(d.get("n_chains") or 0), n_errors=int(d.get("n_errors") or 0),
+            n_problems=_count(mt, "n_problems", 0, "metrics."), n_candidates=_count(mt, "n_candidates", 0, "metrics."),
+            n_chains=_count(d, "n_chains", 0), n_errors=_count(d, "n_errors", 0),
             mean_completion_tokens=d.get("mean_completion_tokens"), raw=d,
         )
+
+
+def _count(d: dict[str, Any], key: str, default: int, prefix: str = "") -> int:
+    """An integer field of a record (null or absent: ``default``); another type names the field."""
+    v = d.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        raise ValueError(f"field '{prefix}{key}': expected an integer, got {v!r}")
+    return int(v)
+
+
+def _estimate(val: dict[str, Any], where: str) -> Estimate:
+    try:
+        return Estimate.from_dict(val)
+    except (TypeError, ValueError):
+        raise ValueError(f"field {where!r}: expected {{mean, stderr, n}} numbers, got {val!r}") from None
 
 
 def read_results(folder: str | Path) -> RunResults | None:
@@ -94,9 +116,31 @@ def read_results(folder: str | Path) -> RunResults | None:
     if not path.exists():
         return None
     try:
-        return RunResults.from_json(json.loads(path.read_text(encoding="utf-8")))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunStoreError(f"{path}: not valid JSON ({exc}); re-run the run's command to rewrite it") from exc
+    try:
+        return RunResults.from_json(data)
+    except ValueError as exc:
+        raise RunStoreError(f"{path}: {exc}; re-run the run's command to rewrite it") from None
+
+
+def results_stale(folder: str | Path) -> bool:
+    """results.json exists but was not computed from the samples.jsonl now on disk: it records the
+    size it was computed from (``samples_bytes``) and the file has another, or (written before that
+    field) it is older than samples.jsonl. Its metrics are then ignored and recomputed from the rows."""
+    from harness.store import SAMPLES, SAMPLES_BYTES
+
+    res, samples = Path(folder) / RESULTS, Path(folder) / SAMPLES
+    if not res.is_file() or not samples.is_file():
+        return False
+    try:
+        recorded = json.loads(res.read_text(encoding="utf-8")).get(SAMPLES_BYTES)
+    except (OSError, ValueError, AttributeError):
+        return False  # unreadable: read_results says so
+    if recorded is not None:
+        return recorded != samples.stat().st_size
+    return res.stat().st_mtime < samples.stat().st_mtime
 
 
 def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, ks: list[int],
@@ -135,11 +179,18 @@ def results_at(folder: str | Path, ks: list[int] | None = None) -> RunResults | 
     ident = config.get("identity")
     if config.get("kind") == "evolve" or not isinstance(ident, dict):
         return base
+    stale = base is not None and results_stale(folder)
+    if stale:  # computed from other rows than those on disk: recomputed below, never shown
+        base = None
     rows = latest_rows(folder)
     if base is None and not rows:
         return None
     samp = ident.get("sampling") or {}
-    n, m = int(samp.get("n") or 1), int(samp.get("m") or 1)
+    where = f"{Path(folder) / CONFIG}: identity.sampling"
+    try:
+        n, m = _count(samp, "n", 1) or 1, _count(samp, "m", 1) or 1
+    except ValueError as exc:
+        raise RunStoreError(f"{where}: {exc}") from None
     ks = list(ks) if ks else [k for k in recorded_ks(config) if 1 <= k <= n * m]
     names = list(ident.get("components") or [])
     ids = (ident.get("problems") or {}).get("ids") or list(dict.fromkeys(r["problem_id"] for r in rows))
@@ -149,9 +200,12 @@ def results_at(folder: str | Path, ks: list[int] | None = None) -> RunResults | 
     if base is not None:
         return RunResults.from_json({**base.raw, "metrics": summary})
     task, model = ident.get("task") or {}, ident.get("model") or {}
+    # a stale results.json over every chain the run asks for was recomputed, not cut short
+    have = {(r["problem_id"], r["chain_index"]) for r in rows}
+    complete = all((p, c) in have for p in ids for c in range(n))
     return RunResults.from_json({"task": task.get("name"), "split": task.get("split"), "model": model.get("spec"),
                                  "m": m, "n": n, "metrics": summary, "n_chains": len(rows), "n_errors": n_errors,
-                                 "partial": True})
+                                 "partial": not (stale and complete), "stale_results": stale})
 
 
 @dataclass
@@ -197,6 +251,8 @@ def load_run(path: str | Path) -> LoadedRun:
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
     config = RunStore(folder).read_config()  # a broken config.json is one line naming it
     summary = read_results(folder)
+    if summary is not None and results_stale(folder):  # metrics of other rows: recomputed from these
+        summary = results_at(folder)
     rows = [_arrow_safe(r) for r in latest_rows(folder)]
     chains = pd.DataFrame(rows)
     names = config.get("components") or (config.get("identity") or {}).get("components") or []

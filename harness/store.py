@@ -23,6 +23,7 @@ import numpy as np
 
 from harness.config import NOT_IDENTITY
 from harness.models import identity_args
+from harness.rows import check_row
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
 #: results.json field: the size of samples.jsonl the metrics were computed from (stale when it differs)
@@ -346,9 +347,9 @@ def iter_samples(path: Path) -> Iterable[dict[str, Any]]:
                 raise RunStoreError(f"{path}: line {lineno}: not valid UTF-8 (byte {exc.start})") from exc
             except json.JSONDecodeError as exc:
                 raise RunStoreError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from exc
-            for field in ("problem_id", "chain_index"):
-                if field not in row:
-                    raise RunStoreError(f"{path}: line {lineno}: missing field {field!r}")
+            problem = check_row(row)
+            if problem:
+                raise RunStoreError(f"{path}: line {lineno}: {problem}")
             yield row
 
 

@@ -409,5 +409,5 @@ def draw(axes: Sequence[Any], runs: Sequence[EvolveRun]) -> None:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-    axes[0].set_title(f"solved ({runs[0].solved_definition})" if runs else "solved", fontsize=9)
+    axes[0].set_title(f"solved = {runs[0].solved_definition}" if runs else "solved", fontsize=9)
     axes[1].set_title("best task scalar found", fontsize=9)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if evolve is not None:
         comp, format_table = evolve
     else:
-        comp = compare_runs([load_pools(r) for r in args.runs], ks=ks, strategies=strategies,
+        comp = compare_runs(_readable([load_pools(r) for r in args.runs]), ks=ks, strategies=strategies,
                             resamples=args.resamples, seed=args.seed)
     text = to_json(comp) if args.json else to_csv(comp) if args.csv else format_table(comp)
     print(text)
@@ -68,3 +68,18 @@ def _compare_evolve(args: argparse.Namespace, ks: list[int] | None) -> tuple | N
         return None
     runs = [ev.load_evolve(r) for r in args.runs]
     return ev.compare_evolve(runs, ks, args.resamples, args.seed), ev.format_comparison
+
+
+def _readable(runs: list) -> list:
+    """Runs a paired comparison can be made of: each has scored candidates, and shares problems with
+    the first (an empty run would otherwise print a table of dashes and exit 0)."""
+    for r in runs:
+        if not any(s.size for s in r.scalars):
+            why = "holds no rows yet (nothing sampled)" if not r.problem_ids else \
+                f"has no scored candidate ({r.n_errors} error rows; re-run with --retry-errors)"
+            raise ValueError(f"{r.path}: samples.jsonl {why}: nothing to compare")
+    first = set(runs[0].problem_ids)
+    for r in runs[1:]:
+        if not first & set(r.problem_ids):
+            raise ValueError(f"{runs[0].path} and {r.path} share no problem: nothing to pair")
+    return runs

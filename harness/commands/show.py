@@ -46,7 +46,8 @@ def format_table(runs: Sequence[Any]) -> str:
             task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
             lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
             continue
-        name = r.path.name + (" (partial)" if res.raw.get("partial") else "")
+        name = r.path.name + (" (partial)" if res.raw.get("partial") else
+                              " (recomputed)" if res.raw.get("stale_results") else "")
         lines.append([name, res.task, res.pool_shape]
                      + [_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(k)) for k in pass_ks]
                      + [_cell(res.diversity), str(res.n_errors)])
@@ -73,8 +74,13 @@ def run(args: argparse.Namespace) -> int:
     from harness.results import results_at
 
     for i, r in enumerate(loaded):
+        if r.summary is not None and r.summary.raw.get("stale_results"):
+            print(f"{r.path}: results.json was computed from other rows than samples.jsonl holds now: ignored, "
+                  f"metrics recomputed from the {len(r.chains)} chains stored", file=sys.stderr)
         if r.results is None:  # running or interrupted: the rows stored so far
             loaded[i] = r = replace(r, summary=results_at(r.path, args.ks))
+            if r.summary is None and len(loaded) == 1 and not evolve_paths:
+                raise ValueError(f"{r.path}: samples.jsonl holds no rows yet (nothing sampled): nothing to show")
             done = f"metrics over the {len(r.chains)} chains stored so far" if r.summary else "no chains stored"
             print(f"{r.path}: no results.json yet (still running, or interrupted: re-run the same command to "
                   f"resume); {done}", file=sys.stderr)
