@@ -193,6 +193,12 @@ def test_empty_run_is_one_line_in_report_compare_and_show(tmp_path: Path, capsys
         line = _one_line(capsys, main(args))
         assert str(folder) in line and "no rows" in line, (args, line)
     assert not (tmp_path / "r.html").exists()
+    # runs with no problem in common: nothing to pair (it printed a table of dashes and exited 0)
+    from tests.reports.conftest import write_run
+
+    apart = write_run(tmp_path / "apart", "hf:x", 4, 2, 2, spread=0.6, seed=2, problem_offset=4)
+    line = _one_line(capsys, main(["compare", str(ref), str(apart), "--resamples", "200"]))
+    assert "share no problem" in line and str(apart) in line
 
 
 def test_nan_and_inf_rows_are_refused_with_file_and_line(tmp_path: Path, capsys) -> None:
@@ -262,6 +268,18 @@ def test_results_older_than_samples_are_recomputed_and_marked_partial(tmp_path: 
     # a plot reads the same recomputed numbers
     run_ = load_run(cut)
     assert run_.summary.raw["partial"] and run_.summary.n_chains == len(lines) // 2
+    # the runner's results.json records the samples.jsonl size it was computed from: that decides,
+    # whatever the file times say (a copy may reorder them)
+    import os
+
+    folder = run(cfg(tmp_path), backend=ScriptedBackend())
+    assert load_run(folder).summary.n_chains == 12 and not load_run(folder).summary.raw.get("partial")
+    lines = (folder / SAMPLES).read_text().splitlines(keepends=True)
+    (folder / SAMPLES).write_text("".join(lines[:5]))
+    later = (folder / SAMPLES).stat().st_mtime + 60
+    os.utime(folder / RESULTS, (later, later))
+    got = load_run(folder).summary
+    assert got.n_chains == 5 and got.raw["partial"]
 
 
 def test_reward_outside_unit_interval_is_an_error_row_naming_task_and_component(tmp_path: Path,

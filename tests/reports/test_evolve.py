@@ -99,15 +99,24 @@ def test_show_marks_an_unfinished_search_partial(evolve_runs, tmp_path, capsys) 
     pid = rows[0]["problem_id"]
     keep = [r for r in rows if not (r["problem_id"] == pid and r["iteration"] == last)]
     (cut / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
+    # another problem lost one of the two children of iteration 1 (killed between them): what it
+    # evaluated in order ends after iteration 0, whatever later iterations hold
+    other = next(r["problem_id"] for r in rows if r["problem_id"] != pid)
+    keep = [r for r in keep if not (r["problem_id"] == other and r["iteration"] == 1 and r["answer_index"] == 1)]
+    (cut / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
+    from reports.evolve import load_evolve
+
+    got = load_evolve(cut)
+    assert got.candidates[other][0].size == 2 and got.candidates[pid][0].size == 6
     assert main(["show", str(cut)]) == 0
     out = capsys.readouterr().out
-    assert "(partial)" in out and "3 finished" in out
+    assert "(partial)" in out and "2 finished" in out
     full = _table(out)[8]
     # at the full budget only the 3 finished problems count: the cut one is unknown, not unsolved
     by_p = {}
     for r in keep:
         by_p.setdefault(r["problem_id"], []).append(r)
-    want = np.mean([any(r["solved"] for r in rs) for p, rs in by_p.items() if p != pid])
+    want = np.mean([any(r["solved"] for r in rs) for p, rs in by_p.items() if p not in (pid, other)])
     assert float(full[0].split("±")[0]) == pytest.approx(want, abs=5e-4)
 
 
@@ -207,6 +216,19 @@ def test_figure_draws_solved_and_best_with_integer_candidate_ticks(evolve_runs) 
     line = axes[1].get_lines()[2]
     assert list(line.get_xdata()) == cur["evolve_best"]["x"]
     assert list(line.get_ydata()) == pytest.approx([_search_truth(runs[1].path, c)[1] for c in range(1, 9)])
+    plt.close(fig)
+    # two candidates: matplotlib alone would tick 0.5, 1.0, 1.5, ...
+    from reports.evolve import EvolveRun
+
+    small = EvolveRun(Path("small"), {}, ["a", "b"], {"a": (np.array([0.1, 0.7]), np.array([0, 1], bool)),
+                                                      "b": (np.array([0.2, 0.3]), np.zeros(2, bool))},
+                      2, "passed", None)
+    fig, axes = plt.subplots(1, 2)
+    draw(axes, [small])
+    fig.canvas.draw()
+    for ax in axes:
+        assert [float(t) for t in ax.get_xticks() if 0.5 <= t <= 2.5] == [1.0, 2.0]
+    assert list(axes[0].get_lines()[0].get_ydata()) == [0.0, 0.5]
     plt.close(fig)
 
 
