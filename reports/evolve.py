@@ -189,6 +189,14 @@ def load_evolve(folder: str | Path, label: str | None = None) -> EvolveRun:
                      label or folder.name)
 
 
+def require_candidates(run: EvolveRun, verb: str) -> EvolveRun:
+    """One line instead of a table or figure of dashes when a search has evaluated nothing yet."""
+    if not any(c[0].size for c in run.candidates.values()):
+        raise ValueError(f"{run.path}: samples.jsonl holds no evaluated candidate yet (nothing searched): "
+                         f"nothing to {verb}")
+    return run
+
+
 # ---------------------------------------------------------------------------------------------------
 # the search's own table
 def budget_table(run: EvolveRun, budgets: Sequence[int] | None = None) -> list[dict[str, Any]]:
@@ -280,6 +288,8 @@ def compare_evolve(runs: Sequence[EvolveRun], budgets: Sequence[int] | None = No
     best scalar at each candidate budget both runs reach, 95% bootstrap CI, win/tie/loss."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
+    for r in runs:
+        require_candidates(r, "compare")
     _check_same(runs)
     cap = min(r.budget for r in runs)
     bs = [c for c in budgets if 1 <= c <= cap] if budgets else candidate_budgets(cap)
@@ -307,6 +317,9 @@ def compare_with_baseline(run: EvolveRun, budgets: Sequence[int] | None = None, 
     paired over problems: the experiment an evolve run exists for."""
     if run.baseline is None:
         raise ValueError(f"{run.path}: no {BASELINE}/ folder (re-run the evolve command without --no-baseline)")
+    require_candidates(run, "compare")
+    if not any(v.size for v in run.baseline.scalars.values()):
+        raise ValueError(f"{run.baseline.path}: no scored sample yet: nothing to compare")
     bs = run.budgets(budgets)
     if not bs:
         raise ValueError(f"--k: none of {list(budgets or [])} is within the run's 1..{run.budget} candidates")

@@ -518,10 +518,10 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     names = list(labels) if labels else [p.name for p in paths]
     from harness.results import check_same_task
-    from reports.evolve import curves as evolve_curves, load_evolve
+    from reports.evolve import curves as evolve_curves, load_evolve, require_candidates
 
     check_same_task(paths)  # one report, one task and split
-    evolve = [load_evolve(p, nm) for nm, p in zip(names, paths) if is_evolve_run(p)]
+    evolve = [require_candidates(load_evolve(p, nm), "report") for nm, p in zip(names, paths) if is_evolve_run(p)]
     views = [_view(_with_rows(load_pools(p)), nm, strategies, seed)
              for nm, p in zip(names, paths) if not is_evolve_run(p)]
     if not views and not evolve:

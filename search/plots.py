@@ -21,15 +21,14 @@ def plot_evolve(runs: Sequence[str | Path], out: str | Path, labels: Sequence[st
     import matplotlib.pyplot as plt
 
     from harness.results import check_same_task
-    from reports.evolve import draw, load_evolve
+    from reports.evolve import draw, load_evolve, require_candidates
 
     if labels is not None and len(labels) != len(runs):
         raise ValueError(f"--labels has {len(labels)} names for {len(runs)} runs")
     check_same_task(runs)
     loaded = [load_evolve(r, labels[i] if labels else None) for i, r in enumerate(runs)]
     for r in loaded:
-        if not any(c[0].size for c in r.candidates.values()):
-            raise ValueError(f"{r.path}: no candidates stored yet (nothing to plot)")
+        require_candidates(r, "plot")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     draw(axes, loaded)
     f = loaded[0].facts

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                   f"resume); {done}", file=sys.stderr)
         elif args.ks:  # other ks: metrics over the stored pools, nothing is sampled
             loaded[i] = replace(r, summary=results_at(r.path, list(args.ks)))
-    evolved = _load_evolve(evolve_paths)
+    evolved = _load_evolve(evolve_paths, alone=len(evolve_paths) == 1 and not loaded)
     if args.json:
         print(json.dumps([r.results for r in loaded] + [_evolve_json(e, args.ks) for e in evolved], indent=2))
         return 0
@@ -109,10 +109,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_evolve(paths: Sequence[str]) -> list[Any]:
-    from reports.evolve import load_evolve
+def _load_evolve(paths: Sequence[str], alone: bool = False) -> list[Any]:
+    from reports.evolve import load_evolve, require_candidates
 
-    return [load_evolve(p) for p in paths]
+    runs = [load_evolve(p) for p in paths]
+    if alone:  # one search that has evaluated nothing: one line, not a table of dashes
+        require_candidates(runs[0], "show")
+    return runs
 
 
 def _evolve_json(run: Any, ks: Sequence[int] | None) -> dict[str, Any]:

@@ -261,3 +261,24 @@ def test_report_shows_search_tables_and_curves_from_rows(evolve_runs, demo_like_
     assert got["evolve"]["solved_vs_candidates"]["mean"] == pytest.approx(res["evolve"]["solved_vs_candidates"]["mean"])
     assert got["baseline"]["best_vs_candidates"]["mean"] == pytest.approx(res["baseline"]["best_vs_candidates"]["mean"])
     assert {(r["metric"], r["k"]) for r in data["evolve_comparison"]["rows"]} >= {("best", 8), ("solved", 1)}
+
+
+def test_empty_or_damaged_search_is_one_line(evolve_runs, tmp_path, capsys) -> None:
+    weak, strong = evolve_runs
+    empty = tmp_path / "empty"
+    shutil.copytree(strong, empty)
+    (empty / "samples.jsonl").write_text("")
+    for args in (["show", str(empty)], ["compare", str(weak), str(empty), "--resamples", "200"],
+                 ["plot", str(empty), "--out", str(tmp_path / "p.png")],
+                 ["report", str(empty), "--out", str(tmp_path / "r.html")]):
+        rc = main(args)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and "no evaluated candidate" in err[0] and str(empty) in err[0], args
+    nan = tmp_path / "nan"
+    shutil.copytree(strong, nan)
+    rows = _rows(nan)
+    rows[4]["scalars"] = [float("nan")]
+    (nan / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rc = main(["show", str(nan)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and f"{nan / 'samples.jsonl'}: line 5: field 'scalars'" in err[0]
