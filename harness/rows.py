@@ -29,22 +29,36 @@ def _show(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _is_str(v: Any) -> bool:
-    return isinstance(v, str)
-
-
-def _is_bool(v: Any) -> bool:
-    return isinstance(v, bool)
-
-
-#: optional fields: the type each must have when present and not null
-_TYPED = {"seed": (_is_int, "an integer"), "prompt_tokens": (_is_int, "an integer"),
-          "completion_tokens": (_is_int, "an integer"), "attempts": (_is_int, "an integer"),
-          "n_unique": (_is_int, "an integer"), "iteration": (_is_int, "an integer"),
-          "answer_index": (_is_int, "an integer"), "of": (_is_int, "an integer"),
-          "latency_s": (_is_num, "a number"), "score_s": (_is_num, "a number"), "error": (_is_str, "a string"),
-          "text": (_is_str, "a string"), "finish_reason": (_is_str, "a string"), "solved": (_is_bool, "true or false")}
+_NONE = type(None)
+#: optional fields: the exact types each may have (bool is not an int here: ``type(True) is bool``)
+_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    **{k: ((int, _NONE), "an integer") for k in ("seed", "prompt_tokens", "completion_tokens", "attempts",
+                                                  "n_unique", "iteration", "answer_index", "of")},
+    **{k: ((int, float, _NONE), "a number") for k in ("latency_s", "score_s")},
+    **{k: ((str, _NONE), "a string") for k in ("error", "text", "finish_reason")},
+    "solved": ((bool, _NONE), "true or false"),
+}
 _INF = float("inf")
+_NUMBERS = {int, float}
+
+
+def _unit_interval(xs: list[Any]) -> bool:
+    """Every entry a finite number in [0, 1]: one sum (NaN and inf make it non-finite) and min/max,
+    not a Python-level loop, so validating a large run costs little next to parsing it."""
+    try:
+        total = sum(xs)
+    except TypeError:
+        return False
+    return total == total and -_INF < total < _INF and (not xs or (min(xs) >= 0.0 and max(xs) <= 1.0)) \
+        and set(map(type, xs)) <= _NUMBERS
+
+
+def _finite(xs: list[Any]) -> bool:
+    try:
+        total = sum(xs)
+    except TypeError:
+        return False
+    return total == total and -_INF < total < _INF and set(map(type, xs)) <= _NUMBERS
 
 
 def _reward_problem(x: Any) -> str:
@@ -69,10 +83,9 @@ def check_row(row: Any) -> str | None:
         return f"field 'problem_id': expected a string, got {_show(row['problem_id'])}"
     if not _is_int(row["chain_index"]) or row["chain_index"] < 0:
         return f"field 'chain_index': expected an integer >= 0, got {_show(row['chain_index'])}"
-    for name, (ok, kind) in _TYPED.items():
-        v = row.get(name)
-        if v is not None and not ok(v):
-            return f"field {name!r}: expected {kind}, got {_show(v)}"
+    for name, (types, kind) in _TYPES.items():
+        if type(row.get(name)) not in types:
+            return f"field {name!r}: expected {kind}, got {_show(row[name])}"
     lists = {}
     for name in ("answers", "rewards", "scalars", "passed"):
         v = row.get(name, [])
@@ -84,16 +97,16 @@ def check_row(row: Any) -> str | None:
     for i, r in enumerate(lists["rewards"], 1):
         if not isinstance(r, list):
             return f"field 'rewards': answer {i}: expected a list of numbers, got {_show(r)}"
-        if not all(_is_num(x) and 0.0 <= x <= 1.0 for x in r):  # NaN fails both comparisons
+        if not _unit_interval(r):
             j, x = next((j, x) for j, x in enumerate(r, 1) if not (_is_num(x) and 0.0 <= x <= 1.0))
             return (f"field 'rewards': answer {i}, component {j} is {_show(x)} ({_reward_problem(x)}; a reward is "
                     "a finite number in [0, 1])")
-    for i, x in enumerate(lists["scalars"], 1):
-        if not _is_num(x) or x != x or abs(x) == _INF:
-            return f"field 'scalars': answer {i} is {_show(x)} (a task scalar is a finite number)"
-    for i, x in enumerate(lists["passed"], 1):
-        if not isinstance(x, bool):
-            return f"field 'passed': answer {i} is {_show(x)} (expected true or false)"
+    if not _finite(lists["scalars"]):
+        i, x = next((i, x) for i, x in enumerate(lists["scalars"], 1) if not _finite([x]))
+        return f"field 'scalars': answer {i} is {_show(x)} (a task scalar is a finite number)"
+    if not set(map(type, lists["passed"])) <= {bool}:
+        i, x = next((i, x) for i, x in enumerate(lists["passed"], 1) if type(x) is not bool)
+        return f"field 'passed': answer {i} is {_show(x)} (expected true or false)"
     if not row.get("error"):
         sizes = {k: len(v) for k, v in lists.items() if k in row}
         if len(set(sizes.values())) > 1:
