@@ -352,6 +352,9 @@ def refuse_mixed(paths: Sequence[str | Path], verb: str) -> None:
         return
     e, s = evo[0], samp[0]
     has = (e / BASELINE / CONFIG).is_file()
+    if has and s.resolve() == (e / BASELINE).resolve():
+        raise ValueError(f"{s} is the plain-sampling baseline of the evolve run {e}: compare the two alone "
+                         f"(vpo compare {s} {e}) for the search minus sampling at each candidate budget")
     hint = (f"{verb} {s} with {e / BASELINE} (plain sampling of the evolve run's model at the same candidate "
             f"budget) instead" if has else
             f"{e} has no {BASELINE}/ folder to {verb} {s} with: re-run its vpo evolve command without --no-baseline")
