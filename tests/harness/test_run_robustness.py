@@ -280,6 +280,17 @@ def test_results_older_than_samples_are_recomputed_and_marked_partial(tmp_path: 
     os.utime(folder / RESULTS, (later, later))
     got = load_run(folder).summary
     assert got.n_chains == 5 and got.raw["partial"]
+    # every row still there (a results.json of an older version, its file time behind the rows'):
+    # recomputed from the same rows, not called partial
+    touched = tmp_path / "touched"
+    shutil.copytree(full, touched)
+    res = json.loads((touched / RESULTS).read_text())
+    res.pop("samples_bytes", None)
+    (touched / RESULTS).write_text(json.dumps(res))
+    os.utime(touched / RESULTS, (later - 3600, later - 3600))
+    assert main(["show", str(touched), "--select", ""]) == 0
+    row = capsys.readouterr().out.split("\n")[1].split()
+    assert row[:2] == ["touched", "(recomputed)"] and row[2:] == old
 
 
 def test_reward_outside_unit_interval_is_an_error_row_naming_task_and_component(tmp_path: Path,
