@@ -119,18 +119,21 @@ def _load_evolve(paths: Sequence[str], alone: bool = False) -> list[Any]:
 
 
 def _evolve_json(run: Any, ks: Sequence[int] | None) -> dict[str, Any]:
-    """results.json of an evolve run (when written) with the budget table computed from its rows."""
+    """results.json of an evolve run (when written, and computed from the rows now stored) with the
+    budget table computed from its rows."""
+    from harness.results import results_stale
     from harness.store import RESULTS
-
-    path = Path(run.path) / RESULTS
-    try:
-        base = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except ValueError:
-        base = {}
     from reports.evolve import budget_table
 
-    return {**base, "kind": "evolve", "path": str(run.path), "partial": run.partial,
-            "solved_definition": run.solved_definition, "budgets": budget_table(run, ks)}
+    path = Path(run.path) / RESULTS
+    stale = results_stale(run.path)
+    try:
+        base = json.loads(path.read_text(encoding="utf-8")) if path.is_file() and not stale else {}
+    except ValueError:
+        base = {}
+    return {**(base if isinstance(base, dict) else {}), "kind": "evolve", "path": str(run.path),
+            "partial": run.partial, "stale_results": stale, "solved_definition": run.solved_definition,
+            "budgets": budget_table(run, ks)}
 
 
 def format_events(folder: str | Path) -> list[str]:
