@@ -44,15 +44,10 @@ class RunView:
 
 def is_evolve_run(folder: Path) -> bool:
     """Evolve runs (`vpo evolve`) say ``kind: evolve`` in config.json (top level or identity) or in
-    results.json."""
-    for name in ("config.json", "results.json"):
-        try:
-            d = json.loads((folder / name).read_text())
-        except (OSError, ValueError):
-            continue
-        if "evolve" in (d.get("kind"), (d.get("identity") or {}).get("kind")):
-            return True
-    return False
+    results.json (harness.results.run_kind, the one definition)."""
+    from harness.results import run_kind
+
+    return run_kind(folder) == "evolve"
 
 
 def _with_rows(pools: RunPools) -> RunPools:

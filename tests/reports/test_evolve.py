@@ -147,13 +147,28 @@ def test_compare_two_searches_pairs_solved_and_best_at_each_budget(evolve_runs, 
     assert json.loads(capsys.readouterr().out) == got
 
 
+def test_compare_refuses_searches_under_other_reward_modes(evolve_runs, tmp_path, capsys) -> None:
+    weak, strong = evolve_runs
+    other = tmp_path / "linear"
+    shutil.copytree(strong, other)
+    cfg = json.loads((other / "config.json").read_text())
+    mine = cfg["identity"]["task_info"]["options"]["reward_mode"]
+    cfg["identity"]["task"]["options"]["reward_mode"] = theirs = "linear" if mine != "linear" else "convex_bonus"
+    (other / "config.json").write_text(json.dumps(cfg))
+    rc = main(["compare", str(weak), str(other), "--resamples", "200"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and f"reward_mode: {mine!r} vs {theirs!r}" in err[0]
+
+
 def test_compare_a_search_with_its_own_baseline(evolve_runs, capsys) -> None:
     _, strong = evolve_runs
     assert main(["compare", str(strong / "baseline"), str(strong), "--resamples", "300", "--json"]) == 0
     rows = {(r["metric"], r["k"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert set(rows) == {(m, c) for m in ("solved", "best") for c in (1, 2, 4, 8)}
     r = rows[("solved", 2)]
     assert r["baseline_mean"] == pytest.approx(_sampling_truth(strong, 2))
     assert r["run_mean"] == pytest.approx(_search_truth(strong, 2)[0])
+    assert rows[("best", 4)]["run_mean"] == pytest.approx(_search_truth(strong, 4)[1])
 
 
 def test_compare_sampling_run_with_search_is_refused_naming_the_baseline(evolve_runs, demo_like_runs,
