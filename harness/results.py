@@ -73,23 +73,28 @@ class RunResults:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RunResults":
+        """Raises ValueError naming the field (``"field 'metrics.best@4': ..."``) when one has the wrong type."""
+        if not isinstance(d, dict):
+            raise ValueError(f"expected a JSON object, got {type(d).__name__}")
         mt = d.get("metrics") or {}
+        if not isinstance(mt, dict):
+            raise ValueError(f"field 'metrics': expected an object, got {type(mt).__name__}")
         best: dict[int, Estimate] = {}
         pass_at: dict[int, Estimate] = {}
         for key, val in mt.items():
             name, _, k = key.partition("@")
             if k.isdigit() and isinstance(val, dict):
-                {"best": best, "pass": pass_at}.get(name, {})[int(k)] = Estimate.from_dict(val)
+                {"best": best, "pass": pass_at}.get(name, {})[int(k)] = _estimate(val, f"metrics.{key}")
         pass_all, cover = _new_metrics(mt)
         return cls(
             task=str(d.get("task", "?")), model=str(d.get("model", "?")), split=str(d.get("split", "?")),
-            m=int(d.get("m") or 1), n=int(d.get("n") or 0), best=dict(sorted(best.items())),
+            m=_count(d, "m", 1), n=_count(d, "n", 0), best=dict(sorted(best.items())),
             pass_at=dict(sorted(pass_at.items())), pass_all=pass_all, cover=cover,
             best_vs_tokens=mt.get("best_vs_tokens") if isinstance(mt.get("best_vs_tokens"), dict) else None,
-            summary={k: Estimate.from_dict(mt[k]) for k in SUMMARY_METRICS if isinstance(mt.get(k), dict)},
+            summary={k: _estimate(mt[k], f"metrics.{k}") for k in SUMMARY_METRICS if isinstance(mt.get(k), dict)},
             components=dict(mt.get("components") or {}), spread=dict(mt.get("spread") or {}),
-            n_problems=int(mt.get("n_problems") or 0), n_candidates=int(mt.get("n_candidates") or 0),
-            n_chains=int(d.get("n_chains") or 0), n_errors=int(d.get("n_errors") or 0),
+            n_problems=_count(mt, "n_problems", 0, "metrics."), n_candidates=_count(mt, "n_candidates", 0, "metrics."),
+            n_chains=_count(d, "n_chains", 0), n_errors=_count(d, "n_errors", 0),
             mean_completion_tokens=d.get("mean_completion_tokens"), raw=d,
         )
 
@@ -102,13 +107,31 @@ def _new_metrics(mt: dict[str, Any]) -> tuple[dict[int, Estimate], dict[float, E
         if not isinstance(val, dict):
             continue
         if key.startswith("pass^") and key[5:].isdigit():
-            pass_all[int(key[5:])] = Estimate.from_dict(val)
+            pass_all[int(key[5:])] = _estimate(val, f"metrics.{key}")
         elif key.startswith("cover@"):
             try:
-                cover[float(key[6:])] = Estimate.from_dict(val)
+                tau = float(key[6:])
             except ValueError:
                 continue
+            cover[tau] = _estimate(val, f"metrics.{key}")
     return dict(sorted(pass_all.items())), dict(sorted(cover.items()))
+
+
+def _count(d: dict[str, Any], key: str, default: int, prefix: str = "") -> int:
+    """An integer field of a record (null or absent: ``default``); another type names the field."""
+    v = d.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        raise ValueError(f"field '{prefix}{key}': expected an integer, got {v!r}")
+    return int(v)
+
+
+def _estimate(val: dict[str, Any], where: str) -> Estimate:
+    try:
+        return Estimate.from_dict(val)
+    except (TypeError, ValueError):
+        raise ValueError(f"field {where!r}: expected {{mean, stderr, n}} numbers, got {val!r}") from None
 
 
 def read_results(folder: str | Path) -> RunResults | None:
@@ -117,9 +140,31 @@ def read_results(folder: str | Path) -> RunResults | None:
     if not path.exists():
         return None
     try:
-        return RunResults.from_json(json.loads(path.read_text(encoding="utf-8")))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunStoreError(f"{path}: not valid JSON ({exc}); re-run the run's command to rewrite it") from exc
+    try:
+        return RunResults.from_json(data)
+    except ValueError as exc:
+        raise RunStoreError(f"{path}: {exc}; re-run the run's command to rewrite it") from None
+
+
+def results_stale(folder: str | Path) -> bool:
+    """results.json exists but was not computed from the samples.jsonl now on disk: it records the
+    size it was computed from (``samples_bytes``) and the file has another, or (written before that
+    field) it is older than samples.jsonl. Its metrics are then ignored and recomputed from the rows."""
+    from harness.store import SAMPLES, SAMPLES_BYTES
+
+    res, samples = Path(folder) / RESULTS, Path(folder) / SAMPLES
+    if not res.is_file() or not samples.is_file():
+        return False
+    try:
+        recorded = json.loads(res.read_text(encoding="utf-8")).get(SAMPLES_BYTES)
+    except (OSError, ValueError, AttributeError):
+        return False  # unreadable: read_results says so
+    if recorded is not None:
+        return recorded != samples.stat().st_size
+    return res.stat().st_mtime < samples.stat().st_mtime
 
 
 def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, ks: list[int],
@@ -164,11 +209,18 @@ def results_at(folder: str | Path, ks: list[int] | None = None,
     ident = config.get("identity")
     if config.get("kind") == "evolve" or not isinstance(ident, dict):
         return base
+    stale = base is not None and results_stale(folder)
+    if stale:  # computed from other rows than those on disk: recomputed below, never shown
+        base = None
     rows = latest_rows(folder)
     if base is None and not rows:
         return None
     samp = ident.get("sampling") or {}
-    n, m = int(samp.get("n") or 1), int(samp.get("m") or 1)
+    where = f"{Path(folder) / CONFIG}: identity.sampling"
+    try:
+        n, m = _count(samp, "n", 1) or 1, _count(samp, "m", 1) or 1
+    except ValueError as exc:
+        raise RunStoreError(f"{where}: {exc}") from None
     ks = list(ks) if ks else [k for k in recorded_ks(config) if 1 <= k <= n * m]
     names = list(ident.get("components") or [])
     ids = (ident.get("problems") or {}).get("ids") or list(dict.fromkeys(r["problem_id"] for r in rows))
@@ -178,9 +230,12 @@ def results_at(folder: str | Path, ks: list[int] | None = None,
     if base is not None:
         return RunResults.from_json({**base.raw, "metrics": summary})
     task, model = ident.get("task") or {}, ident.get("model") or {}
+    # a stale results.json over every chain the run asks for was recomputed, not cut short
+    have = {(r["problem_id"], r["chain_index"]) for r in rows}
+    complete = all((p, c) in have for p in ids for c in range(n))
     return RunResults.from_json({"task": task.get("name"), "split": task.get("split"), "model": model.get("spec"),
                                  "m": m, "n": n, "metrics": summary, "n_chains": len(rows), "n_errors": n_errors,
-                                 "partial": True})
+                                 "partial": not (stale and complete), "stale_results": stale})
 
 
 @dataclass
@@ -226,6 +281,8 @@ def load_run(path: str | Path) -> LoadedRun:
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
     config = RunStore(folder).read_config()  # a broken config.json is one line naming it
     summary = read_results(folder)
+    if summary is not None and results_stale(folder):  # metrics of other rows: recomputed from these
+        summary = results_at(folder)
     rows = [_arrow_safe(r) for r in latest_rows(folder)]
     chains = pd.DataFrame(rows)
     names = config.get("components") or (config.get("identity") or {}).get("components") or []
@@ -240,3 +297,44 @@ def load_run(path: str | Path) -> LoadedRun:
                 c[nm] = v
             cand_rows.append(c)
     return LoadedRun(folder, config, summary, chains, pd.DataFrame(cand_rows))
+
+
+# ---------------------------------------------------------------------------------------------------
+# what kind of run a folder holds, and whether several can share one figure
+def run_kind(folder: str | Path) -> str:
+    """``"evolve"`` for a `vpo evolve` folder (config.json says so at the top or in its identity, or
+    its results.json does), else ``"run"``."""
+    for name in (CONFIG, RESULTS):
+        try:
+            d = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(d, dict) and "evolve" in (d.get("kind"), (d.get("identity") or {}).get("kind")
+                                                 if isinstance(d.get("identity"), dict) else None):
+            return "evolve"
+    return "run"
+
+
+def task_and_split(config: dict[str, Any]) -> dict[str, Any]:
+    """``{"task": ..., "split": ...}`` of a config.json record, nested or flat (None where unrecorded)."""
+    ident = config.get("identity")
+    if isinstance(ident, dict) and isinstance(ident.get("task"), dict):
+        return {"task": ident["task"].get("name"), "split": ident["task"].get("split")}
+    return {"task": config.get("task"), "split": config.get("split")}
+
+
+def check_same_task(folders: Sequence[str | Path]) -> None:
+    """Refuse run folders of different tasks or splits with one line naming the fields that differ
+    (a figure of a Maze run and a LiveCodeBench run under one title reads as one experiment)."""
+    facts = []
+    for f in folders:
+        if not (Path(f) / CONFIG).is_file():
+            raise RunStoreError(f"{f}: not a run folder (no {CONFIG})")
+        facts.append((Path(f), task_and_split(RunStore(f).read_config())))
+    first, base = facts[0]
+    for path, other in facts[1:]:
+        diff = [k for k in ("task", "split") if base[k] is not None and other[k] is not None and base[k] != other[k]]
+        if diff:
+            detail = ", ".join(f"{k}: {base[k]!r} vs {other[k]!r}" for k in diff)
+            raise ValueError(f"{first} and {path} are runs of different {' and '.join(diff)} ({detail}); "
+                             "put runs of one task and split in one figure or report")

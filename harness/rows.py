@@ -16,6 +16,105 @@ class RowError(ValueError):
     """A samples.jsonl row that does not follow the schema."""
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_NONE = type(None)
+#: optional fields: the exact types each may have (bool is not an int here: ``type(True) is bool``)
+_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    **{k: ((int, _NONE), "an integer") for k in ("seed", "prompt_tokens", "completion_tokens", "attempts",
+                                                  "n_unique", "iteration", "answer_index", "of")},
+    **{k: ((int, float, _NONE), "a number") for k in ("latency_s", "score_s")},
+    **{k: ((str, _NONE), "a string") for k in ("error", "text", "finish_reason")},
+    "solved": ((bool, _NONE), "true or false"),
+}
+_INF = float("inf")
+_NUMBERS = {int, float}
+
+
+def _unit_interval(xs: list[Any]) -> bool:
+    """Every entry a finite number in [0, 1]: one sum (NaN and inf make it non-finite) and min/max,
+    not a Python-level loop, so validating a large run costs little next to parsing it."""
+    try:
+        total = sum(xs)
+    except TypeError:
+        return False
+    return total == total and -_INF < total < _INF and (not xs or (min(xs) >= 0.0 and max(xs) <= 1.0)) \
+        and set(map(type, xs)) <= _NUMBERS
+
+
+def _finite(xs: list[Any]) -> bool:
+    try:
+        total = sum(xs)
+    except TypeError:
+        return False
+    return total == total and -_INF < total < _INF and set(map(type, xs)) <= _NUMBERS
+
+
+def _reward_problem(x: Any) -> str:
+    if not _is_num(x):
+        return "not a number"
+    return "not finite" if x != x or abs(x) == _INF else "outside [0, 1]"
+
+
+def check_row(row: Any) -> str | None:
+    """What is wrong with a stored row, as ``"field 'x': ..."``, or None when it follows the schema.
+
+    Readers call it on every row they load, so a damaged or hand-edited samples.jsonl is refused at
+    the line that is wrong instead of turning into a traceback or a silently wrong metric: NaN and inf
+    rewards (JSON reads them as numbers), a reward outside [0, 1], lists of different lengths (zip
+    would drop the tail), and wrong-typed fields."""
+    if not isinstance(row, dict):
+        return f"expected a JSON object, got {type(row).__name__}"
+    for name in _REQUIRED:
+        if name not in row:
+            return f"missing field {name!r}"
+    if not isinstance(row["problem_id"], str):
+        return f"field 'problem_id': expected a string, got {_show(row['problem_id'])}"
+    if not _is_int(row["chain_index"]) or row["chain_index"] < 0:
+        return f"field 'chain_index': expected an integer >= 0, got {_show(row['chain_index'])}"
+    for name, (types, kind) in _TYPES.items():
+        if type(row.get(name)) not in types:
+            return f"field {name!r}: expected {kind}, got {_show(row[name])}"
+    lists = {}
+    for name in ("answers", "rewards", "scalars", "passed"):
+        v = row.get(name, [])
+        if v is None and row.get("error"):
+            v = []
+        if not isinstance(v, list):
+            return f"field {name!r}: expected a list, got {_show(v)}"
+        lists[name] = v
+    for i, r in enumerate(lists["rewards"], 1):
+        if not isinstance(r, list):
+            return f"field 'rewards': answer {i}: expected a list of numbers, got {_show(r)}"
+        if not _unit_interval(r):
+            j, x = next((j, x) for j, x in enumerate(r, 1) if not (_is_num(x) and 0.0 <= x <= 1.0))
+            return (f"field 'rewards': answer {i}, component {j} is {_show(x)} ({_reward_problem(x)}; a reward is "
+                    "a finite number in [0, 1])")
+    if not _finite(lists["scalars"]):
+        i, x = next((i, x) for i, x in enumerate(lists["scalars"], 1) if not _finite([x]))
+        return f"field 'scalars': answer {i} is {_show(x)} (a task scalar is a finite number)"
+    if not set(map(type, lists["passed"])) <= {bool}:
+        i, x = next((i, x) for i, x in enumerate(lists["passed"], 1) if type(x) is not bool)
+        return f"field 'passed': answer {i} is {_show(x)} (expected true or false)"
+    if not row.get("error"):
+        sizes = {k: len(v) for k, v in lists.items() if k in row}
+        if len(set(sizes.values())) > 1:
+            return "fields " + ", ".join(f"{k!r} ({n})" for k, n in sizes.items()) + \
+                " have different lengths: one entry per answer in each"
+    return None
+
+
 @dataclass
 class ChainRow:
     """One chain: the generation's metadata, its parsed answers and one reward vector per answer.
@@ -67,9 +166,9 @@ class ChainRow:
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> "ChainRow":
-        missing = [k for k in _REQUIRED if k not in row]
-        if missing:
-            raise RowError(f"missing field {missing[0]!r}")
+        problem = check_row(row)
+        if problem:
+            raise RowError(problem)
         known = {f.name for f in fields(cls)} - {"other"}
         kw = {k: v for k, v in row.items() if k in known}
         kw["chain_index"] = int(kw["chain_index"])

@@ -216,6 +216,8 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         try:
             executor.start(scorer)
             store.record_backend(executor.describe_backend())
+            if hasattr(executor, "on_event"):  # Ray replica losses and restarts go into config.json
+                executor.on_event = store.append_event
             live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
             if hasattr(live, "on_tokens") and ex.progress:
                 bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",

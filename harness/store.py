@@ -14,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -22,6 +23,7 @@ import numpy as np
 
 from harness.config import NOT_IDENTITY
 from harness.models import identity_args
+from harness.rows import check_row
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
 #: results.json field: the size of samples.jsonl the metrics were computed from (stale when it differs)
@@ -33,6 +35,10 @@ IDENTITY = "identity"
 
 class RunStoreError(RuntimeError):
     pass
+
+
+#: config.json is rewritten whole; events may come from a dispatch thread while the main one records
+_EVENT_LOCK = threading.Lock()
 
 
 def _json_default(o: Any) -> Any:
@@ -190,6 +196,31 @@ class RunStore:
             seen.append(description)
             write_json_atomic(self.folder / CONFIG, cfg)
 
+    def append_event(self, event: dict[str, Any]) -> None:
+        """Add one execution event (a Ray replica lost, a replacement started) to config.json's
+        ``execution.events``, stamped with the UTC time, as one atomic rewrite: a run killed right
+        after still says what happened to it. Not part of the identity, so a resume keeps the list."""
+        import datetime as _dt
+
+        stamped = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **event}
+        with _EVENT_LOCK:
+            cfg = self.read_config()
+            ex = cfg.get("execution")
+            if not isinstance(ex, dict):
+                ex = cfg["execution"] = {} if ex is None else {"value": ex}
+            events = ex.get("events")
+            ex["events"] = (list(events) if isinstance(events, list) else []) + [stamped]
+            write_json_atomic(self.folder / CONFIG, cfg)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The execution events config.json records (oldest first); [] when none."""
+        try:
+            ex = self.read_config().get("execution")
+        except OSError:
+            return []
+        events = ex.get("events") if isinstance(ex, dict) else None
+        return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+
     # ---- samples ----------------------------------------------------------------------------------
     def repair(self) -> int:
         """Cut a partial last line left by a crash; returns the number of bytes dropped."""
@@ -316,9 +347,9 @@ def iter_samples(path: Path) -> Iterable[dict[str, Any]]:
                 raise RunStoreError(f"{path}: line {lineno}: not valid UTF-8 (byte {exc.start})") from exc
             except json.JSONDecodeError as exc:
                 raise RunStoreError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from exc
-            for field in ("problem_id", "chain_index"):
-                if field not in row:
-                    raise RunStoreError(f"{path}: line {lineno}: missing field {field!r}")
+            problem = check_row(row)
+            if problem:
+                raise RunStoreError(f"{path}: line {lineno}: {problem}")
             yield row
 
 

@@ -44,15 +44,25 @@ class RunView:
 
 def is_evolve_run(folder: Path) -> bool:
     """Evolve runs (`vpo evolve`) say ``kind: evolve`` in config.json (top level or identity) or in
-    results.json."""
-    for name in ("config.json", "results.json"):
-        try:
-            d = json.loads((folder / name).read_text())
-        except (OSError, ValueError):
-            continue
-        if "evolve" in (d.get("kind"), (d.get("identity") or {}).get("kind")):
-            return True
-    return False
+    results.json (harness.results.run_kind, the one definition)."""
+    from harness.results import run_kind
+
+    return run_kind(folder) == "evolve"
+
+
+def _with_rows(pools: RunPools) -> RunPools:
+    """A run the report can read: one with scored candidates (an empty or all-failed run is one line)."""
+    if not pools.problem_ids:
+        raise ValueError(f"{pools.path}: samples.jsonl holds no rows yet (nothing sampled): nothing to report")
+    if not any(s.size for s in pools.scalars):
+        raise ValueError(f"{pools.path}: every chain failed ({pools.n_errors} error rows, no scored candidate): "
+                         "nothing to report; re-run with --retry-errors")
+    empty = [p for p, s in zip(pools.problem_ids, pools.scalars) if not s.size]
+    if empty:
+        raise ValueError(f"{pools.path}: problem {empty[0]} has no scored candidate (every chain failed"
+                         f"{f'; {len(empty)} such problems' if len(empty) > 1 else ''}), so no k fits every "
+                         "pool; re-run with --retry-errors")
+    return pools
 
 
 def _view(pools: RunPools, label: str, strategies: Sequence[str], seed: int) -> RunView:
@@ -368,37 +378,56 @@ def _projection_note(projection: str | None) -> str:
             "of a row; --projection pca for principal components")
 
 
-def fig_evolve(results: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
-    """Evolve runs: fraction solved vs iteration and vs candidates evaluated (with the plain-sampling
-    baseline at the same candidate budget when the run has one)."""
-    items = [(lab, r) for lab, r in results if isinstance(r.get("evolve"), dict)]
-    if not items:
+def fig_evolve(runs: Sequence[Any]) -> str | None:
+    """Evolve runs (reports.evolve.EvolveRun): fraction solved and best task scalar vs candidates
+    evaluated, plain sampling of the same model at the same budget dashed; integer candidate ticks."""
+    from reports.evolve import draw
+
+    if not runs:
         return None
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.6))
-    for i, (lab, res) in enumerate(items):
-        for ax, key, xl in ((axes[0], "solved_vs_iteration", "iteration"),
-                            (axes[1], "solved_vs_candidates", "candidates evaluated per problem")):
-            cur = res["evolve"].get(key) or {}
-            x, m, s = (np.asarray(cur.get(f, []), dtype=float) for f in ("x", "mean", "stderr"))
-            if x.size:
-                ax.plot(x, m, color=f"C{i}", label=f"{lab} (evolve)")
-                ax.fill_between(x, m - s, m + s, color=f"C{i}", alpha=0.2, lw=0)
-            ax.set_xlabel(xl)
-            ax.xaxis.set_major_locator(plt.matplotlib.ticker.MaxNLocator(integer=True))
-            ax.set_ylabel("fraction of problems solved")
-            ax.grid(alpha=0.3)
-        base = ((res.get("baseline") or {}).get("solved_vs_candidates")) or {}
-        x, m, s = (np.asarray(base.get(f, []), dtype=float) for f in ("x", "mean", "stderr"))
-        if x.size:
-            axes[1].plot(x, m, ls="--", color=f"C{i}", label=f"{lab} (plain sampling)")
-            axes[1].fill_between(x, m - s, m + s, color=f"C{i}", alpha=0.1, lw=0)
-    axes[0].set_title("solved vs iteration", fontsize=10)
-    axes[1].set_title("solved vs candidates (same budget)", fontsize=10)
-    for ax in axes:
-        ax.legend(fontsize=8)
+    draw(axes, runs)
     fig.tight_layout()
     return _png(fig)
+
+
+def evolve_tables(runs: Sequence[Any], resamples: int, seed: int) -> tuple[str, dict[str, Any]]:
+    """Per evolve run, its budget table next to plain sampling and the paired search-minus-sampling
+    differences; with several runs, each against the first at equal budgets. Returns HTML and data."""
+    from reports.evolve import budget_table, compare_evolve, compare_with_baseline
+
+    parts, data = [], {}
+    cell = lambda e: f"{_num(e['mean'])}±{_num(e['stderr'])}" if e and e.get("n") else "-"  # noqa: E731
+    for i, run in enumerate(runs):
+        table = budget_table(run)
+        rows = [[str(r["candidates"]), cell(r["solved"]), cell(r.get("baseline_solved")), cell(r["best"]),
+                 cell(r.get("baseline_best"))] for r in table]
+        f = run.facts
+        parts.append(f"<h3>{_esc(run.label)}{' (partial)' if run.partial else ''}</h3><p class='note'>"
+                     f"{_esc(f.get('model'))}, prompt {_esc(f.get('prompt_mode'))}, m={_esc(f.get('m'))}, "
+                     f"{_esc(f.get('iterations'))} iterations = {run.budget} candidates per problem, "
+                     f"{len(run.problem_ids)} problems; solved = {_esc(run.solved_definition)}; sampling: "
+                     + (_esc(str(run.baseline.path)) if run.baseline else "none (no baseline/ folder)") + "</p>"
+                     + _table(f"evolve-{i}", ["candidates", "solved (evolve)", "solved (sampling)", "best (evolve)",
+                                              "best (sampling)"], rows, left=0))
+        if run.baseline is not None:
+            comp = compare_with_baseline(run, resamples=resamples, seed=seed)
+            parts.append("<p class='note'>Search minus plain sampling, paired over problems:</p>"
+                         + comparison_table(comp).replace('id="comparison"', f'id="evolve-vs-sampling-{i}"'))
+        data[run.label] = {"budgets": table}
+    if len(runs) >= 2:
+        try:
+            comp = compare_evolve(runs, resamples=resamples, seed=seed)
+        except ValueError as exc:
+            parts.append(f"<p class='note'>No paired comparison of the searches: {_esc(exc)}</p>")
+        else:
+            parts.append(f"<h3>Searches against {_esc(runs[0].label)}</h3><p class='note'>Run minus "
+                         f"{_esc(runs[0].label)} at each candidate budget, paired over shared problems, 95% "
+                         f"bootstrap interval ({comp.resamples} resamples, seed {comp.seed}).</p>"
+                         + comparison_table(comp).replace('id="comparison"', 'id="evolve-comparison"'))
+            data["comparison"] = json.loads(json.dumps(comp.as_dict(), default=float).replace("NaN", "null"))
+    return "".join(parts), data
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -586,9 +615,12 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     names = list(labels) if labels else [p.name for p in paths]
-    evolve = [(nm, json.loads((p / "results.json").read_text()))
-              for nm, p in zip(names, paths) if is_evolve_run(p) and (p / "results.json").exists()]
-    views = [_view(load_pools(p), nm, strategies, seed)
+    from harness.results import check_same_task
+    from reports.evolve import curves as evolve_curves, load_evolve, require_candidates
+
+    check_same_task(paths)  # one report, one task and split
+    evolve = [require_candidates(load_evolve(p, nm), "report") for nm, p in zip(names, paths) if is_evolve_run(p)]
+    views = [_view(_with_rows(load_pools(p)), nm, strategies, seed)
              for nm, p in zip(names, paths) if not is_evolve_run(p)]
     if not views and not evolve:
         raise ValueError("no runs to report")
@@ -653,16 +685,29 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
                                  "metrics": {k: [None if x != x else round(float(x), 6) for x in arr]
                                              for k, arr in v.per_problem.items()}})
     if evolve:
-        sections.append("<h2>Evolutionary search</h2>" + (
-            _img(fig_evolve(evolve), "evolve curves") or "<p class='note'>No curves in these evolve runs.</p>"))
-        for nm, res in evolve:
-            data["runs"].append({"label": nm, "kind": "evolve", "evolve": res.get("evolve"),
-                                 "baseline": res.get("baseline")})
+        tables, evo_data = evolve_tables(evolve, resamples, seed)
+        sections.append("<h2>Evolutionary search</h2><p class='note'>Solved and best task scalar vs candidates "
+                        "evaluated per problem (computed from the stored rows), the search solid and plain "
+                        "sampling of the same model at the same budget dashed; bands ±1 standard error over "
+                        "problems.</p>" + _img(fig_evolve(evolve), "evolve curves") + tables)
+        if "comparison" in evo_data:
+            data["evolve_comparison"] = evo_data.pop("comparison")
+        for run in evolve:
+            cur = evolve_curves(run)
+            rnd = lambda c: {"x": c["x"], "mean": [None if v != v else round(v, 6) for v in c["mean"]],  # noqa: E731
+                             "stderr": [None if v != v else round(v, 6) for v in c["stderr"]]}
+            data["runs"].append({
+                "label": run.label, "kind": "evolve", "path": str(run.path), "partial": run.partial,
+                "budgets": evo_data[run.label]["budgets"],
+                "evolve": {"solved_vs_candidates": rnd(cur["evolve_solved"]),
+                           "best_vs_candidates": rnd(cur["evolve_best"])},
+                "baseline": {"solved_vs_candidates": rnd(cur["sampling_solved"]),
+                             "best_vs_candidates": rnd(cur["sampling_best"])} if "sampling_solved" in cur else None})
     prov = "".join(f"<details open><summary>{_esc(v.label)}</summary>{provenance(v, i)}</details>" for i, v in enumerate(views))
-    prov += "".join(f"<details><summary>{_esc(nm)} (evolve)</summary><pre>{_esc(json.dumps(res.get('config'), indent=1))}"
-                    "</pre></details>" for nm, res in evolve)
+    prov += "".join(f"<details><summary>{_esc(run.label)} (evolve)</summary><pre>"
+                    f"{_esc(json.dumps(run.facts, indent=1, default=str))}</pre></details>" for run in evolve)
     sections.append("<h2>Provenance</h2>" + prov)
-    title = title or "vpo report: " + ", ".join([v.label for v in views] + [nm for nm, _ in evolve])
+    title = title or "vpo report: " + ", ".join([v.label for v in views] + [run.label for run in evolve])
     doc = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
            f"<style>{_CSS}</style><script>{_JS}</script></head><body>"
            f"<h1>{_esc(title)}</h1><p class='note'>Generated {_esc(data['generated'])} by vpo-harness. Self-contained: "

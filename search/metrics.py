@@ -98,3 +98,77 @@ def baseline_curves(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
     best_vals = np.stack([best[c] for c in xs], axis=1) if xs else np.zeros((len(arr), 0))
     return {"solved_vs_candidates": sampling_curve(arr, xs), "best_vs_candidates": _curve(best_vals, xs), "pool": n,
             "solved": mean_se([float(a.any()) for a in arr]).as_dict()}
+
+
+# ---------------------------------------------------------------------------------------------------
+# budget tables, from the stored rows (an old or stale results.json plays no part)
+def candidate_budgets(total: int) -> list[int]:
+    """The candidate budgets a table reads: powers of two below ``total``, and ``total`` itself."""
+    total = int(total)
+    out = [1 << i for i in range(max(total, 1).bit_length()) if 1 << i < total]
+    return out + [total] if total >= 1 else []
+
+
+def evolve_candidates(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
+                      iterations: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per problem, (scalars, solved flags) of its candidates in evaluation order (iteration, then
+    answer index), over the leading run of complete iterations only: a budget of c candidates must
+    mean the first c the search evaluated, so an iteration missing in the middle (a crash, or later
+    iterations finished first when several are in flight) ends what is known."""
+    by_it: dict[str, dict[int, dict[int, dict[str, Any]]]] = {p: {} for p in problem_ids}
+    for r in rows:
+        pid = r["problem_id"]
+        if pid not in by_it or r.get("error") or "iteration" not in r:
+            continue
+        it = int(r["iteration"])
+        if iterations is not None and it > iterations:
+            continue
+        by_it[pid].setdefault(it, {})[int(r.get("answer_index", 0))] = r  # later rows win
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for pid, its in by_it.items():
+        sc: list[float] = []
+        ok: list[bool] = []
+        it = 0
+        while it in its:
+            ch = its[it]
+            of = int(next(iter(ch.values())).get("of", len(ch)))
+            if len(ch) != of:
+                break
+            for j in sorted(ch):
+                sc.append(float(ch[j]["scalars"][0]))
+                ok.append(bool(ch[j].get("solved")))
+            it += 1
+        out[pid] = (np.asarray(sc, dtype=float), np.asarray(ok, dtype=bool))
+    return out
+
+
+def evolve_at_budgets(cands: dict[str, tuple[np.ndarray, np.ndarray]], problem_ids: Sequence[str],
+                      budgets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(solved, best): (P, len(budgets)) per-problem values of the search at each budget c: solved by
+    one of its first c candidates, and the best task scalar among them. NaN where a problem has
+    fewer than c candidates stored (an unfinished run): unknown, never counted as unsolved."""
+    solved = np.full((len(problem_ids), len(budgets)), np.nan)
+    best = np.full_like(solved, np.nan)
+    for i, pid in enumerate(problem_ids):
+        sc, ok = cands.get(pid, (np.zeros(0), np.zeros(0, bool)))
+        if not sc.size:
+            continue
+        run_best = np.maximum.accumulate(sc)
+        run_ok = np.maximum.accumulate(ok.astype(float))
+        for j, c in enumerate(budgets):
+            if c <= sc.size:
+                solved[i, j], best[i, j] = run_ok[c - 1], run_best[c - 1]
+    return solved, best
+
+
+def sampling_at_budgets(solved_pools: Sequence[np.ndarray], scalar_pools: Sequence[np.ndarray],
+                        budgets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(solved, best): (P, len(budgets)) for plain sampling: the unbiased chance that c independent
+    samples hold a solution (pass@c with "solved" as the event) and the unbiased best@c of the task
+    scalar. NaN where the pool is smaller than c."""
+    if not budgets:
+        return np.zeros((len(solved_pools), 0)), np.zeros((len(scalar_pools), 0))
+    solved = np.stack([pass_at_k([np.asarray(p, dtype=float) for p in solved_pools], int(c)) for c in budgets], axis=1)
+    curve = best_at_k_curve([np.asarray(s, dtype=float) for s in scalar_pools], [int(c) for c in budgets])
+    best = np.stack([curve[int(c)] for c in budgets], axis=1)
+    return solved, best

@@ -56,12 +56,47 @@ def run(args: argparse.Namespace) -> int:
         ks = [int(x) for x in args.ks.split(",") if x.strip()] if args.ks else None
     except ValueError:
         raise ValueError(f"--k: expected comma-separated integers like 1,2,4, got {args.ks!r}") from None
-    comp = compare_runs([load_pools(r) for r in args.runs], ks=ks, strategies=strategies,
-                        resamples=args.resamples, seed=args.seed, taus=args.taus or DEFAULT_TAUS,
-                        budgets=list(args.budgets) if args.budgets else None)
-    text = (to_json(comp) if args.json else to_csv(comp) if args.csv else to_latex(comp) if args.latex
-            else to_markdown(comp) if args.markdown else format_table(comp))
+    evolve = _compare_evolve(args, ks)  # evolve runs: paired differences at candidate budgets
+    if evolve is not None:
+        comp, table = evolve
+        text = to_json(comp) if args.json else to_csv(comp) if args.csv else table(comp)
+    else:
+        comp = compare_runs(_readable([load_pools(r) for r in args.runs]), ks=ks, strategies=strategies,
+                            resamples=args.resamples, seed=args.seed, taus=args.taus or DEFAULT_TAUS,
+                            budgets=list(args.budgets) if args.budgets else None)
+        text = (to_json(comp) if args.json else to_csv(comp) if args.csv else to_latex(comp) if args.latex
+                else to_markdown(comp) if args.markdown else format_table(comp))
     print(text)
     if args.out:
         Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def _compare_evolve(args: argparse.Namespace, ks: list[int] | None) -> tuple | None:
+    """(comparison, formatter) when the runs are evolve runs, or an evolve run and its own
+    ``baseline/``; None for sampling runs; a sampling run next to an evolve run is refused."""
+    from reports import evolve as ev
+
+    own = ev.own_baseline_pair(args.runs)
+    if own is not None:  # the search minus plain sampling at the same budget
+        return ev.compare_with_baseline(ev.load_evolve(own), ks, args.resamples, args.seed), ev.format_comparison
+    ev.refuse_mixed(args.runs, "compare")
+    if ev.run_kind(args.runs[0]) != "evolve":
+        return None
+    runs = [ev.load_evolve(r) for r in args.runs]
+    return ev.compare_evolve(runs, ks, args.resamples, args.seed), ev.format_comparison
+
+
+def _readable(runs: list) -> list:
+    """Runs a paired comparison can be made of: each has scored candidates, and shares problems with
+    the first (an empty run would otherwise print a table of dashes and exit 0)."""
+    for r in runs:
+        if not any(s.size for s in r.scalars):
+            why = "holds no rows yet (nothing sampled)" if not r.problem_ids else \
+                f"has no scored candidate ({r.n_errors} error rows; re-run with --retry-errors)"
+            raise ValueError(f"{r.path}: samples.jsonl {why}: nothing to compare")
+    first = set(runs[0].problem_ids)
+    for r in runs[1:]:
+        if not first & set(r.problem_ids):
+            raise ValueError(f"{runs[0].path} and {r.path} share no problem: nothing to pair")
+    return runs

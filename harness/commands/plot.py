@@ -34,10 +34,16 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.results import check_same_task
+    from reports.evolve import refuse_mixed
     from search.plots import is_evolve_run, plot_evolve
 
-    if all(is_evolve_run(r) for r in args.runs) and args.metric == "best" and args.style == "default":
-        # the evolve figure: solved and best vs candidates next to plain sampling
+    check_same_task(args.runs)  # one figure, one task and split
+    refuse_mixed(args.runs, "plot")
+    if all(is_evolve_run(r) for r in args.runs):  # solved and best vs candidates next to plain sampling
+        if args.metric != "best":
+            raise ValueError(f"--metric {args.metric}: evolve runs are drawn as solved and best task scalar vs "
+                             "candidates (best@k of a search's candidates estimates nothing)")
         out = plot_evolve(args.runs, args.out, labels=args.labels.split(",") if args.labels else None,
                           title=args.title)
         print(f"wrote {out}")

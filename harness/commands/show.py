@@ -50,7 +50,8 @@ def format_table(runs: Sequence[Any]) -> str:
             task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
             lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
             continue
-        name = r.path.name + (" (partial)" if res.raw.get("partial") else "")
+        name = r.path.name + (" (partial)" if res.raw.get("partial") else
+                              " (recomputed)" if res.raw.get("stale_results") else "")
         lines.append([name, res.task, res.pool_shape]
                      + [_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(k)) for k in pass_ks]
                      + [_cell(res.pass_all.get(k)) for k in ks[-1:]] + [_cell(res.cover.get(t)) for t in taus]
@@ -61,7 +62,7 @@ def format_table(runs: Sequence[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.results import load_run
+    from harness.results import load_run, run_kind
 
     from harness.store import CONFIG
 
@@ -72,12 +73,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"vpo show: skipping {r}: not a run folder (no {CONFIG})", file=sys.stderr)
     if not paths:
         raise ValueError(f"none of the {len(args.runs)} paths is a run folder (a folder with {CONFIG})")
+    evolve_paths = [r for r in paths if run_kind(r) == "evolve"]
+    paths = [r for r in paths if r not in evolve_paths]
     loaded = [load_run(r) for r in paths]
     from harness.results import results_at
 
     for i, r in enumerate(loaded):
+        if r.summary is not None and r.summary.raw.get("stale_results"):
+            print(f"{r.path}: results.json was computed from other rows than samples.jsonl holds now: ignored, "
+                  f"metrics recomputed from the {len(r.chains)} chains stored", file=sys.stderr)
         if r.results is None:  # running or interrupted: the rows stored so far
             loaded[i] = r = replace(r, summary=results_at(r.path, args.ks))
+            if r.summary is None and len(loaded) == 1 and not evolve_paths:
+                raise ValueError(f"{r.path}: samples.jsonl holds no rows yet (nothing sampled): nothing to show")
             done = f"metrics over the {len(r.chains)} chains stored so far" if r.summary else "no chains stored"
             print(f"{r.path}: no results.json yet (still running, or interrupted: re-run the same command to "
                   f"resume); {done}", file=sys.stderr)
@@ -85,18 +93,67 @@ def run(args: argparse.Namespace) -> int:
             # other ks or taus, or a results.json from before pass^k / Cover@tau: metrics over the
             # stored pools, nothing is sampled
             loaded[i] = replace(r, summary=results_at(r.path, list(args.ks) if args.ks else None, args.taus))
+    evolved = _load_evolve(evolve_paths, alone=len(evolve_paths) == 1 and not loaded)
     if args.json:
-        print(json.dumps([r.results for r in loaded], indent=2))
-    else:
-        print(format_table(loaded))
-        evolve = [r.results for r in loaded if r.results and r.results.get("kind") == "evolve"]
-        if evolve:  # evolve runs: problems solved, next to plain sampling at the same budget
-            from harness.commands.evolve import format_summary
+        print(json.dumps([r.results for r in loaded] + [_evolve_json(e, args.ks) for e in evolved], indent=2))
+        return 0
+    blocks = []
+    if loaded:
+        blocks.append(format_table(loaded))
+    if evolved:  # the search's own table at candidate budgets, next to plain sampling (its baseline/)
+        from reports.evolve import format_budget_table
 
-            print("\n" + format_summary(evolve))
-        strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
-        if strategies:  # selection without an oracle, next to best@k (reports/selected.py)
-            from reports.selected import format_selected
+        blocks += [format_budget_table(e, args.ks) for e in evolved]
+    events = [ln for r in [*loaded, *evolved] for ln in format_events(r.path)]
+    if events:
+        blocks.append("\n".join(events))
+    strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
+    if strategies and loaded:  # selection without an oracle, next to best@k (reports/selected.py)
+        from reports.selected import format_selected
 
-            print("\n" + format_selected([r.path for r in loaded], strategies, ks=args.ks))
+        blocks.append(format_selected([r.path for r in loaded], strategies, ks=args.ks))
+    print("\n\n".join(blocks))
     return 0
+
+
+def _load_evolve(paths: Sequence[str], alone: bool = False) -> list[Any]:
+    from reports.evolve import load_evolve, require_candidates
+
+    runs = [load_evolve(p) for p in paths]
+    if alone:  # one search that has evaluated nothing: one line, not a table of dashes
+        require_candidates(runs[0], "show")
+    return runs
+
+
+def _evolve_json(run: Any, ks: Sequence[int] | None) -> dict[str, Any]:
+    """results.json of an evolve run (when written, and computed from the rows now stored) with the
+    budget table computed from its rows."""
+    from harness.results import results_stale
+    from harness.store import RESULTS
+    from reports.evolve import budget_table
+
+    path = Path(run.path) / RESULTS
+    stale = results_stale(run.path)
+    try:
+        base = json.loads(path.read_text(encoding="utf-8")) if path.is_file() and not stale else {}
+    except ValueError:
+        base = {}
+    return {**(base if isinstance(base, dict) else {}), "kind": "evolve", "path": str(run.path),
+            "partial": run.partial, "stale_results": stale, "solved_definition": run.solved_definition,
+            "budgets": budget_table(run, ks)}
+
+
+def format_events(folder: str | Path) -> list[str]:
+    """Lines for the execution events config.json records (Ray replicas lost and restarted)."""
+    from harness.store import RunStore
+
+    events = RunStore(folder).events()
+    if not events:
+        return []
+    out = [f"{Path(folder).name}: {len(events)} execution event{'s' if len(events) != 1 else ''} "
+           "(config.json execution.events)"]
+    for e in events:
+        what = e.get("event", "?")
+        detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("event", "time"))
+        out.append(f"  {e.get('time', '?')}  {what}" + (f"  {detail}" if detail else ""))
+    return out

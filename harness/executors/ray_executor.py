@@ -104,6 +104,9 @@ class RayExecutor(Executor):
         self.placement: list[dict[str, Any]] = []
         self._sent_gen: dict[Any, int] = {}  # in-flight call -> generation of the actor it went to
         self.stats: dict[str, Any] = {"actor_deaths": 0, "restarts": 0, "batches": 0, "chains_per_replica": []}
+        #: where replica losses and restarts are recorded (the runner points it at the run store's
+        #: config.json ``execution.events``); None: logged only
+        self.on_event: Callable[[dict[str, Any]], None] | None = None
 
     # ---- cluster and actors --------------------------------------------------------------------------
     def _connect(self) -> Any:
@@ -168,11 +171,25 @@ class RayExecutor(Executor):
         self.stats["actor_deaths"] += 1
         print(f"[vpo] ray replica {slot} lost ({type(exc).__name__}); its in-flight work is re-queued",
               file=sys.stderr)
+        self._event({"event": "replica_lost", "slot": slot, "actor": generation, "error": type(exc).__name__,
+                     "deaths": self.stats["actor_deaths"]})
         if self.stats["restarts"] < self.max_restarts:
             self.stats["restarts"] += 1
             self._spawn(slot)
+            self._event({"event": "replica_restarted", "slot": slot, "actor": self._generation[slot],
+                         "restarts": self.stats["restarts"], "restart_budget": self.max_restarts})
         else:
             self.actors[slot] = None
+            self._event({"event": "replica_given_up", "slot": slot, "restart_budget": self.max_restarts})
+
+    def _event(self, event: dict[str, Any]) -> None:
+        """Record one event; a record that cannot be written is said, never a reason to stop the run."""
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(event)
+        except Exception as exc:  # noqa: BLE001 - the rows matter more than the record of the loss
+            print(f"[vpo] could not record {event.get('event')} in the run folder: {exc}", file=sys.stderr)
 
     # ---- the dispatch loop ---------------------------------------------------------------------------
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,

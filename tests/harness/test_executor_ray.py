@@ -124,6 +124,12 @@ def test_replica_killed_mid_run_loses_nothing(cluster: str, reference: dict, tmp
     assert ex.stats["actor_deaths"] == 1 and ex.stats["restarts"] == 1
     assert ex.stats["work_queue"]["requeued_chains"] > 0, ex.stats
     assert content(folder) == reference
+    # the loss and the restart are on record in the run folder (config.json execution.events)
+    from harness.store import RunStore
+
+    events = RunStore(folder).events()
+    assert [e["event"] for e in events] == ["replica_lost", "replica_restarted"], events
+    assert events[0]["slot"] == 0 and events[1]["restarts"] == 1
 
 
 def _vpo(args: list[str]) -> subprocess.Popen:

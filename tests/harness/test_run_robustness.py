@@ -153,3 +153,239 @@ def test_full_disk_is_one_line_and_keeps_rows(tmp_path: Path, monkeypatch, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert rc != 0 and len(err) == 1 and "no space left on device" in err[0] and SAMPLES in err[0]
     assert len(list(iter_samples(out / SAMPLES))) == 4  # the batch written before the disk filled
+
+
+# ---------------------------------------------------------------------------------------------------
+# read paths total (issue 20): damaged or odd runs give one line and a non-zero exit, never a
+# traceback or a silently wrong number
+def _varied_run(folder: Path) -> Path:
+    from tests.reports.conftest import write_run
+
+    return write_run(folder, "hf:x", 4, 2, 4, spread=0.6, seed=1)
+
+
+def _rows_of(folder: Path) -> list[dict]:
+    return [json.loads(x) for x in (folder / SAMPLES).read_text().splitlines() if x.strip()]
+
+
+def _write_rows(folder: Path, rows: list[dict]) -> None:
+    (folder / SAMPLES).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _one_line(capsys, rc: int) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    return err[0]
+
+
+def _every_reader(folder: Path, ref: Path, tmp_path: Path) -> list[list[str]]:
+    return [["show", str(folder)], ["compare", str(ref), str(folder), "--resamples", "200"],
+            ["report", str(folder), "--out", str(tmp_path / "r.html"), "--resamples", "200"],
+            ["plot", str(folder), "--out", str(tmp_path / "p.png")]]
+
+
+def test_empty_run_is_one_line_in_report_compare_and_show(tmp_path: Path, capsys) -> None:
+    ref = _varied_run(tmp_path / "ref")
+    folder = run(cfg(tmp_path), backend=ScriptedBackend())
+    (folder / SAMPLES).write_text("")  # started, nothing sampled yet
+    (folder / RESULTS).unlink()
+    for args in _every_reader(folder, ref, tmp_path)[:3]:  # report raised IndexError; compare exited 0
+        line = _one_line(capsys, main(args))
+        assert str(folder) in line and "no rows" in line, (args, line)
+    assert not (tmp_path / "r.html").exists()
+    # runs with no problem in common: nothing to pair (it printed a table of dashes and exited 0)
+    from tests.reports.conftest import write_run
+
+    apart = write_run(tmp_path / "apart", "hf:x", 4, 2, 2, spread=0.6, seed=2, problem_offset=4)
+    line = _one_line(capsys, main(["compare", str(ref), str(apart), "--resamples", "200"]))
+    assert "share no problem" in line and str(apart) in line
+
+
+def test_nan_and_inf_rows_are_refused_with_file_and_line(tmp_path: Path, capsys) -> None:
+    ref = _varied_run(tmp_path / "ref")
+    folder = _varied_run(tmp_path / "nan")
+    rows = _rows_of(folder)
+    rows[2]["scalars"][0] = float("nan")  # json writes NaN / Infinity, and reads them back as floats
+    _write_rows(folder, rows)
+    for args in _every_reader(folder, ref, tmp_path):  # show and compare printed "diversity inf+-nan"
+        line = _one_line(capsys, main(args))
+        assert f"{folder / SAMPLES}: line 3: field 'scalars'" in line and "nan" in line, (args, line)
+    rows[2]["scalars"][0] = 0.5
+    rows[5]["rewards"][1][2] = float("inf")
+    _write_rows(folder, rows)
+    line = _one_line(capsys, main(["show", str(folder)]))
+    assert "line 6: field 'rewards': answer 2, component 3 is inf (not finite" in line
+    rows[5]["rewards"][1][2] = 1.5
+    _write_rows(folder, rows)
+    assert "outside [0, 1]" in _one_line(capsys, main(["report", str(folder), "--out", str(tmp_path / "r.html")]))
+
+
+def test_wrong_typed_fields_name_file_line_and_field(tmp_path: Path, capsys) -> None:
+    ref = _varied_run(tmp_path / "ref")
+    folder = _varied_run(tmp_path / "typed")
+    rows = _rows_of(folder)
+    rows[3]["chain_index"] = "x"
+    _write_rows(folder, rows)
+    for args in _every_reader(folder, ref, tmp_path):
+        assert f"{folder / SAMPLES}: line 4: field 'chain_index'" in _one_line(capsys, main(args)), args
+    rows[3]["chain_index"] = 3
+    rows[3]["passed"] = ["yes", False]
+    _write_rows(folder, rows)
+    assert "line 4: field 'passed'" in _one_line(capsys, main(["show", str(folder)]))
+    rows[3]["passed"] = [False]  # one flag for two answers: zip would drop an answer silently
+    _write_rows(folder, rows)
+    assert "line 4: fields" in _one_line(capsys, main(["show", str(folder)]))
+    # results.json and config.json fields too
+    good = _varied_run(tmp_path / "good")
+    res = json.loads((good / RESULTS).read_text())
+    res["n_errors"] = "many"
+    (good / RESULTS).write_text(json.dumps(res))
+    line = _one_line(capsys, main(["show", str(good)]))
+    assert f"{good / RESULTS}: field 'n_errors'" in line
+
+
+def test_results_older_than_samples_are_recomputed_and_marked_partial(tmp_path: Path, capsys) -> None:
+    full = _varied_run(tmp_path / "full")
+    cut = tmp_path / "cut"
+    import shutil
+
+    shutil.copytree(full, cut)
+    lines = (cut / SAMPLES).read_text().splitlines(keepends=True)
+    (cut / SAMPLES).write_text("".join(lines[: len(lines) // 2]))  # cut in half under the full results.json
+    # what the rows left say: the same folder with no results.json (metrics over the rows stored so far)
+    bare = tmp_path / "bare"
+    shutil.copytree(cut, bare)
+    (bare / RESULTS).unlink()
+    assert main(["show", str(bare), "--select", ""]) == 0
+    want = capsys.readouterr().out.split("\n")[1].split()[2:]
+    assert main(["show", str(full), "--select", ""]) == 0
+    old = capsys.readouterr().out.split("\n")[1].split()[1:]
+    assert main(["show", str(cut), "--select", ""]) == 0
+    got = capsys.readouterr()
+    row = got.out.split("\n")[1].split()
+    assert row[:2] == ["cut", "(partial)"] and row[2:] == want and row[2:] != old
+    assert "results.json was computed from other rows" in got.err
+    # a plot reads the same recomputed numbers
+    run_ = load_run(cut)
+    assert run_.summary.raw["partial"] and run_.summary.n_chains == len(lines) // 2
+    # the runner's results.json records the samples.jsonl size it was computed from: that decides,
+    # whatever the file times say (a copy may reorder them)
+    import os
+
+    folder = run(cfg(tmp_path), backend=ScriptedBackend())
+    assert load_run(folder).summary.n_chains == 12 and not load_run(folder).summary.raw.get("partial")
+    lines = (folder / SAMPLES).read_text().splitlines(keepends=True)
+    (folder / SAMPLES).write_text("".join(lines[:5]))
+    later = (folder / SAMPLES).stat().st_mtime + 60
+    os.utime(folder / RESULTS, (later, later))
+    got = load_run(folder).summary
+    assert got.n_chains == 5 and got.raw["partial"]
+    # every row still there (a results.json of an older version, its file time behind the rows'):
+    # recomputed from the same rows, not called partial
+    touched = tmp_path / "touched"
+    shutil.copytree(full, touched)
+    res = json.loads((touched / RESULTS).read_text())
+    res.pop("samples_bytes", None)
+    (touched / RESULTS).write_text(json.dumps(res))
+    os.utime(touched / RESULTS, (later - 3600, later - 3600))
+    assert main(["show", str(touched), "--select", ""]) == 0
+    row = capsys.readouterr().out.split("\n")[1].split()
+    assert row[:2] == ["touched", "(recomputed)"] and row[2:] == old
+
+
+def test_reward_outside_unit_interval_is_an_error_row_naming_task_and_component(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    import numpy as np
+
+    from benchmarks.maze import Maze
+
+    real = Maze.score
+
+    def broken(self, problem, answers):  # a scorer bug on one problem: NaN gold, then 1.5 diamond
+        r, det = real(self, problem, answers)
+        r = np.array(r, dtype=float)
+        if problem.id.endswith("1"):
+            r[:, 1] = np.nan
+        return r, det
+
+    monkeypatch.setattr(Maze, "score", broken)
+    folder = run(cfg(tmp_path), backend=ScriptedBackend())
+    rows = list(iter_samples(folder / SAMPLES))  # the stored rows read back: no NaN was written
+    bad = [r for r in rows if r["error"]]
+    assert len(bad) == 4 and {r["problem_id"] for r in bad} == {"maze-test-0001"}
+    assert all("task 'maze'" in r["error"] and "component 'gold'" in r["error"] and "nan" in r["error"]
+               for r in bad)
+    assert all(r["answers"] == [] and r["rewards"] == [] for r in bad)
+    res = json.loads((folder / RESULTS).read_text())
+    assert res["n_errors"] == 4
+
+    def too_big(self, problem, answers):
+        r, det = real(self, problem, answers)
+        return np.array(r, dtype=float) + np.array([0.0, 0.0, 1.5, 0.0]), det
+
+    monkeypatch.setattr(Maze, "score", too_big)
+    from benchmarks import get_task
+    from benchmarks.scoring import score_generation
+
+    task = get_task("maze")
+    prob = task.load("test", limit=1)[0]
+    row = score_generation(task, prob, Generation(prob.id, 0, "<answer>UP</answer>"), 1, seed=1)
+    assert row.error and "component 'diamond'" in row.error and "1.5" in row.error
+
+
+class EventfulExecutor:
+    """The local executor, plus what a Ray executor reports: a replica lost and restarted mid-run."""
+
+    def __init__(self, inner):
+        self.inner, self.on_event = inner, None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def rows(self, *a, **kw):
+        for i, row in enumerate(self.inner.rows(*a, **kw)):
+            if i == 2 and self.on_event is not None:
+                self.on_event({"event": "replica_lost", "slot": 1, "error": "ActorDiedError"})
+                self.on_event({"event": "replica_restarted", "slot": 1, "restarts": 1})
+            yield row
+
+
+def test_replica_events_are_recorded_in_config_json_and_shown(tmp_path: Path, capsys) -> None:
+    from harness.executors.local import LocalExecutor
+
+    c = cfg(tmp_path)
+    ex = EventfulExecutor(LocalExecutor(backend=ScriptedBackend()))
+    folder = run(c, executor=ex)
+    config = json.loads((folder / "config.json").read_text())
+    events = config["execution"]["events"]
+    assert [e["event"] for e in events] == ["replica_lost", "replica_restarted"]
+    assert all(e["time"] for e in events)
+    # not identity: the same command resumes (a no-op here) and keeps the record
+    run(c, backend=ScriptedBackend())
+    assert RunStore(folder).events() == events
+    assert main(["show", str(folder), "--select", ""]) == 0
+    out = capsys.readouterr().out
+    assert "2 execution events" in out and "replica_lost" in out and "slot=1" in out
+
+
+def test_ray_executor_reports_losses_and_restarts(tmp_path: Path) -> None:
+    """RayExecutor._replace (what a dead actor triggers) emits the events, with no cluster needed."""
+    from harness.executors import BackendSpec, ExecutorConfig
+    from harness.executors.ray_executor import RayExecutor
+
+    ex = RayExecutor(BackendSpec("mock:moves", None, {}), ExecutorConfig(kind="ray", replicas=2, max_restarts=1))
+    ex.actors, ex._generation = [object(), object()], [1, 1]
+    ex._spawn = lambda slot: ex._generation.__setitem__(slot, ex._generation[slot] + 1)  # type: ignore[method-assign]
+    got: list[dict] = []
+    ex.on_event = got.append
+    ex._replace(0, 1, RuntimeError("gone"))
+    ex._replace(0, 1, RuntimeError("gone"))  # the same dead actor failing another call: no new event
+    ex._replace(1, 1, RuntimeError("gone"))  # restart budget spent
+    assert [e["event"] for e in got] == ["replica_lost", "replica_restarted", "replica_lost", "replica_given_up"]
+    assert got[0]["slot"] == 0 and got[0]["error"] == "RuntimeError" and got[1]["actor"] == 2
+    store = RunStore(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"identity": {}, "execution": {"executor": "ray"}}))
+    for e in got:
+        store.append_event(e)
+    assert [e["event"] for e in store.events()] == [e["event"] for e in got]
+    assert json.loads((tmp_path / "config.json").read_text())["execution"]["executor"] == "ray"

@@ -62,3 +62,59 @@ def demo_like_runs(tmp_path_factory) -> tuple[Path, Path]:
     vpo = write_run(root / "maze-tiny-vpo", "hf:checkpoints/maze-tiny-vpo", 4, 2, 6, spread=0.6, seed=1)
     grpo = write_run(root / "maze-tiny-grpo", "hf:checkpoints/maze-tiny-grpo", 8, 1, 6, spread=0.1, seed=2)
     return vpo, grpo
+
+
+def maze_mixed_responder(problems, good: float, m: int):
+    """Replies to the Maze task prompt of one of ``problems`` with ``m`` routes: with chance ``good``
+    (seeded by the request) a real best route for random item weights (the uniform one is optimal,
+    so the problem is solved), otherwise random moves. Scores then vary within and across problems."""
+    import random
+
+    from benchmarks import get_task
+    from benchmarks.maze import MazeInstance, best_route
+
+    task = get_task("maze")
+    keys = {p.id: (task.prompt(p, style="compact")[-1]["content"].split("Budget")[0].strip(),
+                   MazeInstance.from_problem(p)) for p in problems}
+    weights = [(0.25, 0.25, 0.25, 0.25), (0.1, 0.8, 0.0, 0.1), (0.1, 0.0, 0.8, 0.1), (0.4, 0.1, 0.1, 0.4),
+               (1.0, 0.0, 0.0, 0.0)]
+
+    def respond(body, idx):
+        text = "\n".join(str(msg.get("content")) for msg in body.get("messages") or [])
+        maze = next(mz for key, mz in keys.values() if key in text)
+        rng = random.Random(body.get("seed"))
+        routes = []
+        for _ in range(m):
+            if rng.random() < good:
+                routes.append(", ".join(best_route(maze, rng.choice(weights))))
+            else:
+                routes.append(", ".join(rng.choice(("UP", "DOWN", "LEFT", "RIGHT")) for _ in range(rng.randint(3, 12))))
+        if m == 1:
+            return f"<answer>{routes[0]}</answer>"
+        return "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, 1))
+
+    return respond
+
+
+def write_evolve(folder: Path, good: float, limit: int = 4, iterations: int = 3, m: int = 2,
+                 baseline: bool = True) -> Path:
+    """A real `vpo evolve` folder (task prompt mode) against a loopback server that answers with
+    ``maze_mixed_responder``, with its plain-sampling ``baseline/``."""
+    from benchmarks import get_task
+    from harness.evolve import EvolveConfig, run_evolve
+    from tests.fakes.scripted_openai import ScriptedOpenAIServer
+
+    problems = get_task("maze").load("test", limit=limit)
+    with ScriptedOpenAIServer(maze_mixed_responder(problems, good, m)) as srv:
+        return run_evolve(EvolveConfig(task="maze", model="openai:scripted", base_url=srv.base_url, problems="all",
+                                       limit=limit, iterations=iterations, m=m, prompt_mode="task",
+                                       prompt_style="compact", out=str(folder), progress=False, baseline=baseline,
+                                       concurrency=4))
+
+
+@pytest.fixture(scope="session")
+def evolve_runs(tmp_path_factory) -> tuple[Path, Path]:
+    """Two evolve runs on the same 4 Maze problems: one whose model rarely writes a real route, one
+    that mostly does."""
+    root = tmp_path_factory.mktemp("evolve")
+    return write_evolve(root / "evo-weak", 0.25), write_evolve(root / "evo-strong", 0.75)

@@ -53,16 +53,9 @@ def test_projection_pca_and_named_components():
     assert np.array_equal(project(same, None, "pca")[0], np.zeros((5, 2)))
 
 
-def test_report_with_evolve_run_and_chosen_problems(demo_like_runs, tmp_path, capsys):
+def test_report_with_evolve_run_and_chosen_problems(demo_like_runs, evolve_runs, tmp_path, capsys):
     vpo, grpo = demo_like_runs
-    evo = tmp_path / "evolve-run"
-    evo.mkdir()
-    (evo / "config.json").write_text(json.dumps({"kind": "evolve", "task": "maze", "model": "hf:x"}))
-    curve = {"x": [0, 1, 2, 3], "mean": [0.1, 0.3, 0.4, 0.5], "stderr": [0.05] * 4}
-    (evo / "results.json").write_text(json.dumps({
-        "kind": "evolve", "task": "maze", "config": {"iterations": 3},
-        "evolve": {"solved_vs_iteration": curve, "solved_vs_candidates": {**curve, "x": [1, 2, 3, 4]}},
-        "baseline": {"solved_vs_candidates": {"x": [1, 2, 3, 4], "mean": [0.1, 0.2, 0.25, 0.3], "stderr": [0.04] * 4}}}))
+    _, evo = evolve_runs
     out = tmp_path / "r.html"
     rc = main(["report", str(grpo), str(vpo), str(evo), "--out", str(out), "--resamples", "500",
                "--problems", "maze-test-0002,maze-test-0004", "--projection", "gold,diamond"])
@@ -72,7 +65,8 @@ def test_report_with_evolve_run_and_chosen_problems(demo_like_runs, tmp_path, ca
     assert "Problems: chosen with --problems" in html
     data = _data(html)
     assert [r.get("kind", "run") for r in data["runs"]] == ["run", "run", "evolve"]
-    assert data["runs"][2]["evolve"]["solved_vs_iteration"]["mean"][-1] == 0.5
+    assert data["runs"][2]["evolve"]["solved_vs_candidates"]["x"] == list(range(1, 9))
+    assert [b["candidates"] for b in data["runs"][2]["budgets"]] == [1, 2, 4, 8]
 
     rc = main(["report", str(grpo), "--out", str(out), "--problems", "nope"])
     err = capsys.readouterr().err.strip().splitlines()
@@ -115,3 +109,4 @@ def test_report_of_a_real_evolve_run(demo_like_runs, tmp_path):
     got = _data(html)["runs"][2]
     assert got["kind"] == "evolve" and got["evolve"]["solved_vs_candidates"] == res["evolve"]["solved_vs_candidates"]
     assert got["baseline"]["solved_vs_candidates"]["x"] == list(range(1, 13))
+    assert got["evolve"]["best_vs_candidates"]["mean"] == pytest.approx(res["evolve"]["best_vs_candidates"]["mean"])
