@@ -238,7 +238,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
 
 async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], oe: Any, base_url: str,
                       model_name: str, store: RunStore, folder: Path, rows: dict[str, list[dict[str, Any]]]) -> None:
-    from tqdm.auto import tqdm
+    from harness.progress import progress as tqdm
 
     from search.engine import EvolveSettings, ProblemEvolution
     from search.llm import ChatLLM

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+from harness.progress import progress as tqdm
 
 from benchmarks import get_task
 from benchmarks.scoring import score_chain

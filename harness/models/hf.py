@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from harness.models import zoo
-from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.models.prompting import render_messages
 
 
@@ -179,11 +179,12 @@ class HFBackend(Backend):
             "library": {"transformers": transformers.__version__, "torch": torch.__version__},
         }
 
-    def _prompt(self, req: GenRequest) -> tuple[str, bool]:
-        """Rendered text and whether the tokenizer should add special tokens (not when a chat
-        template already wrote them)."""
+    def _prompt(self, req: GenRequest, sampling: SamplingConfig | None = None) -> tuple[str, bool]:
+        """Rendered text (with the sampling's chat-template arguments) and whether the tokenizer should
+        add special tokens (not when a chat template already wrote them)."""
         templated = bool(getattr(self.tokenizer, "chat_template", None))
-        return render_messages(req.messages, self.tokenizer), not templated
+        args = template_kwargs(sampling) if sampling is not None else {}
+        return render_messages(req.messages, self.tokenizer, args), not templated
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
         rows: list[tuple[GenRequest, int, int]] = []
@@ -193,7 +194,7 @@ class HFBackend(Backend):
             rows += [(req, c, s) for c, s in zip(req.chain_indices, req.seeds)]
         prompts: dict[int, tuple[str, bool]] = {}
         for req in requests:
-            prompts[id(req)] = self._prompt(req)
+            prompts[id(req)] = self._prompt(req, sampling)
             self._check_context(req, prompts[id(req)], sampling)
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
