@@ -28,10 +28,10 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--prompt-style", default=None,
                    help="full | compact (task-specific); default: the model's own (bundled checkpoints), else full")
     p.add_argument("-n", "--num-chains", dest="n", type=int, default=None,
-                   help="chains per problem (default: 10; with --protocol paper, ceil(30 / m))")
+                   help="chains per problem (default: 10); --protocol paper: ceil(30 / m), a pool of 30")
     p.add_argument("-m", "--answers", dest="m", type=int, default=None,
                    help="answers per chain (1 = single-answer prompt); pool = n*m candidates "
-                        "(default: 1; with --protocol paper, 3)")
+                        "(default: 1); --protocol paper: 3")
     p.add_argument("--protocol", choices=PROTOCOL_NAMES, default=None,
                    help="paper: the paper's per-task temperature, top-p, token budget, m, pool of 30 and chat "
                         "template arguments (enable_thinking=false) in one flag; explicit flags override it")

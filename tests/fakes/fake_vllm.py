@@ -78,7 +78,8 @@ class LLM:
              use_tqdm: bool = True, chat_template_kwargs: dict[str, Any] | None = None) -> list[RequestOutput]:
         self.chat_calls.append(chat_template_kwargs)
         prompts = [{"prompt_token_ids": self.tokenizer(
-            self.tokenizer.apply_chat_template(conv, add_generation_prompt=True, **(chat_template_kwargs or {})),
+            self.tokenizer.apply_chat_template(conv, tokenize=False, add_generation_prompt=True,
+                                               **(chat_template_kwargs or {})),
             add_special_tokens=False)["input_ids"]} for conv in messages]
         return self.generate(prompts, sampling_params, use_tqdm=use_tqdm)
 
