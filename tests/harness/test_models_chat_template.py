@@ -111,7 +111,7 @@ def test_vllm_adapter_hands_the_arguments_to_llm_chat(monkeypatch, tokenizer):
 
     mod = make_fake_vllm()
     monkeypatch.setitem(sys.modules, "vllm", mod)
-    b = load_backend("vllm:qwen3-style")
+    b = load_backend("vllm:test/qwen3-style")
     llm = mod.LLM.instances[-1]
     llm.tokenizer = b.tokenizer = tokenizer
     list(b.generate([req(2)], NO_THINK))
