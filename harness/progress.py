@@ -2,8 +2,10 @@
 
 On a terminal it is a tqdm bar. When stderr is not a terminal (a redirected log, CI, ``nohup``) a bar's
 carriage returns and escape codes would pile up as kilobytes of redraws, so the same calls print
-plain lines instead: one at every tenth of the total (and at the end), at most one per ``interval_s``
-otherwise, e.g. ``[vpo] generate: 12/24 chain (50%), 3.10 chain/s, 0:04 elapsed``. Transient bars
+plain lines instead: one at every tenth of the total but not within ``min_gap_s`` of the previous
+line, one every ``interval_s`` while nothing else is printed, and one at the end, e.g.
+``[vpo] generate: 12/24 chain (50%), 3.10 chain/s, 0:04 elapsed``. A job of a few seconds prints its
+final line only; a long one about a dozen. Transient bars
 (``leave=False``: evolve's per-problem bars) print nothing there; their totals show in the overall bar.
 
 The plain rendering implements the part of tqdm's interface this project uses (``update``, ``n``,
@@ -31,7 +33,7 @@ def is_terminal(stream: Any) -> bool:
 def progress(iterable: Iterable[Any] | None = None, *, total: float | None = None, desc: str = "",
              unit: str = "it", disable: bool = False, leave: bool = True, initial: float = 0,
              unit_scale: bool = False, file: TextIO | None = None, plain: bool | None = None,
-             interval_s: float = 30.0, **tqdm_kwargs: Any) -> Any:
+             interval_s: float = 60.0, min_gap_s: float = 2.0, **tqdm_kwargs: Any) -> Any:
     """A tqdm bar on a terminal, :class:`PlainProgress` lines elsewhere (``plain`` forces either)."""
     stream = file if file is not None else sys.stderr
     if total is None and iterable is not None and hasattr(iterable, "__len__"):
@@ -44,7 +46,8 @@ def progress(iterable: Iterable[Any] | None = None, *, total: float | None = Non
         return tqdm(iterable, total=total, desc=desc, unit=unit, leave=leave, initial=initial,
                     unit_scale=unit_scale, file=stream, **tqdm_kwargs)
     return PlainProgress(iterable, total=total, desc=desc, unit=unit, silent=disable or not leave,
-                         initial=initial, unit_scale=unit_scale, file=stream, interval_s=interval_s)
+                         initial=initial, unit_scale=unit_scale, file=stream, interval_s=interval_s,
+                         min_gap_s=min_gap_s)
 
 
 def _scaled(x: float, scale: bool) -> str:
@@ -67,9 +70,10 @@ class PlainProgress:
 
     def __init__(self, iterable: Iterable[Any] | None = None, *, total: float | None = None, desc: str = "",
                  unit: str = "it", silent: bool = False, initial: float = 0, unit_scale: bool = False,
-                 file: TextIO | None = None, interval_s: float = 30.0) -> None:
+                 file: TextIO | None = None, interval_s: float = 60.0, min_gap_s: float = 2.0) -> None:
         self.iterable, self.total, self.desc, self.unit = iterable, total, desc, unit
         self.silent, self.unit_scale, self.interval_s = silent, unit_scale, float(interval_s)
+        self.min_gap_s = float(min_gap_s)
         self.file = file if file is not None else sys.stderr
         self.n: float = initial
         self.postfix = ""
@@ -135,7 +139,8 @@ class PlainProgress:
             return
         bucket = self._bucket()
         now = time.monotonic()
-        if bucket > self._last_bucket or now - self._last_t >= self.interval_s:
+        since = now - self._last_t
+        if (bucket > self._last_bucket and since >= self.min_gap_s) or since >= self.interval_s:
             self._last_bucket = bucket
             self._print(now)
 

@@ -14,18 +14,10 @@ import pytest
 from harness.models import load_backend
 from harness.models.base import GenRequest, SamplingConfig, chat_template_args, template_kwargs
 from harness.models.prompting import render_messages
+from tests.fakes.qwen3_template import QWEN3_STYLE, THINK_BLOCK
 
 pytestmark = pytest.mark.timeout(120)
 
-#: the part of Qwen3's template this is about: the generation prompt, and an empty think block after it
-#: when the caller passes enable_thinking=false (undefined: the model thinks)
-QWEN3_STYLE = (
-    "{%- for m in messages %}{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
-    "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}"
-    "{%- endif %}"
-)
-THINK_BLOCK = "<think>\n\n</think>\n\n"
 NO_THINK = SamplingConfig(temperature=0.0, max_tokens=3, chat_template_args=(("enable_thinking", False),))
 THINK = SamplingConfig(temperature=0.0, max_tokens=3, chat_template_args=(("enable_thinking", True),))
 DEFAULT = SamplingConfig(temperature=0.0, max_tokens=3)

@@ -17,7 +17,7 @@ class TTY(io.StringIO):
 
 def test_plain_lines_when_not_a_terminal() -> None:
     out = io.StringIO()
-    bar = progress(total=24, desc="generate", unit="chain", file=out)
+    bar = progress(total=24, desc="generate", unit="chain", file=out, min_gap_s=0)
     assert isinstance(bar, PlainProgress)
     for _ in range(24):
         bar.update(1)
@@ -30,6 +30,15 @@ def test_plain_lines_when_not_a_terminal() -> None:
     assert lines[-1].startswith("[vpo] generate: 24/24 chain (100%)") and "best=0.500" in lines[-1]
     assert [int(re.search(r": (\d+)/24", ln).group(1)) for ln in lines] == sorted(
         int(re.search(r": (\d+)/24", ln).group(1)) for ln in lines)
+
+
+def test_a_quick_job_prints_its_final_line_only() -> None:
+    out = io.StringIO()
+    with progress(total=24, desc="score", unit="chain", file=out) as bar:  # default gap between lines: 2 s
+        for _ in range(24):
+            bar.update(1)
+    lines = out.getvalue().splitlines()
+    assert lines[-1].startswith("[vpo] score: 24/24 chain (100%)") and len(lines) <= 11
 
 
 def test_iteration_transient_and_disabled_bars() -> None:
@@ -77,4 +86,4 @@ def test_a_redirected_vpo_run_log_has_no_escape_codes(tmp_path) -> None:
     text = log.read_text()
     assert rc == 0 and "\r" not in text and "\x1b" not in text
     assert "[vpo] generate: 24/24 chain (100%)" in text and "[vpo] score: 24/24 chain (100%)" in text
-    assert len(text.splitlines()) <= 30
+    assert len(text.splitlines()) <= 24
