@@ -141,7 +141,7 @@ class OpenAIServerBackend(Backend):
 
             from harness.models import zoo
 
-            self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve(tokenizer))
+            self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve_local(tokenizer))
         # Learned once per backend: flips to False when the server refuses n > 1.
         self._n_ok: bool = use_n is not False
         self._loop: asyncio.AbstractEventLoop | None = None
