@@ -45,3 +45,21 @@ def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None
     assert cfg.chat_template_args == {"enable_thinking": False, "x": 2}
     assert cfg.identity()["sampling"]["chat_template_args"] == {"enable_thinking": False, "x": 2}
     assert "base_url" not in cfg.identity()["model"] and cfg.sections()["execution"]["base_url"]
+
+
+def test_an_evolve_run_sends_them_with_every_mutation_and_baseline_request(tmp_path) -> None:
+    import json
+
+    from harness.evolve import EvolveConfig, run_evolve
+    from tests.fakes.scripted_openai import maze_routes_responder
+
+    with ScriptedOpenAIServer(maze_routes_responder(1)) as srv:
+        cfg = EvolveConfig(task="maze", model="openai:scripted", base_url=srv.base_url, limit=1, iterations=2,
+                           prompt_mode="task", prompt_style="compact", out=str(tmp_path / "evo"), progress=False,
+                           chat_template_args={"enable_thinking": False})
+        folder = run_evolve(cfg)
+    chats = [r for r in srv.requests if "messages" in r]
+    assert len(chats) >= 4 and any((r.get("n") or 1) == 3 for r in chats)  # 3 iterations + the baseline's n=3
+    assert all(r.get("chat_template_kwargs") == {"enable_thinking": False} for r in chats)
+    base = json.loads((folder / "baseline" / "config.json").read_text())
+    assert base["identity"]["sampling"]["chat_template_args"] == {"enable_thinking": False}
