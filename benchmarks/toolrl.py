@@ -36,8 +36,14 @@ Option ``parse``:
   strings, lists multiset F1, objects key-set F1, strings token F1. Alignment is always "loose" (a
   same-name call scores 100 plus key overlap, any leftover call can pair); tool_name / arg_keys /
   arg_values are 1 when neither side has calls, even for an empty reply (format is then 0). The
-  authors' single-answer *evaluation* also prepends an empty ``<think>\n\n</think>`` to each reply
-  (Qwen3's no-thinking prefill); a template that prefills it belongs to the backend, not here.
+  authors' single-answer *evaluation* also prepends an empty ``<think>\n\n</think>\n\n`` to each reply
+  (Qwen3's no-thinking prefill: with ``enable_thinking=False`` the template writes that block into the
+  prompt, so the reply itself has none); option ``prefill_think`` does the same (below).
+
+Option ``prefill_think`` (default False; ``--protocol paper`` sets it for single-answer runs): single
+answers are scored as ``<think>\n\n</think>\n\n`` + reply, and an empty or blank reply is the zero
+vector, as in the authors' evaluation (``vpo_tasks/tool.py`` ``evaluate``). Chains of m answers are
+scored as written: each ``<response_i>`` must carry its own think block (the authors' choice too).
 - ``lenient`` (benchmarks.md's wording, this project's earlier reading): everything up to the last
   ``</think>`` is reasoning (R1-style think text often mentions ``<tool_call>``); every ``<tool_call>``
   block after it counts; a block may hold one JSON object per line, objects separated by commas, or a
@@ -64,6 +70,8 @@ from harness.paths import shared_data_dir
 GITHUB_RAW = "https://raw.githubusercontent.com/qiancheng0/ToolRL/main/dataset/rlla_4k/{split}.parquet"
 LOCAL_FILES = {"test": "toolrl/rlla_4k_test.jsonl", "sft": "toolrl/rlla_sft.jsonl"}
 _THINK_END = re.compile(r"</think>", re.I)
+#: what Qwen3's template pre-fills with enable_thinking=False; the authors prepend it before scoring
+QWEN3_NO_THINK_PREFIX = "<think>\n\n</think>\n\n"
 _DECODER = json.JSONDecoder()
 
 Call = dict[str, Any]  # {"name": str, "parameters": dict}
@@ -414,6 +422,8 @@ class ToolRL(Benchmark):
         "align": Option("loose", "how predicted calls are matched to gold calls", ("loose", "strict")),
         "hub": Option(False, "load from the hub even when local files exist"),
         "parse": Option("paper", "how calls are read: the authors' scorer or the lenient reader", PARSE_MODES),
+        "prefill_think": Option(False, "single answers: score Qwen3's empty think block + the reply, as the "
+                                       "authors' evaluation does (empty reply: zero vector)", (False, True)),
     }
 
     def __init__(self, **options: Any):
@@ -508,6 +518,10 @@ class ToolRL(Benchmark):
 
     # ---- parsing and scoring ----------------------------------------------------------------------
     def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None and self.options["prefill_think"]:
+            if not isinstance(completion, str) or not completion.strip():
+                return [None]
+            return [self.parse_single(QWEN3_NO_THINK_PREFIX + completion)]
         if m is None or self.parse_mode != "paper":
             return super().parse(completion, m)
         # an empty block is a missing attempt (zero vector), unlike an empty single reply

@@ -7,6 +7,7 @@ one line in ``harness.commands.COMMANDS``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from typing import Sequence
@@ -20,8 +21,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parse_args``, but an unknown flag after a subcommand is reported by that subcommand's parser:
+    its usage line and, when one is close, the flag that was probably meant. (argparse hands unknown
+    arguments up to the top-level parser, which printed ``vpo``'s usage for ``vpo run --tempreature``.)"""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        cmd = sub.choices.get(getattr(args, "command", None)) if sub is not None else None
+        if cmd is None:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        flags = [o for a in cmd._actions for o in a.option_strings if o.startswith("--")]
+        near = [m for e in extras if e.startswith("-")
+                for m in difflib.get_close_matches(e.split("=", 1)[0], flags, n=1, cutoff=0.75)]
+        hint = f" (did you mean {', '.join(dict.fromkeys(near))}?)" if near else ""
+        cmd.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(build_parser(), argv)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # before OSError, its base class

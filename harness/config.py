@@ -37,10 +37,13 @@ class TaskSpec:
 
 @dataclass
 class ModelSpec:
-    """Which model answers: a backend spec (``hf:PATH``, ``vllm:ID``, ``openai:NAME``, ``mock:...``)."""
+    """Which model answers: a backend spec (``hf:PATH``, ``vllm:ID``, ``openai:NAME``, ``mock:...``).
+
+    The server URL of an ``openai:`` model is not here: where a model is served (host, port) says
+    nothing about what it answers, so it is :attr:`ExecutionSpec.base_url` and a run resumes against
+    the same served model on another port. The served model's name (the spec) stays identity."""
 
     spec: str
-    base_url: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
 
 
@@ -57,6 +60,10 @@ class SamplingSpec:
     top_p: float | None = None
     max_tokens: int = 1024
     seed: int = 0
+    #: the chat template's keyword arguments (``{"enable_thinking": False}`` for Qwen3 as the paper ran
+    #: it): they change the prompt the model sees, so they are identity (left out of it while empty, so
+    #: runs from before the field existed keep their identity and folder name)
+    chat_template_args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.ks = default_ks(self.n * self.m) if self.ks is None else tuple(self.ks)
@@ -67,6 +74,11 @@ class ExecutionSpec:
     """How the run is executed; never part of its identity (may change on resume)."""
 
     out: str | None = None
+    #: OpenAI-compatible server URL(s) of an ``openai:`` model (see :class:`ModelSpec`)
+    base_url: str | None = None
+    #: the protocol preset the sampling settings came from (``paper``), recorded for provenance; the
+    #: settings it chose are in the sampling section, which is what identifies the run
+    protocol: str | None = None
     concurrency: int = 32
     flush_every: int = 16
     retry_errors: bool = False
@@ -83,7 +95,10 @@ class ExecutionSpec:
 IDENTITY_SECTIONS = ("task", "model", "sampling")
 #: fields of those sections that do not: the ks are metrics computed from the stored rows, so a finished
 #: run read at other ks is the same run (config.json keeps them at top level, ``"ks"``)
-NOT_IDENTITY = ("sampling.ks",)
+#: ``model.base_url`` was identity in older folders; listed so their resume check ignores it
+NOT_IDENTITY = ("sampling.ks", "model.base_url")
+#: identity fields left out while empty (added after runs existed: an empty value keeps old identities)
+OMIT_WHEN_EMPTY = ("sampling.chat_template_args",)
 _SECTIONS = {"task": TaskSpec, "model": ModelSpec, "sampling": SamplingSpec, "execution": ExecutionSpec}
 #: flat keyword -> (section, field) where the flat name differs from the field name (EvolveConfig too)
 ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),
@@ -136,6 +151,8 @@ class RunConfig:
         if too_big:  # best@k / pass@k of k > pool size are undefined (they came out NaN)
             raise ValueError(f"k = {', '.join(map(str, too_big))} exceeds the pool of {s.n * s.m} candidates per "
                              f"problem (n={s.n} chains x m={s.m} answers); use k <= {s.n * s.m} or raise -n / -m")
+        if not isinstance(s.chat_template_args, dict) or not all(isinstance(k, str) and k for k in s.chat_template_args):
+            raise ValueError(f"chat_template_args must map names to values (k=v,...), got {s.chat_template_args!r}")
         if self.task.limit is not None and self.task.limit < 1:
             raise ValueError(f"limit must be >= 1, got {self.task.limit}")
         self.execution.executor.validate()
@@ -149,11 +166,16 @@ class RunConfig:
         for dotted in NOT_IDENTITY:
             sec, name = dotted.split(".")
             out[sec].pop(name, None)
+        for dotted in OMIT_WHEN_EMPTY:
+            sec, name = dotted.split(".")
+            if not out[sec].get(name):
+                out[sec].pop(name, None)
         return out
 
     def to_json(self) -> dict[str, Any]:
         out = self.identity()
         out["sampling"]["ks"] = list(self.sampling.ks)
+        out["sampling"]["chat_template_args"] = dict(self.sampling.chat_template_args)
         out["model"]["args"] = dict(self.model.args)
         out["execution"] = asdict(self.execution)
         return out

@@ -50,6 +50,7 @@ class EvolveConfig:
     top_p: float | None = None
     max_tokens: int | None = None     # None: the zoo model's trained budget, else 1024
     seed: int = 0
+    chat_template_args: dict[str, Any] = field(default_factory=dict)  # sent as chat_template_kwargs
     concurrency: int = 8
     baseline: bool = True
     timeout_s: float = 300.0
@@ -77,8 +78,6 @@ class EvolveConfig:
         values = asdict(self)
         out = {sec: {ALIASES.get(name, (sec, name))[1]: values[name] for name in names}
                for sec, names in SECTIONS.items()}
-        if not self.model.startswith("openai:"):
-            out["model"]["base_url"] = None  # a spawned server's port changes every time
         # readers of run folders (vpo ls/show/report) expect a run's pool shape in sampling
         out["sampling"].update(n=self.iterations + 1, ks=[1])
         return out
@@ -88,6 +87,8 @@ class EvolveConfig:
 
         out = {sec: v for sec, v in self.sections().items() if sec != "execution"}
         out["model"]["args"] = identity_args(self.model, self.model_args)  # not timeouts, keys, batch sizes
+        if not out["sampling"].get("chat_template_args"):  # folders from before the field keep their identity
+            out["sampling"].pop("chat_template_args", None)
         return out
 
     def default_out(self) -> Path:
@@ -106,10 +107,10 @@ class EvolveConfig:
 #: declared identity or execution.
 SECTIONS: dict[str, tuple[str, ...]] = {
     "task": ("task", "split", "task_options", "data_path", "limit", "prompt_style"),
-    "model": ("model", "base_url", "model_args"),
-    "sampling": ("m", "temperature", "top_p", "max_tokens", "seed"),
+    "model": ("model", "model_args"),
+    "sampling": ("m", "temperature", "top_p", "max_tokens", "seed", "chat_template_args"),
     "evolve": ("problems", "iterations", "prompt_mode", "config_path", "baseline"),
-    "execution": ("out", "progress", "concurrency", "serve_threads", "timeout_s"),
+    "execution": ("out", "base_url", "progress", "concurrency", "serve_threads", "timeout_s"),
 }
 
 
@@ -238,14 +239,15 @@ def run_evolve(cfg: EvolveConfig) -> Path:
 
 async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], oe: Any, base_url: str,
                       model_name: str, store: RunStore, folder: Path, rows: dict[str, list[dict[str, Any]]]) -> None:
-    from tqdm.auto import tqdm
+    from harness.progress import progress as tqdm
 
     from search.engine import EvolveSettings, ProblemEvolution
     from search.llm import ChatLLM
     from search.solved import solved_fn
 
     llm = ChatLLM(base_url, model_name, api_key=oe.llm.api_key or "EMPTY", timeout_s=cfg.timeout_s,
-                  temperature=oe.llm.temperature, top_p=oe.llm.top_p, max_tokens=cfg.max_tokens)
+                  temperature=oe.llm.temperature, top_p=oe.llm.top_p, max_tokens=cfg.max_tokens,
+                  chat_template_args=cfg.chat_template_args)
     llm.check()
     total = len(problems) * (cfg.iterations + 1)
     overall = tqdm(total=total, desc="evolve", unit="it", disable=not cfg.progress, position=0)
@@ -312,6 +314,7 @@ def _baseline(cfg: EvolveConfig, folder: Path, base_url: str, model_name: str, t
     rc = RunConfig.of(task=cfg.task, model=cfg.model, split=cfg.split, task_options=cfg.task_options,
                       data_path=cfg.data_path, prompt_style=cfg.prompt_style, m=cfg.m, n=cfg.iterations + 1,
                       ks=(1,), temperature=temperature, top_p=top_p, max_tokens=cfg.max_tokens, seed=cfg.seed + 1,
+                      chat_template_args=dict(cfg.chat_template_args),
                       out=str(folder / "baseline"), progress=cfg.progress)
     backend = load_backend(f"openai:{model_name}", base_url=base_url,
                            model_args={"concurrency": max(1, cfg.concurrency), "timeout": cfg.timeout_s})

@@ -61,7 +61,7 @@ def _run_config(config: dict[str, Any]) -> Any:
 def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | None = None, workers: int = 1,
             progress: bool = True) -> Path:
     """Re-grade ``source``'s chains into ``out`` with the task options updated by ``task_args``."""
-    from tqdm.auto import tqdm
+    from harness.progress import progress as tqdm
 
     from benchmarks import get_task
     from harness import runner

@@ -24,7 +24,7 @@ from benchmarks.scoring import score_generation
 from harness import metrics
 from harness.executors import BackendSpec, ChainScorer, Executor, make_executor
 from harness.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
-from harness.models.base import Backend, GenRequest, SamplingConfig
+from harness.models.base import Backend, GenRequest, SamplingConfig, chat_template_args
 from harness.paths import REPO_ROOT
 from harness.results import summarize_rows
 from harness.rows import ChainRow
@@ -149,6 +149,7 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
         temperature=task.default_temperature if s.temperature is None else s.temperature,
         top_p=task.default_top_p if s.top_p is None else s.top_p,
         max_tokens=s.max_tokens,
+        chat_template_args=chat_template_args(s.chat_template_args),
     )
     folder = Path(ex.out) if ex.out else cfg.default_out()
     store = RunStore(folder, flush_every=ex.flush_every)
@@ -163,7 +164,7 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
 def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,
                 executor: Executor | None, sampling: SamplingConfig, folder: Path, store: RunStore,
                 record: dict[str, Any]) -> Path:
-    from tqdm.auto import tqdm
+    from harness.progress import progress as tqdm
 
     s, ex = cfg.sampling, cfg.execution
     resuming = store.init(record)
@@ -197,7 +198,7 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
             args = dict(cfg.model.args)
             if cfg.model.spec.startswith("openai:"):  # --concurrency is a default; explicit model_args win
                 args.setdefault("concurrency", ex.concurrency)
-            executor = make_executor(ex.executor, BackendSpec(cfg.model.spec, cfg.model.base_url, args),
+            executor = make_executor(ex.executor, BackendSpec(cfg.model.spec, cfg.execution.base_url, args),
                                      backend=backend, score_workers=ex.score_workers)
         # a replica rebuilds the task from its name and options (a Benchmark does not travel)
         scorer = ChainScorer(functools.partial(get_task, cfg.task.name, **cfg.task.options), s.m,

@@ -29,7 +29,11 @@ def run_facts(config: dict[str, Any]) -> dict[str, Any]:
         return {
             "task": task.get("name"), "split": task.get("split"), "task_options": task.get("options") or {},
             "prompt_style": task.get("prompt_style"), "data_path": task.get("data_path"), "limit": task.get("limit"),
-            "model": model.get("spec"), "model_args": model.get("args") or {}, "base_url": model.get("base_url"),
+            "model": model.get("spec"), "model_args": model.get("args") or {},
+            # base_url is execution since the served model's port stopped being identity (older: model)
+            "base_url": (config.get("execution") or {}).get("base_url") or model.get("base_url"),
+            "chat_template_args": samp.get("chat_template_args") or {},
+            "protocol": (config.get("execution") or {}).get("protocol"),
             "m": samp.get("m"), "n": samp.get("n"), "ks": recorded_ks(config), "seed": samp.get("seed"),
             "temperature": res.get("temperature", samp.get("temperature")),
             "top_p": res.get("top_p", samp.get("top_p")), "max_tokens": samp.get("max_tokens"),

@@ -594,7 +594,7 @@ def problem_table(views: Sequence[RunView]) -> str:
 
 
 _PROV_KEYS = ("model", "model_fingerprint", "task", "split", "task_options", "prompt_style", "m", "n", "ks",
-              "temperature", "top_p", "max_tokens", "seed", "limit", "data_path", "created", "git", "versions",
+              "temperature", "top_p", "max_tokens", "chat_template_args", "protocol", "seed", "limit", "data_path", "created", "git", "versions",
               "rescored_from", "command")
 
 

@@ -36,7 +36,8 @@ class Completion:
 class ChatLLM:
     def __init__(self, base_url: str, model: str, *, api_key: str = "EMPTY", timeout_s: float = 120.0,
                  retries: int = 2, temperature: float = 0.7, top_p: float = 1.0, max_tokens: int = 1024,
-                 stop: tuple[str, ...] = (), eject_after: int = 3, cooldown_s: float = 10.0):
+                 stop: tuple[str, ...] = (), eject_after: int = 3, cooldown_s: float = 10.0,
+                 chat_template_args: dict[str, Any] | None = None):
         import openai
 
         from harness.models.endpoints import EndpointPool, split_urls
@@ -46,6 +47,9 @@ class ChatLLM:
             raise ValueError("evolve needs the LLM server's URL (--base-url)")
         self.base_url, self.model, self.api_key = ",".join(urls), model, api_key
         self.temperature, self.top_p, self.max_tokens, self.stop = temperature, top_p, max_tokens, stop
+        #: the chat template's arguments (Qwen3's enable_thinking), sent as ``chat_template_kwargs`` in
+        #: the request body: the field vLLM, SGLang and `vpo serve` read
+        self.chat_template_args = dict(chat_template_args or {})
         self.pool = EndpointPool(urls, lambda u: openai.AsyncOpenAI(api_key=api_key, base_url=u, timeout=timeout_s,
                                                                     max_retries=retries),
                                  eject_after=eject_after, cooldown_s=cooldown_s)
@@ -85,6 +89,8 @@ class ChatLLM:
                                   temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
         if self.stop:
             kw["stop"] = list(self.stop)
+        if self.chat_template_args:
+            kw["extra_body"] = {"chat_template_kwargs": dict(self.chat_template_args)}
         # one try per server (the client retries within each); a single server is tried once, as before
         for attempt in range(len(self.pool.endpoints)):
             last = attempt + 1 == len(self.pool.endpoints)

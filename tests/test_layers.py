@@ -28,7 +28,7 @@ PACKAGES = ("harness", "benchmarks", "training", "search", "reports", "bench")
 LAYERS: dict[str, int] = {
     "harness.paths": 0, "harness.seeding": 0, "harness.store": 0, "harness.rows": 0, "harness.config": 0,
     "harness.metrics": 0, "harness.results": 0, "harness.selection": 2, "harness.models": 0,
-    "harness.sandbox": 0, "harness.executors": 0,
+    "harness.sandbox": 0, "harness.executors": 0, "harness.progress": 0,
     "benchmarks": 1,
     "training": 2, "search": 2, "reports": 2,
     "harness": 3, "training.val_eval": 3,

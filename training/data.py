@@ -57,7 +57,7 @@ def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: in
     rng = np.random.default_rng(seed)
     todo = [p for p in problems if p.id not in cached]
     try:
-        from tqdm import tqdm
+        from harness.progress import progress as tqdm
         it = tqdm(todo, desc="search targets", disable=len(todo) < 20)
     except ImportError:  # pragma: no cover
         it = todo

@@ -16,14 +16,14 @@ import argparse
 import copy
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+from harness.progress import progress as tqdm
 
 from benchmarks import get_task
 from benchmarks.scoring import score_chain
@@ -71,6 +71,8 @@ class RLConfig:
     #: also keep a copy of every saved checkpoint as ``step_NNNN/`` (for choosing the step on validation)
     snapshots: bool = False
     time_budget_s: float | None = None
+    #: the chat template's keyword arguments for rollout prompts (as `vpo run --chat-template-args`)
+    chat_template_args: dict[str, Any] = field(default_factory=dict)
 
 
 # ---- rollouts -----------------------------------------------------------------------------------------
@@ -183,7 +185,7 @@ def train_rl(cfg: RLConfig) -> Path:
             if cfg.method == "goal_cond":
                 mm = A.goal_prompt(mm, row_w[b, 0], task.component_names)
             msgs.append(mm)
-        prompts = [render_messages(mm, tok) for mm in msgs for _ in range(cfg.group_size)]
+        prompts = [render_messages(mm, tok, cfg.chat_template_args) for mm in msgs for _ in range(cfg.group_size)]
 
         # 2. rollouts
         tg = time.time()
@@ -270,6 +272,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         flag = f"--{f.replace('_', '-')}"
         if isinstance(v, bool):
             p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=v)
+        elif isinstance(v, dict):
+            from harness.models import parse_model_args
+
+            p.add_argument(flag, type=parse_model_args, default=v)  # k=v,... as on the vpo command line
         elif v is None:
             p.add_argument(flag, type=float if f.endswith("_s") else int, default=None)
         else:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from harness.progress import progress as tqdm
 
 from benchmarks import get_task
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads

@@ -82,6 +82,8 @@ class TRLVPOConfig:
     gradient_checkpointing: bool | None = None
     threads: int | None = None
     grpo_overrides: dict[str, Any] = field(default_factory=dict)   # any other GRPOConfig field
+    #: the chat template's keyword arguments (Qwen3's enable_thinking): TRL's chat_template_kwargs
+    chat_template_args: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         R.is_multi(self.method)            # raises on an unknown method
@@ -108,7 +110,7 @@ def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, 
     rows = []
     for p, gw in zip(problems, R.goal_weights(task, problems, cfg.method, seed=cfg.seed, alpha=cfg.alpha)):
         msgs = R.method_prompt(task, p, cfg.method, cfg.m, cfg.prompt_style, gw)
-        rows.append({"prompt": msgs if templated else render_messages(msgs, None),
+        rows.append({"prompt": msgs if templated else render_messages(msgs, None, cfg.chat_template_args),
                      "problem": R.problem_to_json(p), "goal_weights": gw or []})
     return rows
 
@@ -315,6 +317,8 @@ def grpo_config(cfg: TRLVPOConfig, **extra: Any) -> Any:
         adam_beta2=0.99, weight_decay=0.0, max_grad_norm=1.0,
         gradient_checkpointing=torch.cuda.is_available() if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing,
     )
+    if cfg.chat_template_args:  # TRL renders the chat prompts with these, as `vpo run` does
+        kw["chat_template_kwargs"] = dict(cfg.chat_template_args)
     kw.update(cfg.grpo_overrides)
     kw.update(extra)
     return GRPOConfig(**kw)

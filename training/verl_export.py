@@ -110,6 +110,8 @@ class VerlLaunch:
     steps: int | None = None
     experiment: str = "vpo"
     out: str = "checkpoints/verl"
+    #: the chat template's keyword arguments (Qwen3's enable_thinking): verl's data.apply_chat_template_kwargs
+    chat_template_args: dict[str, Any] = field(default_factory=dict)
 
 
 def overrides(cfg: VerlLaunch) -> list[str]:
@@ -153,6 +155,8 @@ def overrides(cfg: VerlLaunch) -> list[str]:
     ]
     if cfg.steps is not None:
         ov.append(f"trainer.total_training_steps={cfg.steps}")
+    for key, value in sorted(cfg.chat_template_args.items()):  # '+': a new key under verl's empty dict
+        ov.append(f"+data.apply_chat_template_kwargs.{key}={json.dumps(value)}")
     return ov
 
 

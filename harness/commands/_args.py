@@ -50,3 +50,11 @@ def apply_unsafe_sandbox(args: argparse.Namespace) -> None:
         from harness.sandbox import allow_unsafe
 
         allow_unsafe(True)
+
+
+def add_chat_template_args(p: argparse.ArgumentParser) -> None:
+    """``--chat-template-args k=v,...`` on every command that prompts a chat model (run, evolve, train)."""
+    p.add_argument("--chat-template-args", type=kv, default=None, metavar="K=V,...",
+                   help="keyword arguments of the model's chat template, coerced like --model-args; e.g. "
+                        "enable_thinking=false renders Qwen3 prompts without thinking, as the paper ran them "
+                        "(hf/vllm: passed to the template; openai: sent as chat_template_kwargs). Part of the run")

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, Sequence
 
-from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, kv
+from harness.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=None,
                    help="completion budget per call (default: the zoo model's trained budget, else 1024)")
     p.add_argument("--seed", type=int, default=0, help="run seed: OpenEvolve's seed and every request seed derive from it")
+    add_chat_template_args(p)
     p.add_argument("--concurrency", type=int, default=8, help="problems evolved at once")
     p.add_argument("--serve-threads", type=int, default=1,
                    help="torch threads of the `vpo serve` child (hf/vllm/zoo models; 0 = torch's default)")
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
                        split=args.split, limit=args.limit, task_options=args.task_args, data_path=args.data_path,
                        prompt_style=args.prompt_style, base_url=args.base_url, model_args=args.model_args,
                        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,
+                       chat_template_args=dict(args.chat_template_args or {}),
                        concurrency=args.concurrency, baseline=not args.no_baseline, timeout_s=args.timeout_s,
                        serve_threads=args.serve_threads, progress=not args.no_progress)
     try:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
+from harness.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
 
 EXAMPLES = """\
 vpo run --task maze --model mock:moves --limit 5 -n 4 -m 3          # no model: exercises the harness
 vpo run --task maze --model hf:maze-tiny-vpo --limit 20 -n 10 -m 3 --out runs/vpo
 vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhost:8000/v1 -n 10 -m 3
+vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 30 samples
 vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
 """
 
@@ -26,9 +27,14 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="only the first N problems")
     p.add_argument("--prompt-style", default=None,
                    help="full | compact (task-specific); default: the model's own (bundled checkpoints), else full")
-    p.add_argument("-n", "--num-chains", dest="n", type=int, default=10, help="chains per problem")
-    p.add_argument("-m", "--answers", dest="m", type=int, default=1,
-                   help="answers per chain (1 = single-answer prompt); pool = n*m candidates")
+    p.add_argument("-n", "--num-chains", dest="n", type=int, default=None,
+                   help="chains per problem (default: 10); --protocol paper: ceil(30 / m), a pool of 30")
+    p.add_argument("-m", "--answers", dest="m", type=int, default=None,
+                   help="answers per chain (1 = single-answer prompt); pool = n*m candidates "
+                        "(default: 1); --protocol paper: 3")
+    p.add_argument("--protocol", choices=PROTOCOL_NAMES, default=None,
+                   help="paper: the paper's per-task temperature, top-p, token budget, m, pool of 30 and chat "
+                        "template arguments (enable_thinking=false) in one flag; explicit flags override it")
     p.add_argument("--k", dest="ks", type=int_list, default=None,
                    help="best@k / pass@k values, e.g. 1,2,4,8,16,30 (default: those of 1,2,4,8,16,30 within the "
                         "pool n*m). Not part of the run: other ks on a finished run only recompute the metrics")
@@ -37,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=None,
                    help="completion budget; default: the model's own (bundled checkpoints), else 1024")
     p.add_argument("--seed", type=int, default=0, help="sampling seed; every chain's seed derives from it")
+    add_chat_template_args(p)
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1, help="threads grading chains (code tasks)")
     p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
@@ -59,12 +66,14 @@ def run(args: argparse.Namespace) -> int:
 
     apply_unsafe_sandbox(args)
 
+    apply_protocol(args)
     ks = args.ks or default_ks(args.n * args.m)
     apply_model_defaults(args)
     cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
                     data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                    seed=args.seed, base_url=args.base_url, model_args=args.model_args, out=args.out,
+                    seed=args.seed, chat_template_args=args.chat_template_args, base_url=args.base_url,
+                    model_args=args.model_args, out=args.out, protocol=args.protocol,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
                     retry_errors=args.retry_errors, progress=not args.no_progress,
                     executor=executor_config(args))
@@ -72,6 +81,24 @@ def run(args: argparse.Namespace) -> int:
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")
     return report_failures(folder)
+
+
+PROTOCOL_NAMES = ("paper",)  # harness.protocols.PROTOCOLS, spelled here so `vpo --help` imports nothing
+
+
+def apply_protocol(args: argparse.Namespace) -> None:
+    """Fill the sampling flags left open from ``--protocol`` (explicit flags win), else plain defaults."""
+    import sys
+
+    from harness.protocols import describe, resolve
+
+    got = resolve(args.protocol, args.task, m=args.m, n=args.n, temperature=args.temperature, top_p=args.top_p,
+                  max_tokens=args.max_tokens, chat_template_args=getattr(args, "chat_template_args", None),
+                  task_args=args.task_args)
+    args.m, args.n, args.temperature, args.top_p = got["m"], got["n"], got["temperature"], got["top_p"]
+    args.max_tokens, args.chat_template_args, args.task_args = got["max_tokens"], got["chat_template_args"], got["task_args"]
+    if args.protocol is not None:
+        print(f"[vpo] {describe(args.protocol, args.task)}", file=sys.stderr)
 
 
 def apply_model_defaults(args: argparse.Namespace) -> None:

@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration")
     p.add_argument("--sobol", action="store_true", help="scrambled-Sobol VPO weights")
     p.add_argument("--rl-time-budget-s", type=float, default=None)
+    from harness.commands._args import add_chat_template_args
+
+    add_chat_template_args(p)  # rollout prompts rendered as `vpo run --chat-template-args` renders them
     # engines (issue 13): native | trl | verl
     g = p.add_argument_group("engines", "TRL and verl (see docs/verl.md)")
     g.add_argument("--engine", choices=ENGINES, default="native")
@@ -119,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                         m=args.m, steps=args.rl_steps, prompts_per_step=args.prompts_per_step,
                         group_size=args.group_size, lr=args.rl_lr, kl_coef=args.kl_coef, K=args.K,
                         alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
-                        time_budget_s=args.rl_time_budget_s)
+                        time_budget_s=args.rl_time_budget_s, chat_template_args=dict(args.chat_template_args or {}))
         print(f"policy: {train_rl(rcfg)}")
     return 0
 
@@ -135,7 +138,7 @@ def run_trl(args: argparse.Namespace) -> int:
         task_args=dict(args.task_args), method=args.method, split=args.split, limit=args.limit, m=args.m,
         group_size=args.group_size, beta=args.kl_coef, K=args.K, alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
         use_vllm=args.use_vllm, prompt_style=args.prompt_style or ("compact" if args.task == "maze" else "full"),
-        **given)
+        chat_template_args=dict(args.chat_template_args or {}), **given)
     print(f"policy: {train_trl(cfg)}")
     return 0
 
@@ -157,7 +160,8 @@ def run_verl(args: argparse.Namespace) -> int:
     launch = VerlLaunch(model=args.init or "Qwen/Qwen3-4B", train_files=str(train.resolve()), val_files=str(val.resolve()),
                         method=args.method, group_size=args.group_size, kl_coef=args.kl_coef, nnodes=args.nnodes,
                         gpus_per_node=args.gpus_per_node, experiment=f"{args.task}-{args.method}",
-                        out=str((out / "checkpoints").resolve()), **given)
+                        out=str((out / "checkpoints").resolve()),
+                        chat_template_args=dict(args.chat_template_args or {}), **given)
     script = write_launch(launch, out)
     print(f"data: {train} ({val.name} for validation)")
     print(f"launch: {script}")

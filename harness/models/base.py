@@ -16,6 +16,27 @@ class SamplingConfig:
     top_p: float = 1.0
     max_tokens: int = 1024
     stop: tuple[str, ...] = ()
+    #: keyword arguments of the model's chat template (``(("enable_thinking", False),)``), sorted by key:
+    #: a tuple keeps the config frozen and hashable. Every backend's generate honours them (hf/vllm pass
+    #: them to the template, openai sends them as ``chat_template_kwargs``); see :func:`template_kwargs`.
+    chat_template_args: tuple[tuple[str, Any], ...] = ()
+
+
+def chat_template_args(args: "dict[str, Any] | Sequence[tuple[str, Any]] | None") -> tuple[tuple[str, Any], ...]:
+    """``{"enable_thinking": False}`` (or pairs) -> the sorted pairs :class:`SamplingConfig` holds."""
+    if not args:
+        return ()
+    items = args.items() if isinstance(args, dict) else args
+    out = sorted((str(k), v) for k, v in items)
+    keys = [k for k, _ in out]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"chat template argument named twice in {args!r}")
+    return tuple(out)
+
+
+def template_kwargs(sampling: SamplingConfig) -> dict[str, Any]:
+    """The template arguments as keyword arguments (empty when none are set)."""
+    return dict(sampling.chat_template_args)
 
 
 @dataclass(frozen=True)

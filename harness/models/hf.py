@@ -18,27 +18,17 @@ rows of different prompts share a left-padded batch). Stop strings end a row ear
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from harness.models import zoo
-from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.models.prompting import render_messages
 
 
-def _looks_like_path(name: str) -> bool:
-    return name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().exists()
-
-
 def resolve_model_path(model: str) -> str:
-    """Zoo name -> converted folder; an explicit path must exist; else a hub id left to transformers."""
-    resolved = zoo.resolve(model)
-    if resolved == model and _looks_like_path(model):
-        p = Path(model).expanduser()
-        if not p.exists():
-            raise FileNotFoundError(f"model folder {model!r} does not exist (and is not a zoo name: {', '.join(zoo.ZOO)})")
-        return str(p.resolve())
-    return resolved
+    """Zoo name -> converted folder; an existing path -> itself; an ``org/name`` hub id is left to
+    transformers; anything else is refused at once with close matches (see :func:`zoo.resolve_local`)."""
+    return zoo.resolve_local(model)
 
 
 def _dtype_kwarg() -> str:
@@ -108,11 +98,11 @@ class HFBackend(Backend):
         revision: str | None = None,
         attn_implementation: str | None = None,
     ) -> None:
+        self.model_name = model
+        self.path = resolve_model_path(model)  # a mistyped name fails here, before torch is imported
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.model_name = model
-        self.path = resolve_model_path(model)
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         if dtype == "auto":
             dtype = "bfloat16" if str(self.device).startswith("cuda") else "float32"
@@ -179,11 +169,12 @@ class HFBackend(Backend):
             "library": {"transformers": transformers.__version__, "torch": torch.__version__},
         }
 
-    def _prompt(self, req: GenRequest) -> tuple[str, bool]:
-        """Rendered text and whether the tokenizer should add special tokens (not when a chat
-        template already wrote them)."""
+    def _prompt(self, req: GenRequest, sampling: SamplingConfig | None = None) -> tuple[str, bool]:
+        """Rendered text (with the sampling's chat-template arguments) and whether the tokenizer should
+        add special tokens (not when a chat template already wrote them)."""
         templated = bool(getattr(self.tokenizer, "chat_template", None))
-        return render_messages(req.messages, self.tokenizer), not templated
+        args = template_kwargs(sampling) if sampling is not None else {}
+        return render_messages(req.messages, self.tokenizer, args), not templated
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
         rows: list[tuple[GenRequest, int, int]] = []
@@ -193,7 +184,7 @@ class HFBackend(Backend):
             rows += [(req, c, s) for c, s in zip(req.chain_indices, req.seeds)]
         prompts: dict[int, tuple[str, bool]] = {}
         for req in requests:
-            prompts[id(req)] = self._prompt(req)
+            prompts[id(req)] = self._prompt(req, sampling)
             self._check_context(req, prompts[id(req)], sampling)
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]

@@ -16,6 +16,11 @@ which chains were requested together; with ``use_n=False`` each chain is its own
 own seed and is reproducible on its own (what resume of a partial group needs). ``"auto"`` uses
 ``n`` and falls back to per-chain requests once a server rejects ``n`` or returns too few choices.
 
+Chat-template arguments (``SamplingConfig.chat_template_args``, e.g. Qwen3's ``enable_thinking``) go
+in the chat request body as ``chat_template_kwargs``, the field vLLM and SGLang servers read (merged
+over any ``chat_template_kwargs`` in ``extra_body``); in completions mode they go to the local
+tokenizer's template instead.
+
 Only SamplingConfig's fields are sent; a vLLM server may still add the checkpoint's own sampling
 defaults (its ``--generation-config``), which the local hf/vllm backends deliberately do not.
 """
@@ -31,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.models.endpoints import EndpointPool, split_urls
 from harness.models.prompting import render_messages
 
@@ -136,7 +141,7 @@ class OpenAIServerBackend(Backend):
 
             from harness.models import zoo
 
-            self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve(tokenizer))
+            self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve_local(tokenizer))
         # Learned once per backend: flips to False when the server refuses n > 1.
         self._n_ok: bool = use_n is not False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -344,8 +349,17 @@ class OpenAIServerBackend(Backend):
             for c, s in zip(unit.chain_indices, unit.seeds)
         ]
 
-    def _prompt_text(self, req: GenRequest) -> str:
-        return render_messages(req.messages, self._tokenizer)
+    def _prompt_text(self, req: GenRequest, sampling: SamplingConfig | None = None) -> str:
+        return render_messages(req.messages, self._tokenizer, template_kwargs(sampling) if sampling else None)
+
+    def _extra_body(self, sampling: SamplingConfig) -> dict[str, Any]:
+        """``extra_body`` plus, in chat mode, the template arguments as ``chat_template_kwargs``."""
+        body = dict(self.extra_body)
+        tmpl = template_kwargs(sampling)
+        if tmpl and self.mode == "chat":
+            given = body.get("chat_template_kwargs")
+            body["chat_template_kwargs"] = {**(given if isinstance(given, dict) else {}), **tmpl}
+        return body
 
     async def _once(self, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
         pool = await self._get_pool()
@@ -374,12 +388,13 @@ class OpenAIServerBackend(Backend):
             kwargs["n"] = n
         if self.send_seed:
             kwargs["seed"] = int(unit.seeds[0])
-        if self.extra_body:
-            kwargs["extra_body"] = dict(self.extra_body)
+        extra_body = self._extra_body(sampling)
+        if extra_body:
+            kwargs["extra_body"] = extra_body
         if self.mode == "chat":
             resp = await client.chat.completions.create(messages=unit.req.messages, **kwargs)
         else:
-            resp = await client.completions.create(prompt=self._prompt_text(unit.req), **kwargs)
+            resp = await client.completions.create(prompt=self._prompt_text(unit.req, sampling), **kwargs)
         return self._to_generations(unit, resp)
 
     def _to_generations(self, unit: _Unit, resp: Any) -> list[Generation]:

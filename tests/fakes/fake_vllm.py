@@ -1,7 +1,9 @@
 """A stand-in ``vllm`` module (``LLM``, ``SamplingParams``) to test the adapter without vLLM.
 
 Install it with ``monkeypatch.setitem(sys.modules, "vllm", make_fake_vllm())``. The fake LLM records
-its constructor kwargs and every ``generate`` call; its text is a pure function of (prompt, seed).
+its constructor kwargs, every ``generate`` call and every ``chat`` call's ``chat_template_kwargs``; its
+text is a pure function of (prompt, seed). ``chat`` renders the fake template (which, like Qwen3's,
+writes an empty think block when ``enable_thinking`` is false) and generates from the token ids.
 A prompt containing ``BOOM`` makes ``generate`` raise, as vLLM does for an over-long prompt.
 """
 from __future__ import annotations
@@ -43,9 +45,12 @@ class FakeTokenizer:
     chat_template = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}<|assistant|>"
 
     def apply_chat_template(self, messages: list[dict[str, str]], tokenize: bool = False,
-                            add_generation_prompt: bool = True) -> str:
+                            add_generation_prompt: bool = True, **template_vars: Any) -> str:
         text = "".join(f"<|{m['role']}|>{m['content']}" for m in messages)
-        return text + ("<|assistant|>" if add_generation_prompt else "")
+        text += "<|assistant|>" if add_generation_prompt else ""
+        if add_generation_prompt and template_vars.get("enable_thinking", True) is False:
+            text += "<think>\n\n</think>\n\n"
+        return text
 
     def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
         ids = [ord(c) for c in text]
@@ -62,11 +67,21 @@ class LLM:
         self.model = model
         self.kwargs = kwargs
         self.calls: list[tuple[list[Any], list[SamplingParams]]] = []
+        self.chat_calls: list[dict[str, Any] | None] = []  # chat_template_kwargs of every chat call
         self.tokenizer = FakeTokenizer()
         LLM.instances.append(self)
 
     def get_tokenizer(self) -> FakeTokenizer:
         return self.tokenizer
+
+    def chat(self, messages: list[list[dict[str, str]]], sampling_params: list[SamplingParams],
+             use_tqdm: bool = True, chat_template_kwargs: dict[str, Any] | None = None) -> list[RequestOutput]:
+        self.chat_calls.append(chat_template_kwargs)
+        prompts = [{"prompt_token_ids": self.tokenizer(
+            self.tokenizer.apply_chat_template(conv, tokenize=False, add_generation_prompt=True,
+                                               **(chat_template_kwargs or {})),
+            add_special_tokens=False)["input_ids"]} for conv in messages]
+        return self.generate(prompts, sampling_params, use_tqdm=use_tqdm)
 
     def generate(self, prompts: list[Any], sampling_params: list[SamplingParams], use_tqdm: bool = True) -> list[RequestOutput]:
         self.calls.append((list(prompts), list(sampling_params)))

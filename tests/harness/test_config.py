@@ -28,7 +28,7 @@ def test_flat_keywords_land_in_their_sections() -> None:
     c = RunConfig.of(task="musique", model="hf:x", task_options={"a": 1}, model_args={"b": 2}, n=3, m=2,
                      temperature=0.5, concurrency=4, limit=7, base_url="http://h")
     assert (c.task.name, c.task.options, c.task.limit) == ("musique", {"a": 1}, 7)
-    assert (c.model.spec, c.model.args, c.model.base_url) == ("hf:x", {"b": 2}, "http://h")
+    assert (c.model.spec, c.model.args, c.execution.base_url) == ("hf:x", {"b": 2}, "http://h")
     assert (c.sampling.n, c.sampling.m, c.sampling.temperature) == (3, 2, 0.5)
     assert c.execution.concurrency == 4 and c.pool_size == 6
     with pytest.raises(TypeError, match="unknown field 'bogus'"):
@@ -178,3 +178,82 @@ def test_execution_model_args_are_not_identity(tmp_path: Path) -> None:
     c = cfg(tmp_path, model="openai:m", model_args={"api_key": "sk-secret"}, out=str(tmp_path / "o"))
     folder = runner.run(c, backend=ScriptedBackend())
     assert "sk-secret" not in (folder / "config.json").read_text()
+
+
+def test_base_url_is_execution_not_identity(tmp_path: Path) -> None:
+    """Where an openai: model is served is how the run ran: the same served model on another port is
+    the same run (same folder name, resumable); the served model's name stays identity."""
+    a = cfg(tmp_path, model="openai:m", base_url="http://127.0.0.1:8000/v1")
+    b = cfg(tmp_path, model="openai:m", base_url="http://10.0.0.2:9000/v1")
+    assert a.identity() == b.identity() and a.default_out() == b.default_out()
+    assert "base_url" not in a.identity()["model"]
+    assert cfg(tmp_path, model="openai:other", base_url="http://127.0.0.1:8000/v1").identity() != a.identity()
+    assert a.to_json()["execution"]["base_url"] == "http://127.0.0.1:8000/v1"
+    assert RunConfig.from_json(json.loads(json.dumps(a.to_json()))) == a
+
+
+def test_chat_template_args_are_identity(tmp_path: Path) -> None:
+    """Template arguments change the prompt the model sees, so they are part of the run; left out of
+    the identity while empty, so folders from before the field resume under the same name."""
+    plain = cfg(tmp_path)
+    off = cfg(tmp_path, chat_template_args={"enable_thinking": False})
+    on = cfg(tmp_path, chat_template_args={"enable_thinking": True})
+    assert "chat_template_args" not in plain.identity()["sampling"]
+    assert off.identity()["sampling"]["chat_template_args"] == {"enable_thinking": False}
+    assert len({plain.default_out(), off.default_out(), on.default_out()}) == 3
+    assert RunConfig.from_json(json.loads(json.dumps(off.to_json()))) == off
+    with pytest.raises(ValueError, match="chat_template_args"):
+        cfg(tmp_path, chat_template_args={"": 1}).validate()
+
+
+def test_template_args_reach_the_backend_and_config(tmp_path: Path) -> None:
+    seen: list[SamplingConfig] = []
+
+    class Recording(ScriptedBackend):
+        def generate(self, requests, sampling):
+            seen.append(sampling)
+            yield from super().generate(requests, sampling)
+
+    c = cfg(tmp_path, chat_template_args={"enable_thinking": False, "a": 1})
+    folder = runner.run(c, backend=Recording())
+    assert seen and all(s.chat_template_args == (("a", 1), ("enable_thinking", False)) for s in seen)
+    rec = json.loads((folder / "config.json").read_text())
+    assert rec["identity"]["sampling"]["chat_template_args"] == {"a": 1, "enable_thinking": False}
+    with pytest.raises(RunStoreError, match="chat_template_args"):  # other template args: another run
+        runner.run(cfg(tmp_path, chat_template_args={"enable_thinking": True}), backend=ScriptedBackend())
+
+
+def test_folder_with_base_url_in_its_identity_resumes_on_another_port(tmp_path: Path) -> None:
+    """Folders written while base_url was identity resume against another URL."""
+    folder = runner.run(cfg(tmp_path), backend=ScriptedBackend())
+    rec = json.loads((folder / "config.json").read_text())
+    rec["identity"]["model"]["base_url"] = "http://127.0.0.1:1/v1"
+    (folder / "config.json").write_text(json.dumps(rec))
+    b2 = ScriptedBackend()
+    runner.run(cfg(tmp_path, base_url="http://127.0.0.1:2/v1"), backend=b2)
+    assert b2.calls == []
+
+
+def test_openai_run_resumes_against_a_server_on_another_port(tmp_path: Path) -> None:
+    """A run cut short against one server is finished by the same command against the same model
+    served on another port: only the missing chains are sampled, and config.json records the URL
+    the run last used (a changed base_url used to be refused as another run)."""
+    from harness.cli import main
+    from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
+
+    out = tmp_path / "run"
+    cmd = ["run", "--task", "maze", "--model", "openai:scripted", "--limit", "2", "-n", "3", "--out", str(out),
+           "--no-progress", "--model-args", "use_n=false,max_retries=0"]
+    with ScriptedOpenAIServer(maze_routes_responder(1)) as a:
+        assert main([*cmd, "--base-url", a.base_url]) == 0
+        assert len(a.requests) == 6
+    lines = (out / "samples.jsonl").read_text().splitlines()
+    (out / "samples.jsonl").write_text("\n".join(lines[:4]) + "\n")  # as if the first server died after 4
+    with ScriptedOpenAIServer(maze_routes_responder(1)) as b:
+        assert b.base_url != a.base_url
+        assert main([*cmd, "--base-url", b.base_url]) == 0
+        assert len(b.requests) == 2  # only the missing chains
+    rec = json.loads((out / "config.json").read_text())
+    assert rec["execution"]["base_url"] == a.base_url and "base_url" not in rec["identity"]["model"]
+    assert [d["base_url"] for d in rec["backends"]] == [a.base_url, b.base_url]
+    assert len((out / "samples.jsonl").read_text().splitlines()) == 6

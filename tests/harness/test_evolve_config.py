@@ -19,16 +19,17 @@ def test_every_field_is_declared_once():
     assert len(declared) == len(set(declared))
 
 
-EXECUTION_CHANGES = {"out": "elsewhere", "progress": False, "concurrency": 3, "serve_threads": 4, "timeout_s": 9.0}
+EXECUTION_CHANGES = {"out": "elsewhere", "progress": False, "concurrency": 3, "serve_threads": 4, "timeout_s": 9.0,
+                     "base_url": "http://127.0.0.1:2/v1"}
 IDENTITY_CHANGES = {"problems": "hardest:4", "iterations": 7, "m": 3, "prompt_mode": "task", "split": "val",
                     "limit": 5, "task_options": {"parse": "lenient"}, "temperature": 0.5, "top_p": 0.9,
                     "max_tokens": 128, "seed": 1, "baseline": False, "config_path": "oe.yaml",
                     "data_path": "x.jsonl", "prompt_style": "full", "model": "hf:maze-tiny-grpo",
-                    "model_args": {"dtype": "float64"}}
+                    "model_args": {"dtype": "float64"}, "chat_template_args": {"enable_thinking": False}}
 
 
 def test_changes_cover_every_field():
-    assert set(EXECUTION_CHANGES) | set(IDENTITY_CHANGES) | {"task", "base_url"} == {f.name for f in fields(EvolveConfig)}
+    assert set(EXECUTION_CHANGES) | set(IDENTITY_CHANGES) | {"task"} == {f.name for f in fields(EvolveConfig)}
 
 
 @pytest.mark.parametrize("name", sorted(EXECUTION_CHANGES))
@@ -46,12 +47,22 @@ def test_identity_settings_change_the_folder(name):
     assert a.default_out() != b.default_out()
 
 
-def test_base_url_identifies_only_a_user_given_server():
-    # a spawned `vpo serve` gets a new port every time: not identity; a user's server is the model
+def test_base_url_is_never_identity():
+    # where a model is served (a spawned `vpo serve`'s port, a user's server moved to another host)
+    # is how the run ran; the served model's name is the identity
     hf = base()
     assert hf.identity() == replace(hf, base_url="http://127.0.0.1:1/v1").identity()
     oa = EvolveConfig(task="maze", model="openai:m", base_url="http://a/v1")
-    assert oa.identity() != replace(oa, base_url="http://b/v1").identity()
+    assert oa.identity() == replace(oa, base_url="http://b/v1").identity()
+    assert oa.default_out() == replace(oa, base_url="http://b/v1").default_out()
+    assert oa.identity() != replace(oa, model="openai:n").identity()
+    assert oa.sections()["execution"]["base_url"] == "http://a/v1"
+
+
+def test_empty_template_args_keep_older_identities():
+    assert "chat_template_args" not in base().identity()["sampling"]
+    assert base(chat_template_args={"enable_thinking": False}).identity()["sampling"]["chat_template_args"] == {
+        "enable_thinking": False}
 
 
 def test_request_only_model_args_are_not_identity():

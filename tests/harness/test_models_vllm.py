@@ -47,7 +47,7 @@ def test_model_args_pass_through(fake_vllm):
 
 
 def test_sampling_params_seeds_prompts_and_outputs(fake_vllm):
-    b = load_backend("vllm:m", model_args={"chunk_size": 100})
+    b = load_backend("vllm:org/m", model_args={"chunk_size": 100})
     rs = reqs()
     gens = list(b.generate(rs, SAMPLING))
     llm = fake_vllm.LLM.instances[-1]
@@ -71,14 +71,14 @@ def test_sampling_params_seeds_prompts_and_outputs(fake_vllm):
 
 
 def test_plain_prompts_without_template(fake_vllm):
-    b = load_backend("vllm:m", model_args={"use_chat_template": False})
+    b = load_backend("vllm:org/m", model_args={"use_chat_template": False})
     list(b.generate(reqs(1, 1), SAMPLING))
     prompts, _ = fake_vllm.LLM.instances[-1].calls[0]
     assert prompts == ["q0\n\n"]
 
 
 def test_chunks_yield_incrementally(fake_vllm):
-    b = load_backend("vllm:m", model_args={"chunk_size": 2})
+    b = load_backend("vllm:org/m", model_args={"chunk_size": 2})
     llm = fake_vllm.LLM.instances[-1]
     it = b.generate(reqs(2, 3), SAMPLING)
     first = next(it)
@@ -87,7 +87,7 @@ def test_chunks_yield_incrementally(fake_vllm):
 
 
 def test_failing_prompt_is_isolated(fake_vllm):
-    b = load_backend("vllm:m")
+    b = load_backend("vllm:org/m")
     rs = reqs(2, 2) + [GenRequest("bad", [{"role": "user", "content": "BOOM"}], (0, 1), (1, 2))]
     gens = list(b.generate(rs, SAMPLING))
     assert len(gens) == 6
@@ -97,8 +97,8 @@ def test_failing_prompt_is_isolated(fake_vllm):
 
 
 def test_same_seed_same_text_across_chunking(fake_vllm):
-    a = {(g.problem_id, g.chain_index): g.text for g in load_backend("vllm:m", model_args={"chunk_size": 1}).generate(reqs(), SAMPLING)}
-    b = {(g.problem_id, g.chain_index): g.text for g in load_backend("vllm:m", model_args={"chunk_size": 64}).generate(reqs(), SAMPLING)}
+    a = {(g.problem_id, g.chain_index): g.text for g in load_backend("vllm:org/m", model_args={"chunk_size": 1}).generate(reqs(), SAMPLING)}
+    b = {(g.problem_id, g.chain_index): g.text for g in load_backend("vllm:org/m", model_args={"chunk_size": 64}).generate(reqs(), SAMPLING)}
     assert a == b
 
 

