@@ -169,8 +169,10 @@ class ProblemEvolution:
         pos = 0
         for it, path in self.checkpoints():
             state = json.loads((path / STATE_FILE).read_text())
-            if (state.get("format") != STATE_FORMAT or state.get("lag") != self.s.lag or it not in done
-                    or ("admit", it) not in self.ops):
+            # usable when the rows hold every iteration it admitted (a kill leaves them so: rows are
+            # written before their admission; a hand-edited samples.jsonl may not)
+            if (state.get("format") != STATE_FORMAT or state.get("lag") != self.s.lag
+                    or ("admit", it) not in self.ops or any(i not in done for i in range(it + 1))):
                 continue
             self.db.load_extra_state(state["db"])
             with self.db.streams():
