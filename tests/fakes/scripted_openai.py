@@ -23,6 +23,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a killed client
+            super().handle_error(request, client_address)
+
 
 class ScriptedOpenAIServer:
     def __init__(self, respond: Respond, *, delay_s: float | Callable[[], float] = 0.0, port: int = 0):

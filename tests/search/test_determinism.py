@@ -234,19 +234,21 @@ def test_hash_seed_does_not_change_rows(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_kill_9_at_random_points_then_resume_gives_the_same_rows(tmp_path: Path) -> None:
-    """Killed twice at random row counts (in different processes with different hash seeds, with
+    """Killed three times at random row counts (in different processes with different hash seeds, with
     answers arriving in random order), then resumed to the end: the rows equal an uninterrupted run's."""
     seed = random.SystemRandom().randrange(10**6)
     rng = random.Random(seed)
+    yaml = tmp_path / "oe.yaml"
+    yaml.write_text("checkpoint_interval: 3\n")  # checkpoints all along: a kill lands between any two
     with ScriptedOpenAIServer(mutate, delay_s=jitter) as srv:
-        run_evolve(cfg(srv.base_url, tmp_path / "ref", concurrency=2, parallel=2))
+        run_evolve(cfg(srv.base_url, tmp_path / "ref", concurrency=2, parallel=2, config_path=str(yaml)))
         ref = rows_of(tmp_path / "ref")
         out = tmp_path / "killed"
         total = len(ref)
-        kills = sorted(rng.sample(range(2, total - 2), 2))
+        kills = sorted(rng.sample(range(2, total - 2), 3))
         for k, at in enumerate(kills):
-            proc = subprocess.Popen(cli(srv.base_url, out, "--concurrency", "4"), cwd=REPO, env=env(10 + k),
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(cli(srv.base_url, out, "--concurrency", "4", "--config", str(yaml)), cwd=REPO,
+                                    env=env(10 + k), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             deadline = time.time() + 300
             f = out / "samples.jsonl"
             while time.time() < deadline and proc.poll() is None:
@@ -255,8 +257,8 @@ def test_kill_9_at_random_points_then_resume_gives_the_same_rows(tmp_path: Path)
                 time.sleep(0.005)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-        res = subprocess.run(cli(srv.base_url, out), cwd=REPO, env=env(99), capture_output=True, text=True,
-                             timeout=600)
+        res = subprocess.run(cli(srv.base_url, out, "--config", str(yaml)), cwd=REPO, env=env(99),
+                             capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     got = rows_of(out)
     assert got.keys() == ref.keys(), f"kill points {kills} (seed {seed})"
