@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import copy
 import random
 import types
 import uuid
@@ -193,6 +194,21 @@ class OrderedProgramDatabase(_base()):  # type: ignore[misc]
     def _get_cached_diversity(self, program: Any) -> float:
         self._codes[hash(program.code)] = program.code
         return super()._get_cached_diversity(program)
+
+    def snapshot(self) -> "OrderedProgramDatabase":
+        """A copy that OpenEvolve's ``save`` can write from another thread while this database goes
+        on changing: everything ``save`` reads is copied, the rest (config, caches) is shared."""
+        from openevolve.database import Program
+
+        snap = copy.copy(self)
+        snap._programs = SortedIdMap({k: Program(**p.to_dict()) for k, p in self._programs.items()})
+        snap._islands = [i.copy() for i in self._islands]
+        snap._archive = self._archive.copy()
+        snap.island_feature_maps = [dict(m) for m in self.island_feature_maps]
+        snap.island_best_programs = list(self.island_best_programs)
+        snap.island_generations = list(self.island_generations)
+        snap.feature_stats = copy.deepcopy(self.feature_stats)
+        return snap
 
     # ---- what a checkpoint must add to OpenEvolve's files ------------------------------------------------
     def extra_state(self) -> dict[str, Any]:

@@ -38,6 +38,7 @@ generated. Without a usable checkpoint the sequence is replayed from the start.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
@@ -149,6 +150,8 @@ class ProblemEvolution:
         self.sampler = PromptSampler(s.config.prompt)
         self.ops = schedule(s.iterations, s.lag)
         self.pending: dict[int, Draw] = {}  # drawn, not yet admitted
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writes: list[concurrent.futures.Future] = []
         self.best = float("-inf")
         self.solved_at: int | None = None
 
@@ -219,6 +222,7 @@ class ProblemEvolution:
                     d = queue.pop(0)
                     live[asyncio.ensure_future(self._generate(d))] = d.iteration
                 if pos == len(self.ops):
+                    await self._drain_checkpoints()
                     return
                 if not live:  # cannot happen: the next admission's iteration is drawn and not ready
                     raise RuntimeError(f"evolve schedule of {self.problem.id} stalled at {self.ops[pos]}")
@@ -235,6 +239,8 @@ class ProblemEvolution:
                 task.cancel()
             if live:
                 await asyncio.gather(*live, return_exceptions=True)
+            if self._writes or self._writer is not None:
+                await self._drain_checkpoints()
 
     def draw(self, it: int) -> Draw:
         """Island, parent, inspirations and prompt of iteration ``it`` (the database's random stream
@@ -329,29 +335,49 @@ class ProblemEvolution:
                 self.db.migrate_programs()
 
     def checkpoint(self, it: int) -> None:
-        """OpenEvolve's checkpoint layout plus :data:`STATE_FILE`, written to a temporary folder and
-        renamed into place so a kill mid-write never leaves a half checkpoint that looks complete."""
+        """OpenEvolve's checkpoint layout plus :data:`STATE_FILE`. What it holds is taken here, at
+        this point of the schedule; the files (one per program) are written by this problem's writer
+        thread while the search goes on, to a temporary folder renamed into place, so a kill mid-write
+        never leaves a half checkpoint that looks complete."""
+        with self.db.streams():
+            best = self.db.get_best_program()
+        snap = self.db.snapshot()
+        state = {"format": STATE_FORMAT, "iteration": it, "lag": self.s.lag, "db": self.db.extra_state(),
+                 "pending": [asdict(d) for _, d in sorted(self.pending.items())]}
+        info = None if best is None else (best.code, {
+            "id": best.id, "generation": best.generation, "iteration": best.iteration_found,
+            "parent_id": best.parent_id, "metrics": dict(best.metrics), "language": best.language})
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vpo-checkpoint")
+        self._writes.append(self._writer.submit(self._write_checkpoint, it, snap, state, info))
+
+    def _write_checkpoint(self, it: int, snap: Any, state: dict[str, Any], best: tuple[str, dict] | None) -> None:
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         final = self.ckpt_dir / f"checkpoint_{it}"
         tmp = self.ckpt_dir / f".checkpoint_{it}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        with self.db.streams():
-            self.db.save(str(tmp), it)
-            best = self.db.get_best_program()
-        state = {"format": STATE_FORMAT, "iteration": it, "lag": self.s.lag, "db": self.db.extra_state(),
-                 "pending": [asdict(d) for _, d in sorted(self.pending.items())]}
+        snap.save(str(tmp), it)
         (tmp / STATE_FILE).write_text(json.dumps(state))
         if best is not None:
             suffix = self.s.config.file_suffix or ".txt"
-            (tmp / f"best_program{suffix}").write_text(best.code)
-            (tmp / "best_program_info.json").write_text(json.dumps(
-                {"id": best.id, "generation": best.generation, "iteration": best.iteration_found,
-                 "parent_id": best.parent_id, "metrics": best.metrics, "language": best.language}, indent=2))
+            (tmp / f"best_program{suffix}").write_text(best[0])
+            (tmp / "best_program_info.json").write_text(json.dumps(best[1], indent=2))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         keep = sorted((int(p.name[11:]), p) for p in self.ckpt_dir.glob("checkpoint_*") if p.name[11:].isdigit())
         for _, old in keep[:-2]:  # the last two are enough to resume; the rows hold the history
             shutil.rmtree(old, ignore_errors=True)
+
+    async def _drain_checkpoints(self) -> None:
+        """Wait for the checkpoint writes (a finished problem has its last checkpoint on disk)."""
+        writes, self._writes = self._writes, []
+        try:
+            for f in writes:
+                await asyncio.wrap_future(f)
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=False)
+                self._writer = None
 
     # ---- prompts and parsing ---------------------------------------------------------------------------
     def _messages(self, it: int, island: int, parent: Any, inspirations: list[Any]) -> tuple[str, list[dict[str, str]]]:
