@@ -21,15 +21,14 @@ identical across W: the bench checks it, prints the verdict and exits 1 if they 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -59,69 +58,60 @@ def routes_reply(body: dict[str, Any]) -> str:
 
 
 class FixedLatencyServer:
-    """Every completion answered after ``latency_s``, however many are waiting."""
+    """Every completion answered ``latency_s`` after it arrived, however many are waiting: a minimal
+    HTTP/1.1 server on one asyncio loop (keep-alive, Content-Length bodies), so that waiting costs
+    no thread and the server adds as little CPU as it can to a loaded machine."""
 
     def __init__(self, latency_s: float):
         self.latency_s = latency_s
         self.in_flight = self.max_in_flight = self.requests = 0
-        self._lock = threading.Lock()
-        srv = self
 
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    async def _reply(self, writer: asyncio.StreamWriter, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                     + str(len(data)).encode() + b"\r\n\r\n" + data)
+        await writer.drain()
 
-            def log_message(self, *a: Any) -> None:
-                pass
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path = lines[0].split(" ")[:2]
+                length = next((int(ln.split(":", 1)[1]) for ln in lines[1:] if ln.lower().startswith("content-length:")), 0)
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                if method == "GET" and path.rstrip("/").endswith("/stats"):
+                    stats = {"requests": self.requests, "max_in_flight": self.max_in_flight}
+                    self.requests = self.max_in_flight = 0
+                    await self._reply(writer, stats)
+                elif method == "GET":
+                    await self._reply(writer, {"object": "list", "data": [{"id": "bench", "object": "model"}]})
+                else:  # one request at a time per connection (HTTP/1.1): concurrency is connections
+                    await self._complete(writer, body, asyncio.get_running_loop().time())
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
 
-            def _send(self, obj: Any) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    async def _complete(self, writer: asyncio.StreamWriter, body: dict[str, Any], t0: float) -> None:
+        self.requests += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        text = routes_reply(body)
+        await asyncio.sleep(max(0.0, t0 + self.latency_s - asyncio.get_running_loop().time()))
+        self.in_flight -= 1
+        n = len(text.split())
+        await self._reply(writer, {
+            "id": "b", "object": "chat.completion", "created": 0, "model": "bench",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}})
 
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/stats"):  # read and reset by the bench between runs
-                    with srv._lock:
-                        stats = {"requests": srv.requests, "max_in_flight": srv.max_in_flight}
-                        srv.requests = srv.max_in_flight = 0
-                    self._send(stats)
-                    return
-                self._send({"object": "list", "data": [{"id": "bench", "object": "model"}]})
+    def serve_forever(self) -> None:
+        async def main() -> None:
+            server = await asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024)
+            host, port = server.sockets[0].getsockname()[:2]
+            print(f"http://{host}:{port}/v1", flush=True)
+            await server.serve_forever()
 
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                with srv._lock:
-                    srv.requests += 1
-                    srv.in_flight += 1
-                    srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
-                t0 = time.perf_counter()
-                text = routes_reply(body)
-                time.sleep(max(0.0, srv.latency_s - (time.perf_counter() - t0)))
-                with srv._lock:
-                    srv.in_flight -= 1
-                n = len(text.split())
-                self._send({"id": "b", "object": "chat.completion", "created": 0, "model": "bench",
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                         "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}})
-
-        class S(ThreadingHTTPServer):
-            daemon_threads = True
-            request_queue_size = 1024
-
-        self._server = S(("127.0.0.1", 0), H)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        asyncio.run(main())
 
 
 class SearchClock:
@@ -203,8 +193,8 @@ def main() -> int:
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the child: serve, print the URL
     a = ap.parse_args()
     if a.serve:
-        print(FixedLatencyServer(a.latency).base_url, flush=True)
-        threading.Event().wait()
+        FixedLatencyServer(a.latency).serve_forever()
+        return 0
     widths = [int(w) for w in a.widths.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="vpo-evolve-bench-"))
     srv = ServerProcess(a.latency)

@@ -279,9 +279,12 @@ class ProblemEvolution:
         else:
             comp = await s.llm.complete(d.messages, seed)
         if d.mode == "task":
-            evals = await asyncio.to_thread(self.evaluator.evaluate_text, comp.text, s.m)
+            grade, arg = self.evaluator.evaluate_text, (comp.text, s.m)
         else:
-            evals = await asyncio.to_thread(self.evaluator.evaluate_many, self._parse(comp.text, d.mode, d.parent_code))
+            grade, arg = self.evaluator.evaluate_many, (self._parse(comp.text, d.mode, d.parent_code),)
+        # programs run in the sandbox pool for seconds: off the event loop. A text answer is scored in
+        # microseconds, less than a thread handoff costs, so it is scored here.
+        evals = await asyncio.to_thread(grade, *arg) if s.code else grade(*arg)
         answers = [ev.answer for ev in evals]
         rows = []
         for j, (ans, ev) in enumerate(zip(answers, evals)):
