@@ -1,20 +1,22 @@
 """Candidates per second of `vpo evolve` against a server with a fixed latency, as a fraction of the
 ideal, for one problem and many, with one iteration and W iterations of a problem in flight.
 
-The server is a loopback OpenAI-compatible endpoint (stdlib, a thread per request, so its capacity
-is unlimited) that answers every request after exactly ``--latency`` seconds with Maze routes drawn
-from the request's seed (and the parent's text in evolve prompts). The search is the real one:
-`run_evolve` in ``--prompt-mode evolve`` with ``-m`` answers per call, OpenEvolve's database and
-prompts, Maze grading. With a server that answers in L seconds and C requests allowed in flight,
-no schedule can beat
+The server is a loopback OpenAI-compatible endpoint in a child process (as a real server would be;
+one asyncio loop, so its capacity is unlimited) that answers every request ``--latency`` seconds
+after it arrived with Maze routes drawn from the request's seed and prompt. The search is the real
+one: `run_evolve` in ``--prompt-mode evolve`` with ``-m`` answers per call, OpenEvolve's database
+and prompts, Maze grading. With a server that answers in L seconds and C requests allowed in
+flight, no schedule can beat
 
     ideal candidates/s = min(C, problems x W) x m / L
 
-so each configuration is printed as measured / ideal, measured over the search (first problem's
-start to last problem's end; the whole command's wall time, with its fixed setup, is printed next to
-it), with the client process's CPU time per iteration to tell a starved machine from a slow
-schedule. The server runs in a child process, as a real one would. Every configuration uses the same ``--lag`` (W <= lag), so the rows must be
-identical across W: the bench checks it, prints the verdict and exits 1 if they differ.
+Each configuration is printed as measured / ideal over the search (first problem's start to last
+problem's end; the whole command's wall time, with its fixed setup, is printed next to it). Two
+more columns tell a starved machine from a slow schedule: the client's CPU time per iteration, and
+the share of a core one busy thread got just before (``core share``): the single event loop needs
+about (ideal iterations/s x CPU per iteration) of a core. Every configuration uses the same
+``--lag`` (W <= lag), so the rows must be identical across W: the bench checks it, prints the
+verdict and exits 1 if they differ.
 
     nice python bench/evolve_throughput.py [--latency 0.2] [--concurrency 8] [--lag 8]
 """
@@ -114,6 +116,15 @@ class FixedLatencyServer:
         asyncio.run(main())
 
 
+def core_share(seconds: float = 0.3) -> float:
+    """The fraction of one core a busy thread of this process gets right now (1.0 on an idle
+    machine): what a single event loop can count on."""
+    t0, c0 = time.perf_counter(), time.thread_time()
+    while time.perf_counter() - t0 < seconds:
+        sum(range(1000))
+    return (time.thread_time() - c0) / (time.perf_counter() - t0)
+
+
 class SearchClock:
     """Time from the first problem's start to the last one's end (``ProblemEvolution.run``): the
     search itself, without the run's fixed setup (task load, server check, config and results files)."""
@@ -205,12 +216,13 @@ def main() -> int:
         print(f"server latency L = {a.latency:.3f} s, unlimited capacity; --concurrency {a.concurrency}, "
               f"--lag {a.lag}, -m {a.m}, --prompt-mode evolve, task maze")
         print("| problems x iterations | W | candidates | search s | candidates/s | ideal/s | of ideal "
-              "| whole run s | CPU ms/iteration | max in flight |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| whole run s | CPU ms/iteration | core share | max in flight |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for problems, iters in ((1, a.one), (a.many, a.many_iterations)):
             rows_by_w = {}
             for w in widths:
                 srv.stats()
+                share = core_share()
                 clock.reset()
                 cpu0 = resource.getrusage(resource.RUSAGE_SELF)
                 wall, rows = one_run(srv.base_url, tmp / f"p{problems}-w{w}", problems, iters, a.m, w, a.lag,
@@ -222,7 +234,7 @@ def main() -> int:
                 rate = len(rows) / clock.seconds()
                 print(f"| {problems} x {iters + 1} | {w} | {len(rows)} | {clock.seconds():.2f} | {rate:.1f} | "
                       f"{ideal:.1f} | {rate / ideal:.2f} | {wall:.2f} | "
-                      f"{1000 * cpu / (problems * (iters + 1)):.1f} | {stats['max_in_flight']} |")
+                      f"{1000 * cpu / (problems * (iters + 1)):.1f} | {share:.2f} | {stats['max_in_flight']} |")
                 rows_by_w[w] = rows
             first = rows_by_w[widths[0]]
             same = all(r == first for r in rows_by_w.values())
