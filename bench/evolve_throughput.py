@@ -13,8 +13,9 @@ flight, no schedule can beat
 Each configuration is printed as measured / ideal over the search (first problem's start to last
 problem's end; the whole command's wall time, with its fixed setup, is printed next to it). Two
 more columns tell a starved machine from a slow schedule: the client's CPU time per iteration, and
-the share of a core one busy thread got just before (``core share``): the single event loop needs
-about (ideal iterations/s x CPU per iteration) of a core. Every configuration uses the same
+the share of a core one busy thread got just before (``core share``), and from the two the most
+the single event loop could process (``CPU ceiling`` = share / CPU per iteration x m): when the
+measured rate sits at the ceiling below the ideal, the machine, not the schedule, is the limit. Every configuration uses the same
 ``--lag`` (W <= lag), so the rows must be identical across W: the bench checks it, prints the
 verdict and exits 1 if they differ.
 
@@ -216,8 +217,8 @@ def main() -> int:
         print(f"server latency L = {a.latency:.3f} s, unlimited capacity; --concurrency {a.concurrency}, "
               f"--lag {a.lag}, -m {a.m}, --prompt-mode evolve, task maze")
         print("| problems x iterations | W | candidates | search s | candidates/s | ideal/s | of ideal "
-              "| whole run s | CPU ms/iteration | core share | max in flight |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "| whole run s | CPU ms/iteration | core share | CPU ceiling/s | max in flight |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for problems, iters in ((1, a.one), (a.many, a.many_iterations)):
             rows_by_w = {}
             for w in widths:
@@ -232,9 +233,11 @@ def main() -> int:
                 cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
                 ideal = min(a.concurrency, problems * w) * a.m / a.latency
                 rate = len(rows) / clock.seconds()
+                per_it = cpu / (problems * (iters + 1))
+                ceiling = share / per_it * a.m  # candidates/s one event loop can process with that share
                 print(f"| {problems} x {iters + 1} | {w} | {len(rows)} | {clock.seconds():.2f} | {rate:.1f} | "
                       f"{ideal:.1f} | {rate / ideal:.2f} | {wall:.2f} | "
-                      f"{1000 * cpu / (problems * (iters + 1)):.1f} | {share:.2f} | {stats['max_in_flight']} |")
+                      f"{1000 * per_it:.1f} | {share:.2f} | {ceiling:.1f} | {stats['max_in_flight']} |")
                 rows_by_w[w] = rows
             first = rows_by_w[widths[0]]
             same = all(r == first for r in rows_by_w.values())
