@@ -201,6 +201,15 @@ class ProblemEvolution:
                 queue.remove(d)
         live: dict[asyncio.Task, int] = {}
         width = max(1, min(self.s.parallel, self.s.lag))
+
+        def launch() -> bool:
+            started = False
+            while queue and len(live) < width:
+                d = queue.pop(0)
+                live[asyncio.ensure_future(self._generate(d))] = d.iteration
+                started = True
+            return started
+
         try:
             while True:
                 while pos < len(self.ops):
@@ -218,9 +227,9 @@ class ProblemEvolution:
                         if it % self.s.config.checkpoint_interval == 0 or it == self.s.iterations:
                             self.checkpoint(it)
                     pos += 1
-                while queue and len(live) < width:
-                    d = queue.pop(0)
-                    live[asyncio.ensure_future(self._generate(d))] = d.iteration
+                    if launch():  # let the request go out before the next draw is built
+                        await asyncio.sleep(0)
+                launch()
                 if pos == len(self.ops):
                     await self._drain_checkpoints()
                     return
