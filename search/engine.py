@@ -150,6 +150,7 @@ class ProblemEvolution:
         self.sampler = PromptSampler(s.config.prompt)
         self.ops = schedule(s.iterations, s.lag)
         self.pending: dict[int, Draw] = {}  # drawn, not yet admitted
+        self._task_text: str | None = None
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         self._writes: list[concurrent.futures.Future] = []
         self.best = float("-inf")
@@ -413,8 +414,9 @@ class ProblemEvolution:
             language=cfg.language, evolution_round=it, diff_based_evolution=diff,
             program_artifacts=self.db.get_artifacts(parent.id) or None,
             feature_dimensions=list(cfg.database.feature_dimensions), island_id=island)
-        task_text = "\n\n".join(msg["content"] for msg in s.task.prompt(self.problem, style=s.prompt_style))
-        system = f"{prompt['system']}\n\n# The task\n{task_text}"
+        if self._task_text is None:  # the same for every draw of this problem
+            self._task_text = "\n\n".join(m["content"] for m in s.task.prompt(self.problem, style=s.prompt_style))
+        system = f"{prompt['system']}\n\n# The task\n{self._task_text}"
         user = prompt["user"]
         if s.m > 1:
             user += MULTI_EVOLVE_ASK.format(m=s.m, what="program" if s.code else "answer",
