@@ -291,14 +291,17 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
     state: dict[str, tuple[int, float, bool]] = {}
     bars: dict[str, Any] = {}
 
+    seen: dict[str, set[int]] = {}
+
     def on_iteration(pid: str, it: int, best: float, solved: bool) -> None:
-        prev = state.get(pid)
-        if prev is None or it > prev[0]:
-            overall.update(1 if prev is not None else it + 1)
-        state[pid] = (max(it, prev[0] if prev else -1), best, solved)
+        its = seen.setdefault(pid, set())  # iterations finish out of order when several are in flight
+        if it not in its:
+            its.add(it)
+            overall.update(1)
+        state[pid] = (len(its), best, solved)
         bar = bars.get(pid)
         if bar is not None:
-            bar.n = it + 1
+            bar.n = len(its)
             bar.set_postfix(best=f"{best:.3f}", solved=solved, refresh=False)
             bar.refresh()
         overall.set_postfix(solved=f"{sum(s for _, _, s in state.values())}/{len(problems)}",
