@@ -237,13 +237,19 @@ class ProblemEvolution:
                 if not live:  # cannot happen: the next admission's iteration is drawn and not ready
                     raise RuntimeError(f"evolve schedule of {self.problem.id} stalled at {self.ops[pos]}")
                 finished, _ = await asyncio.wait(live, return_when=asyncio.FIRST_COMPLETED)
+                failed = None
                 for task in sorted(finished, key=lambda t: live[t]):
                     it = live.pop(task)
+                    if task.exception() is not None:  # the others' rows are still written first
+                        failed = failed or task.exception()
+                        continue
                     new = task.result()
                     self.s.write_rows(new)
                     for r in new:
                         self._track(it, r["scalars"][0], r["solved"])
                     ready[it] = new
+                if failed is not None:
+                    raise failed
         finally:
             for task in live:
                 task.cancel()
