@@ -1,87 +1,253 @@
-"""Candidates evaluated per second through `vpo evolve` on Maze vs the bare evaluator on the same
-candidates, and where an evolve run's time goes (LLM calls, grading, OpenEvolve bookkeeping).
+"""Candidates per second of `vpo evolve` against a server with a fixed latency, as a fraction of the
+ideal, for one problem and many, with one iteration and W iterations of a problem in flight.
 
-The model is the shipped ``mock:moves`` backend (seeded random routes, no weights) behind a real
-`vpo serve` process, so the LLM side is a loopback HTTP server that answers at once: what is left is
-the search's own cost. Both measurements run in this process, one after the other:
+The server is a loopback OpenAI-compatible endpoint in a child process (as a real server would be;
+one asyncio loop, so its capacity is unlimited) that answers every request ``--latency`` seconds
+after it arrived with Maze routes drawn from the request's seed and prompt. The search is the real
+one: `run_evolve` in ``--prompt-mode evolve`` with ``-m`` answers per call, OpenEvolve's database
+and prompts, Maze grading. With a server that answers in L seconds and C requests allowed in
+flight, no schedule can beat
 
-- evolve: `run_evolve` (task prompt, -m 3) over P mazes for I iterations, problems concurrently;
-- bare: ``TaskEvaluator.evaluate_text`` on exactly the completions the evolve run received.
+    ideal candidates/s = min(C, problems x W) x m / L
 
-A second evolve run with one problem at a time splits wall time into LLM (request latency), grading
-(evaluator time) and bookkeeping (the rest: database sampling/adds, migration, checkpoints, rows).
+Each configuration is printed as measured / ideal over the search (first problem's start to last
+problem's end; the whole command's wall time, with its fixed setup, is printed next to it). Two
+more columns tell a starved machine from a slow schedule: the client's CPU time per iteration, and
+the share of a core one busy thread got just before (``core share``), and from the two the most
+the single event loop could process (``CPU ceiling`` = share / CPU per iteration x m): when the
+measured rate sits at the ceiling below the ideal, the machine, not the schedule, is the limit. Every configuration uses the same
+``--lag`` (W <= lag), so the rows must be identical across W: the bench checks it, prints the
+verdict and exits 1 if they differ.
 
-    python bench/evolve_throughput.py [--problems 16] [--iterations 20]
+    nice python bench/evolve_throughput.py [--latency 0.2] [--concurrency 8] [--lag 8]
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import random
+import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import get_task  # noqa: E402
 from harness.evolve import EvolveConfig, run_evolve  # noqa: E402
-from search.evaluator import TaskEvaluator  # noqa: E402
-from search.server_process import ManagedServer  # noqa: E402
+from harness.store import latest_rows  # noqa: E402
+
+MOVES = ("UP", "DOWN", "LEFT", "RIGHT")
+TIMINGS = ("latency_s", "score_s")
 
 
-def evolve_once(url: str, out: Path, problems: int, iterations: int, concurrency: int) -> tuple[float, list[dict]]:
-    cfg = EvolveConfig(task="maze", model="openai:mock:moves", base_url=url, problems="all", limit=problems,
-                       iterations=iterations, m=3, prompt_mode="task", prompt_style="compact", max_tokens=110,
-                       out=str(out), concurrency=concurrency, baseline=False, progress=False)
+def routes_reply(body: dict[str, Any]) -> str:
+    """Maze routes for the prompt: tagged routes for the task's prompt (iteration 0), fenced
+    rewrites of the parent for OpenEvolve's prompt; a pure function of seed and prompt."""
+    msgs = body.get("messages") or []
+    user = msgs[-1]["content"] if msgs else ""
+    evolve = bool(msgs) and msgs[0]["role"] == "system" and "# The task" in msgs[0]["content"]
+    rng = random.Random(f"{body.get('seed')}|{user[-400:]}")
+    if evolve:
+        k = int((re.search(r"write (\d+) different complete", user) or [None, 1])[1])
+        blocks = [" ".join(rng.choice(MOVES) for _ in range(rng.randint(6, 24))) for _ in range(k)]
+        return "\n---\n".join(f"```text\n{b}\n```" for b in blocks)
+    k = max([int(x) for x in re.findall(r"<route_(\d+)>", user)] or [1])
+    routes = [", ".join(rng.choice(MOVES) for _ in range(rng.randint(6, 24))) for _ in range(k)]
+    return "".join(f"<route_{i}>{r}</route_{i}>" for i, r in enumerate(routes, 1)) if k > 1 else f"<answer>{routes[0]}</answer>"
+
+
+class FixedLatencyServer:
+    """Every completion answered ``latency_s`` after it arrived, however many are waiting: a minimal
+    HTTP/1.1 server on one asyncio loop (keep-alive, Content-Length bodies), so that waiting costs
+    no thread and the server adds as little CPU as it can to a loaded machine."""
+
+    def __init__(self, latency_s: float):
+        self.latency_s = latency_s
+        self.in_flight = self.max_in_flight = self.requests = 0
+
+    async def _reply(self, writer: asyncio.StreamWriter, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                     + str(len(data)).encode() + b"\r\n\r\n" + data)
+        await writer.drain()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path = lines[0].split(" ")[:2]
+                length = next((int(ln.split(":", 1)[1]) for ln in lines[1:] if ln.lower().startswith("content-length:")), 0)
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                if method == "GET" and path.rstrip("/").endswith("/stats"):
+                    stats = {"requests": self.requests, "max_in_flight": self.max_in_flight}
+                    self.requests = self.max_in_flight = 0
+                    await self._reply(writer, stats)
+                elif method == "GET":
+                    await self._reply(writer, {"object": "list", "data": [{"id": "bench", "object": "model"}]})
+                else:  # one request at a time per connection (HTTP/1.1): concurrency is connections
+                    await self._complete(writer, body, asyncio.get_running_loop().time())
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def _complete(self, writer: asyncio.StreamWriter, body: dict[str, Any], t0: float) -> None:
+        self.requests += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        text = routes_reply(body)
+        await asyncio.sleep(max(0.0, t0 + self.latency_s - asyncio.get_running_loop().time()))
+        self.in_flight -= 1
+        n = len(text.split())
+        await self._reply(writer, {
+            "id": "b", "object": "chat.completion", "created": 0, "model": "bench",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}})
+
+    def serve_forever(self) -> None:
+        async def main() -> None:
+            server = await asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024)
+            host, port = server.sockets[0].getsockname()[:2]
+            print(f"http://{host}:{port}/v1", flush=True)
+            await server.serve_forever()
+
+        asyncio.run(main())
+
+
+def core_share(seconds: float = 0.3) -> float:
+    """The fraction of one core a busy thread of this process gets right now (1.0 on an idle
+    machine): what a single event loop can count on."""
+    t0, c0 = time.perf_counter(), time.thread_time()
+    while time.perf_counter() - t0 < seconds:
+        sum(range(1000))
+    return (time.thread_time() - c0) / (time.perf_counter() - t0)
+
+
+class SearchClock:
+    """Time from the first problem's start to the last one's end (``ProblemEvolution.run``): the
+    search itself, without the run's fixed setup (task load, server check, config and results files)."""
+
+    def __init__(self) -> None:
+        from search.engine import ProblemEvolution
+
+        self.start = self.end = None
+        orig, clock = ProblemEvolution.run, self
+
+        async def run(pe: Any, rows: Any) -> None:
+            t = time.perf_counter()
+            clock.start = t if clock.start is None else min(clock.start, t)
+            try:
+                await orig(pe, rows)
+            finally:
+                clock.end = time.perf_counter()
+
+        ProblemEvolution.run = run  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.start = self.end = None
+
+    def seconds(self) -> float:
+        return float(self.end - self.start)
+
+
+class ServerProcess:
+    """The server in a child process, as a real server would be: its CPU is not the client's."""
+
+    def __init__(self, latency_s: float):
+        import subprocess
+
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", "--latency", str(latency_s)],
+                                     stdout=subprocess.PIPE, text=True)
+        self.base_url = self.proc.stdout.readline().strip()
+        if not self.base_url.startswith("http"):
+            raise RuntimeError("the bench server did not start")
+
+    def stats(self) -> dict[str, int]:
+        import urllib.request
+
+        with urllib.request.urlopen(self.base_url + "/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def one_run(url: str, out: Path, problems: int, iterations: int, m: int, parallel: int, lag: int,
+            concurrency: int) -> tuple[float, dict[tuple, dict]]:
+    cfg = EvolveConfig(task="maze", model="openai:bench", base_url=url, problems="all", limit=problems,
+                       iterations=iterations, m=m, prompt_mode="evolve", prompt_style="compact", max_tokens=256,
+                       out=str(out), concurrency=concurrency, lag=lag, parallel=parallel, baseline=False,
+                       progress=False)
     t0 = time.perf_counter()
     run_evolve(cfg)
     wall = time.perf_counter() - t0
-    rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    rows = {(r["problem_id"], r["iteration"], r["answer_index"]): {k: v for k, v in r.items() if k not in TIMINGS}
+            for r in latest_rows(out)}
     return wall, rows
 
 
-def bare(rows: list[dict], limit: int) -> float:
-    task = get_task("maze")
-    probs = {p.id: p for p in task.load("test", limit=limit)}
-    calls = [(r["problem_id"], r["text"]) for r in rows if r["answer_index"] == 0]
-    evals = {pid: TaskEvaluator(task, p) for pid, p in probs.items()}
-    t0 = time.perf_counter()
-    for pid, text in calls:
-        evals[pid].evaluate_text(text, 3)
-    return time.perf_counter() - t0
-
-
 def main() -> int:
+    import resource
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--problems", type=int, default=16)
-    ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--latency", type=float, default=0.2, help="seconds the server takes per request")
+    ap.add_argument("--concurrency", type=int, default=8, help="`vpo evolve --concurrency`")
+    ap.add_argument("--lag", type=int, default=8, help="`vpo evolve --lag` (the same for every W)")
+    ap.add_argument("--widths", default="1,8", help="the --parallel values to compare")
+    ap.add_argument("-m", type=int, default=3, help="answers per call")
+    ap.add_argument("--one", type=int, default=64, help="iterations of the one-problem search")
+    ap.add_argument("--many", type=int, default=32, help="problems of the many-problem search")
+    ap.add_argument("--many-iterations", type=int, default=8, help="iterations of each of the many problems")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the child: serve, print the URL
     a = ap.parse_args()
+    if a.serve:
+        FixedLatencyServer(a.latency).serve_forever()
+        return 0
+    widths = [int(w) for w in a.widths.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="vpo-evolve-bench-"))
+    srv = ServerProcess(a.latency)
+    clock = SearchClock()
+    verdicts = []
     try:
-        with ManagedServer("mock:moves", threads=None) as srv:
-            wall, rows = evolve_once(srv.base_url, tmp / "par", a.problems, a.iterations, a.concurrency)
-            wall1, rows1 = evolve_once(srv.base_url, tmp / "seq", a.problems, a.iterations, 1)
-        n = len(rows)
-        t_bare = bare(rows, a.problems)
-        llm = sum(r["latency_s"] for r in rows1)
-        grade = sum(r["score_s"] for r in rows1)
-        book = wall1 - llm - grade
-        print(f"Maze, {a.problems} problems x {a.iterations + 1} iterations x 3 answers = {n} candidates "
-              f"(mock:moves behind vpo serve)")
-        print(f"| path | candidates/s |\n|---|---|")
-        print(f"| vpo evolve, {a.concurrency} problems at once | {n / wall:.0f} |")
-        print(f"| vpo evolve, one problem at a time | {len(rows1) / wall1:.0f} |")
-        print(f"| bare evaluator on the same completions | {n / t_bare:.0f} |")
-        print(f"ratio evolve/bare: {(n / wall) / (n / t_bare):.3f}")
-        print(f"where one-at-a-time wall time goes ({wall1:.2f} s): LLM {llm:.2f} s ({100 * llm / wall1:.0f}%), "
-              f"grading {grade:.2f} s ({100 * grade / wall1:.0f}%), OpenEvolve bookkeeping + rows "
-              f"{book:.2f} s ({100 * book / wall1:.0f}%, {1000 * book / (len(rows1) / 3):.1f} ms per iteration)")
+        one_run(srv.base_url, tmp / "warm", 1, 1, a.m, 1, a.lag, a.concurrency)  # imports, first grading
+        print(f"server latency L = {a.latency:.3f} s, unlimited capacity; --concurrency {a.concurrency}, "
+              f"--lag {a.lag}, -m {a.m}, --prompt-mode evolve, task maze")
+        print("| problems x iterations | W | candidates | search s | candidates/s | ideal/s | of ideal "
+              "| whole run s | CPU ms/iteration | core share | CPU ceiling/s | max in flight |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for problems, iters in ((1, a.one), (a.many, a.many_iterations)):
+            rows_by_w = {}
+            for w in widths:
+                srv.stats()
+                share = core_share()
+                clock.reset()
+                cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+                wall, rows = one_run(srv.base_url, tmp / f"p{problems}-w{w}", problems, iters, a.m, w, a.lag,
+                                     a.concurrency)
+                cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+                stats = srv.stats()
+                cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
+                ideal = min(a.concurrency, problems * w) * a.m / a.latency
+                rate = len(rows) / clock.seconds()
+                per_it = cpu / (problems * (iters + 1))
+                ceiling = share / per_it * a.m  # candidates/s one event loop can process with that share
+                print(f"| {problems} x {iters + 1} | {w} | {len(rows)} | {clock.seconds():.2f} | {rate:.1f} | "
+                      f"{ideal:.1f} | {rate / ideal:.2f} | {wall:.2f} | "
+                      f"{1000 * per_it:.1f} | {share:.2f} | {ceiling:.1f} | {stats['max_in_flight']} |")
+                rows_by_w[w] = rows
+            first = rows_by_w[widths[0]]
+            same = all(r == first for r in rows_by_w.values())
+            verdicts.append(same)
+            print(f"rows of {problems} problem(s) identical across W = {', '.join(map(str, widths))}: "
+                  f"{'yes' if same else 'NO'} ({len(first)} rows, every field but {', '.join(TIMINGS)})")
     finally:
+        srv.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return 0 if all(verdicts) else 1
 
 
 if __name__ == "__main__":

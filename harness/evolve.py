@@ -53,6 +53,8 @@ class EvolveConfig:
     chat_template_args: dict[str, Any] = field(default_factory=dict)  # sent as chat_template_kwargs
     concurrency: int = 8
     baseline: bool = True
+    lag: int = 8                      # iteration i draws from the database holding iterations <= i - lag
+    parallel: int | None = None       # iterations of one problem in flight (None: the YAML's, else lag)
     timeout_s: float = 300.0
     serve_threads: int = 1
     progress: bool = True
@@ -66,6 +68,10 @@ class EvolveConfig:
             raise ValueError(f"--prompt-mode must be evolve or task, got {self.prompt_mode!r}")
         if self.concurrency < 1:
             raise ValueError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if self.lag < 1:
+            raise ValueError(f"--lag must be >= 1, got {self.lag}")
+        if self.parallel is not None:
+            check_parallel(self.parallel, self.lag, "--parallel")
         if self.model.startswith("openai:") and not self.base_url:
             raise ValueError(f"{self.model} needs --base-url (an OpenAI-compatible server)")
 
@@ -112,16 +118,43 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "evolve": ("problems", "iterations", "prompt_mode", "config_path", "baseline"),
     "execution": ("out", "base_url", "progress", "concurrency", "serve_threads", "timeout_s"),
 }
+# the parallel schedule (search/engine.py): the lag decides which database state each iteration
+# draws from, so it identifies the run; how many iterations are in flight does not
+SECTIONS["evolve"] += ("lag",)
+SECTIONS["execution"] += ("parallel",)
+
+
+def check_parallel(w: Any, lag: int, where: str) -> int:
+    """W iterations of one problem in flight need W <= lag (iteration i waits for i - lag)."""
+    if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+        raise ValueError(f"{where} must be an integer >= 1, got {w!r}")
+    if w > lag:
+        raise ValueError(f"{where} {w} exceeds --lag {lag}: iteration i waits for iteration i-{lag}, so at most "
+                         f"{lag} iterations of a problem can be in flight; raise --lag (it changes the rows) "
+                         f"or lower {where}")
+    return w
+
+
+def resolve_parallel(cfg: EvolveConfig, user_cfg: dict[str, Any], config_path: str | None) -> int:
+    """--parallel, else the OpenEvolve YAML's evaluator.parallel_evaluations, else the lag."""
+    if cfg.parallel is not None:
+        return check_parallel(cfg.parallel, cfg.lag, "--parallel")
+    from_yaml = (user_cfg.get("evaluator") or {}).get("parallel_evaluations")
+    if from_yaml is not None:
+        return check_parallel(from_yaml, cfg.lag, f"{config_path}: evaluator.parallel_evaluations")
+    return cfg.lag
 
 
 def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg: dict[str, Any],
-            sampling: dict[str, float]) -> dict[str, Any]:
+            sampling: dict[str, float], parallel: int | None = None) -> dict[str, Any]:
     """config.json in the store's format: ``identity`` (checked on resume) + how it ran."""
     from harness.config import CONFIG_FORMAT
     from harness.metrics import METRIC_SEED
     from harness.runner import _git_hash, _versions, model_fingerprint, problems_fingerprint
 
     execution = {**cfg.sections()["execution"], "base_url": cfg.base_url, "model_args": dict(cfg.model_args)}
+    if parallel is not None:
+        execution["parallel"] = parallel
     identity = dict(
         **cfg.identity(), kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
         components=list(task.component_names), openevolve_user_config=user_cfg,
@@ -183,11 +216,12 @@ def run_evolve(cfg: EvolveConfig) -> Path:
         if not problems:
             raise ValueError(f"task {cfg.task!r} split {cfg.split!r}: no problems selected")
         user_cfg = oecfg.read_yaml(cfg.config_path) if cfg.config_path else {}
+        parallel = resolve_parallel(cfg, user_cfg, cfg.config_path)
         temperature = task.default_temperature if cfg.temperature is None else cfg.temperature
         top_p = task.default_top_p if cfg.top_p is None else cfg.top_p
         folder = Path(cfg.out) if cfg.out else cfg.default_out()
         store = RunStore(folder, flush_every=10**9)
-        record = _record(cfg, task, problems, user_cfg, {"temperature": temperature, "top_p": top_p})
+        record = _record(cfg, task, problems, user_cfg, {"temperature": temperature, "top_p": top_p}, parallel)
         resuming = store.init(record)
         if resuming and store.repair():
             print(f"[vpo] {folder}: dropped a partial last line left by an interrupted run", file=sys.stderr)
@@ -222,7 +256,8 @@ def run_evolve(cfg: EvolveConfig) -> Path:
                 if resuming:
                     n_done = sum(len(v) for v in rows.values())
                     print(f"[vpo] {folder}: resuming, {n_done} candidates already evaluated", file=sys.stderr)
-                asyncio.run(_evolve_all(cfg, task, problems, oe, base_url or "", model_name, store, folder, rows))
+                asyncio.run(_evolve_all(cfg, task, problems, oe, base_url or "", model_name, store, folder, rows,
+                                        parallel))
             if cfg.baseline and not base_done:
                 _baseline(cfg, folder, base_url or "", model_name, temperature, top_p, problems)
         finally:
@@ -238,7 +273,11 @@ def run_evolve(cfg: EvolveConfig) -> Path:
 
 
 async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], oe: Any, base_url: str,
-                      model_name: str, store: RunStore, folder: Path, rows: dict[str, list[dict[str, Any]]]) -> None:
+                      model_name: str, store: RunStore, folder: Path, rows: dict[str, list[dict[str, Any]]],
+                      parallel: int = 1) -> None:
+    """Every problem's evolution in one event loop: at most ``concurrency`` problems at once, each
+    with up to ``parallel`` iterations in flight, and at most ``concurrency`` LLM requests in flight
+    over all of them. None of these limits changes a row (search/engine.py's schedule)."""
     from harness.progress import progress as tqdm
 
     from search.engine import EvolveSettings, ProblemEvolution
@@ -254,14 +293,17 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
     state: dict[str, tuple[int, float, bool]] = {}
     bars: dict[str, Any] = {}
 
+    seen: dict[str, set[int]] = {}
+
     def on_iteration(pid: str, it: int, best: float, solved: bool) -> None:
-        prev = state.get(pid)
-        if prev is None or it > prev[0]:
-            overall.update(1 if prev is not None else it + 1)
-        state[pid] = (max(it, prev[0] if prev else -1), best, solved)
+        its = seen.setdefault(pid, set())  # iterations finish out of order when several are in flight
+        if it not in its:
+            its.add(it)
+            overall.update(1)
+        state[pid] = (len(its), best, solved)
         bar = bars.get(pid)
         if bar is not None:
-            bar.n = it + 1
+            bar.n = len(its)
             bar.set_postfix(best=f"{best:.3f}", solved=solved, refresh=False)
             bar.refresh()
         overall.set_postfix(solved=f"{sum(s for _, _, s in state.values())}/{len(problems)}",
@@ -275,7 +317,8 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
     settings = EvolveSettings(task=task, config=oe, llm=llm, iterations=cfg.iterations, m=cfg.m,
                               prompt_mode=cfg.prompt_mode, prompt_style=cfg.prompt_style, seed=cfg.seed,
                               checkpoint_root=folder / "openevolve", write_rows=write_rows, solved=solved_fn(task),
-                              on_iteration=on_iteration, code=cfg.task in CODE_TASKS)
+                              on_iteration=on_iteration, code=cfg.task in CODE_TASKS, lag=cfg.lag,
+                              parallel=parallel, llm_slots=asyncio.Semaphore(cfg.concurrency))
     sem = asyncio.Semaphore(cfg.concurrency)
     slots = list(range(1, cfg.concurrency + 1))
 

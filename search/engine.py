@@ -4,31 +4,50 @@ OpenEvolve supplies the population machinery: ``ProgramDatabase`` (islands, MAP-
 parent/inspiration sampling, migration, checkpoint save/load), ``PromptSampler`` (its templates with
 parent, inspirations, metrics and artifacts) and the SEARCH/REPLACE and full-rewrite parsers. This
 module is the iteration driver, written here rather than using ``ProcessParallelController`` for
-three reasons the issue names: (1) with ``-m M`` one LLM call yields M children, which its
-one-child-per-iteration workers cannot express; (2) candidates are graded by the task in the sandbox
-pool, never inside an OpenEvolve worker whose timeouts do not kill; (3) every evaluated candidate is
-appended as a row of the run store with its iteration, island and parent the moment it is graded,
-which is what makes kill -9 + re-run exact. The driver mirrors the controller's bookkeeping order
-(sample from island -> prompt -> LLM -> parse -> evaluate -> ``database.add`` -> artifacts -> island
-generation -> migration -> checkpoint).
+four reasons: (1) with ``-m M`` one LLM call yields M children, which its one-child-per-iteration
+workers cannot express; (2) candidates are graded by the task in the sandbox pool, never inside an
+OpenEvolve worker whose timeouts do not kill; (3) every evaluated candidate is appended as a row of
+the run store with its iteration, island, parent and inspirations the moment it is graded, which is
+what makes kill -9 + re-run exact; (4) its parallel schedule depends on which worker finishes first.
 
-OpenEvolve's database draws from the global ``random`` module; several problems evolve concurrently
-in one event loop, so each problem keeps its own ``random`` state and swaps it in around every
-database call (no awaits inside), which keeps a problem's trajectory independent of the others.
+Determinism. The database is :class:`search.database.OrderedProgramDatabase` (every collection it
+samples from iterates in id order, its own random stream, numbered copy ids), and the database is
+only ever touched in one fixed sequence of operations, whatever the timing:
+
+    draw 0, admit 0, draw 1, ..., draw L, admit 1, draw L+1, admit 2, draw L+2, ...
+
+(:func:`schedule`). A *draw* of iteration i picks its island (i mod islands), parent and
+inspirations and builds its prompt; an *admit* of iteration j puts its graded children into the
+database, then takes OpenEvolve's island-generation and migration steps. The rule it encodes:
+iteration 0 seeds the population alone, and iteration i >= 1 draws from the database holding
+exactly the results of iterations 0 .. max(0, i - L), admitted in iteration order, with the random
+stream advanced by exactly the draws and admissions before it. ``L`` is the lag (``--lag``, part of
+the run's identity). Up to L iterations can therefore be generated and graded at once; ``parallel``
+(``--parallel W <= L``) only caps how many are, so the rows do not depend on W, on ``--concurrency``,
+on the order the server answers in, or on the process's string-hash seed. With L = 1 it is the plain
+sequential loop (draw i after admit i - 1).
+
+Resume. A checkpoint is taken right after admitting iteration j (every ``checkpoint_interval`` and
+the last): OpenEvolve's database files plus ``vpo_state.json`` (the random state, copy counter,
+diversity cache, and the *pending* draws: iterations already drawn but not yet admitted, with their
+parent and prompt). A re-run loads the newest usable checkpoint and continues the same sequence;
+an iteration whose rows are in the store is admitted from them (its draw is still made, so the
+random stream advances as in the live run, and must name the parent the rows name), the others are
+generated. Without a usable checkpoint the sequence is replayed from the start.
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import concurrent.futures
 import json
 import logging
 import os
 import random
 import shutil
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from benchmarks import Benchmark, Problem
 from harness.seeding import derive_seed
@@ -36,7 +55,8 @@ from search.evaluator import Evaluation, TaskEvaluator
 from search.llm import ChatLLM
 
 log = logging.getLogger("vpo.evolve")
-RNG_FILE = "vpo_random_state.json"  # this problem's random state at the checkpoint (exact replay)
+STATE_FILE = "vpo_state.json"  # what a checkpoint holds beyond OpenEvolve's files (see the docstring)
+STATE_FORMAT = 1
 
 MULTI_EVOLVE_ASK = (
     "\n\n# Output format for this round\nInstead of a diff, write {m} different complete new versions of the "
@@ -61,6 +81,9 @@ class EvolveSettings:
     solved: Callable[[Problem, Evaluation], bool]
     on_iteration: Callable[[str, int, float, bool], None] = lambda pid, it, best, solved: None
     code: bool = True
+    lag: int = 1                     # identity: which database state iteration i draws from
+    parallel: int = 1                # execution: iterations of this problem generated at once (<= lag)
+    llm_slots: asyncio.Semaphore | None = None  # the run's cap on LLM requests in flight
 
 
 def program_id(problem_id: str, iteration: int, j: int) -> str:
@@ -70,6 +93,22 @@ def program_id(problem_id: str, iteration: int, j: int) -> str:
 
 def chain_index(iteration: int, j: int, m: int) -> int:
     return iteration * m + j
+
+
+def schedule(iterations: int, lag: int) -> list[tuple[str, int]]:
+    """The fixed sequence of database operations for iterations 0..``iterations``: ("draw", i) and
+    ("admit", j), where the draw of i >= 1 comes right after the admission of max(0, i - lag)."""
+    if lag < 1:
+        raise ValueError(f"lag must be >= 1, got {lag}")
+    ops: list[tuple[str, int]] = [("draw", 0)]
+    admitted = 0
+    for i in range(1, iterations + 1):
+        while admitted <= max(0, i - lag):
+            ops.append(("admit", admitted))
+            admitted += 1
+        ops.append(("draw", i))
+    ops += [("admit", j) for j in range(admitted, iterations + 1)]
+    return ops
 
 
 def complete_iterations(rows: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
@@ -82,107 +121,195 @@ def complete_iterations(rows: Sequence[dict[str, Any]]) -> dict[int, list[dict[s
             if len(ch) == int(next(iter(ch.values()))["of"])}
 
 
+@dataclass
+class Draw:
+    """One iteration's draw: everything its generation and its admission need, so neither reads the
+    database again (the parent may have left it by the time the children are admitted)."""
+
+    iteration: int
+    island: int
+    parent_id: str | None
+    parent_code: str | None
+    parent_generation: int
+    inspiration_ids: list[str]
+    mode: str
+    messages: list[dict[str, str]]
+
+
 class ProblemEvolution:
     def __init__(self, s: EvolveSettings, problem: Problem):
-        from openevolve.database import ProgramDatabase
         from openevolve.prompt.sampler import PromptSampler
+
+        from search.database import OrderedProgramDatabase
 
         self.s, self.problem = s, problem
         self.evaluator = TaskEvaluator(s.task, problem)
         self.ckpt_dir = s.checkpoint_root / _safe(problem.id) / "checkpoints"
-        self._rng_state = random.Random(derive_seed(s.seed, problem.id, 0, "db")).getstate()
-        with self._rng():
-            self.db = ProgramDatabase(s.config.database)
+        self.db = OrderedProgramDatabase(s.config.database, name=problem.id,
+                                         seed=derive_seed(s.seed, problem.id, 0, "db"))
         self.sampler = PromptSampler(s.config.prompt)
+        self.ops = schedule(s.iterations, s.lag)
+        self.pending: dict[int, Draw] = {}  # drawn, not yet admitted
+        self._task_text: str | None = None
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writes: list[concurrent.futures.Future] = []
         self.best = float("-inf")
         self.solved_at: int | None = None
 
-    # ---- random state isolation --------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _rng(self) -> Iterator[None]:
-        outer = random.getstate()
-        random.setstate(self._rng_state)
-        try:
-            yield
-        finally:
-            self._rng_state = random.getstate()
-            random.setstate(outer)
-
     # ---- resume -------------------------------------------------------------------------------------
-    def latest_checkpoint(self) -> tuple[int, Path] | None:
+    def checkpoints(self) -> list[tuple[int, Path]]:
+        """This problem's complete checkpoints, newest first."""
         if not self.ckpt_dir.is_dir():
-            return None
-        found = []
-        for p in self.ckpt_dir.iterdir():
-            if p.is_dir() and p.name.startswith("checkpoint_") and p.name[11:].isdigit() and (p / "metadata.json").exists():
-                found.append((int(p.name[11:]), p))
-        return max(found) if found else None
+            return []
+        found = [(int(p.name[11:]), p) for p in self.ckpt_dir.iterdir()
+                 if p.is_dir() and p.name.startswith("checkpoint_") and p.name[11:].isdigit()
+                 and (p / "metadata.json").exists() and (p / STATE_FILE).exists()]
+        return sorted(found, reverse=True)
 
     def restore(self, rows: Sequence[dict[str, Any]]) -> tuple[int, dict[int, list[dict[str, Any]]]]:
-        """Load the last checkpoint (database and this problem's random state); returns the first
-        iteration after it and the complete iterations the rows hold, to be replayed from there."""
+        """Load the newest checkpoint the rows cover (database, random stream, pending draws);
+        returns the position in :attr:`ops` to continue from and the complete iterations in the rows."""
         done = complete_iterations(rows)
-        ck = self.latest_checkpoint()
-        start = 0
-        if ck is not None and ck[0] in done:
-            with self._rng():
-                self.db.load(str(ck[1]))
-            if (ck[1] / RNG_FILE).exists():  # absent in checkpoints written by OpenEvolve itself
-                state = json.loads((ck[1] / RNG_FILE).read_text())
-                self._rng_state = (state[0], tuple(state[1]), state[2])
-            start = ck[0] + 1
+        pos = 0
+        for it, path in self.checkpoints():
+            state = json.loads((path / STATE_FILE).read_text())
+            # usable when the rows hold every iteration it admitted (a kill leaves them so: rows are
+            # written before their admission; a hand-edited samples.jsonl may not)
+            if (state.get("format") != STATE_FORMAT or state.get("lag") != self.s.lag
+                    or ("admit", it) not in self.ops or any(i not in done for i in range(it + 1))):
+                continue
+            self.db.load_extra_state(state["db"])
+            with self.db.streams():
+                self.db.load(str(path))
+            self.pending = {int(d["iteration"]): Draw(**d) for d in state["pending"]}
+            pos = self.ops.index(("admit", it)) + 1
+            break
         for it, rs in done.items():
             for r in rs:
                 self._track(it, r["scalars"][0], bool(r.get("solved")))
-        return start, done
+        return pos, done
 
-    # ---- one iteration -------------------------------------------------------------------------------
+    # ---- the schedule --------------------------------------------------------------------------------
     async def run(self, rows: Sequence[dict[str, Any]]) -> None:
-        start, done = self.restore(rows)
-        for it in range(start, self.s.iterations + 1):
-            await self.step(it, done.get(it))
+        """Walk :attr:`ops` in order. A draw is made as soon as the walk reaches it; its generation
+        starts when fewer than ``parallel`` are running; an admission waits for its iteration's rows."""
+        pos, done = self.restore(rows)
+        ready: dict[int, list[dict[str, Any]]] = {}
+        queue = [d for it, d in sorted(self.pending.items())]
+        for d in list(queue):  # drawn before the checkpoint; finished (rows written) since
+            if d.iteration in done:
+                ready[d.iteration] = self._replayed(d, done[d.iteration])
+                queue.remove(d)
+        live: dict[asyncio.Task, int] = {}
+        width = max(1, min(self.s.parallel, self.s.lag))
 
-    async def step(self, it: int, replay: list[dict[str, Any]] | None = None) -> None:
-        """One iteration. With ``replay`` (the rows a killed run wrote for it) a parent is still drawn
-        and the prompt built, so the random state advances as in the live run, but the recorded
-        children (with their recorded parent) are admitted instead of calling the model again."""
-        s, cfg = self.s, self.s.config
+        def launch() -> bool:
+            started = False
+            while queue and len(live) < width:
+                d = queue.pop(0)
+                live[asyncio.ensure_future(self._generate(d))] = d.iteration
+                started = True
+            return started
+
+        try:
+            while True:
+                while pos < len(self.ops):
+                    kind, it = self.ops[pos]
+                    if kind == "draw":
+                        d = self.draw(it)
+                        if it in done:
+                            ready[it] = self._replayed(d, done[it])
+                        else:
+                            queue.append(d)
+                    else:
+                        if it not in ready:
+                            break
+                        self._admit(self.pending.pop(it), ready.pop(it))
+                        if it % self.s.config.checkpoint_interval == 0 or it == self.s.iterations:
+                            self.checkpoint(it)
+                    pos += 1
+                    if launch():  # let the request go out before the next draw is built
+                        await asyncio.sleep(0)
+                launch()
+                if pos == len(self.ops):
+                    await self._drain_checkpoints()
+                    return
+                if not live:  # cannot happen: the next admission's iteration is drawn and not ready
+                    raise RuntimeError(f"evolve schedule of {self.problem.id} stalled at {self.ops[pos]}")
+                finished, _ = await asyncio.wait(live, return_when=asyncio.FIRST_COMPLETED)
+                failed = None
+                for task in sorted(finished, key=lambda t: live[t]):
+                    it = live.pop(task)
+                    if task.exception() is not None:  # the others' rows are still written first
+                        failed = failed or task.exception()
+                        continue
+                    new = task.result()
+                    self.s.write_rows(new)
+                    for r in new:
+                        self._track(it, r["scalars"][0], r["solved"])
+                    ready[it] = new
+                if failed is not None:
+                    raise failed
+        finally:
+            for task in live:
+                task.cancel()
+            if live:
+                await asyncio.gather(*live, return_exceptions=True)
+            if self._writes or self._writer is not None:
+                await self._drain_checkpoints()
+
+    def draw(self, it: int) -> Draw:
+        """Island, parent, inspirations and prompt of iteration ``it`` (the database's random stream
+        advances here, also when the iteration's rows are replayed)."""
+        cfg = self.s.config
         island = it % cfg.database.num_islands
         parent = None
         inspirations: list[Any] = []
-        with self._rng():
+        with self.db.streams():
             if self.db.programs:
                 parent, inspirations = self.db.sample_from_island(island, cfg.prompt.num_diverse_programs)
-        mode, messages = self._messages(it, island, parent, inspirations)
-        if replay is not None:
-            self._admit(it, replay)
-        else:
-            rows = await self._generate(it, island, parent, mode, messages)
-            s.write_rows(rows)
-            self._admit(it, rows)
-            for r in rows:
-                self._track(it, r["scalars"][0], r["solved"])
-        if it % cfg.checkpoint_interval == 0 or it == s.iterations:
-            self.checkpoint(it)
+            mode, messages = self._messages(it, island, parent, inspirations)
+        d = Draw(iteration=it, island=island, parent_id=parent.id if parent is not None else None,
+                 parent_code=parent.code if parent is not None else None,
+                 parent_generation=parent.generation if parent is not None else -1,
+                 inspiration_ids=[p.id for p in inspirations], mode=mode, messages=messages)
+        self.pending[it] = d
+        return d
 
-    async def _generate(self, it: int, island: int, parent: Any, mode: str,
-                        messages: list[dict[str, str]]) -> list[dict[str, Any]]:
-        s = self.s
+    def _replayed(self, d: Draw, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Stored rows of a drawn iteration; they must name the parent and inspirations just drawn."""
+        r = rows[0]
+        if r.get("parent_id") != d.parent_id or r.get("inspiration_ids", d.inspiration_ids) != d.inspiration_ids:
+            raise RuntimeError(
+                f"problem {self.problem.id} iteration {d.iteration}: the stored row names parent "
+                f"{r.get('parent_id')} but the replay drew {d.parent_id}: the run folder was written by another "
+                "search (an older vpo-harness?); use another --out folder")
+        return rows
+
+    async def _generate(self, d: Draw) -> list[dict[str, Any]]:
+        s, it = self.s, d.iteration
         seed = derive_seed(s.seed, self.problem.id, it, "llm")
-        comp = await s.llm.complete(messages, seed)
-        if mode == "task":
-            evals = await asyncio.to_thread(self.evaluator.evaluate_text, comp.text, s.m)
+        if s.llm_slots is not None:
+            async with s.llm_slots:
+                comp = await s.llm.complete(d.messages, seed)
         else:
-            evals = await asyncio.to_thread(self.evaluator.evaluate_many, self._parse(comp.text, mode, parent))
+            comp = await s.llm.complete(d.messages, seed)
+        if d.mode == "task":
+            grade, arg = self.evaluator.evaluate_text, (comp.text, s.m)
+        else:
+            grade, arg = self.evaluator.evaluate_many, (self._parse(comp.text, d.mode, d.parent_code),)
+        # programs run in the sandbox pool for seconds: off the event loop. A text answer is scored in
+        # microseconds, less than a thread handoff costs, so it is scored here.
+        evals = await asyncio.to_thread(grade, *arg) if s.code else grade(*arg)
         answers = [ev.answer for ev in evals]
         rows = []
         for j, (ans, ev) in enumerate(zip(answers, evals)):
             solved = bool(ans is not None and s.solved(self.problem, ev))
             rows.append({
                 "problem_id": self.problem.id, "chain_index": chain_index(it, j, len(answers)),
-                "iteration": it, "answer_index": j, "of": len(answers), "island": island,
-                "parent_id": parent.id if parent is not None else None,
-                "program_id": program_id(self.problem.id, it, j), "evolution_mode": mode, "seed": seed,
+                "iteration": it, "answer_index": j, "of": len(answers), "island": d.island,
+                "parent_id": d.parent_id, "inspiration_ids": list(d.inspiration_ids),
+                "program_id": program_id(self.problem.id, it, j), "evolution_mode": d.mode, "seed": seed,
                 "text": comp.text if j == 0 else None,
                 "answers": [ans], "rewards": [[round(float(x), 6) for x in ev.reward]],
                 "scalars": [round(ev.scalar, 6)], "passed": [ev.passed], "solved": solved, "n_unique": 1,
@@ -201,56 +328,75 @@ class ProblemEvolution:
             self.solved_at = it
         self.s.on_iteration(self.problem.id, it, self.best, self.solved_at is not None)
 
-    def _admit(self, it: int, rows: Sequence[dict[str, Any]]) -> None:
+    def _admit(self, d: Draw, rows: Sequence[dict[str, Any]]) -> None:
         """Children into the database (answers that parsed and differ from their parent), then the
         island generation and migration steps OpenEvolve's controller takes per result."""
         from openevolve.database import Program
 
         cfg = self.s.config
-        island = int(rows[0]["island"])
-        with self._rng():
-            parent = self.db.get(rows[0]["parent_id"]) if rows[0]["parent_id"] else None
+        has_parent = d.parent_id is not None
+        with self.db.streams():
             for r in rows:
                 ans = r["answers"][0]
-                if ans is None or (parent is not None and ans == parent.code) or r["program_id"] in self.db.programs:
+                if ans is None or (has_parent and ans == d.parent_code) or r["program_id"] in self.db.programs:
                     continue
-                prog = Program(id=r["program_id"], code=ans, language=cfg.language,
-                               parent_id=r["parent_id"] if parent is not None else None,
-                               generation=(parent.generation + 1) if parent is not None else 0,
-                               metrics=dict(r["metrics"]), iteration_found=it,
-                               metadata={"island": island, "evolution_mode": r["evolution_mode"],
+                prog = Program(id=r["program_id"], code=ans, language=cfg.language, parent_id=d.parent_id,
+                               generation=d.parent_generation + 1 if has_parent else 0,
+                               metrics=dict(r["metrics"]), iteration_found=d.iteration,
+                               metadata={"island": d.island, "evolution_mode": r["evolution_mode"],
                                          "answer_index": r["answer_index"]})
-                if self.db.add(prog, iteration=it, target_island=island) is None:
+                if self.db.add(prog, iteration=d.iteration, target_island=d.island) is None:
                     continue
                 if r.get("artifacts"):
                     self.db.store_artifacts(prog.id, r["artifacts"])
-            self.db.increment_island_generation(island_idx=island)
+            self.db.increment_island_generation(island_idx=d.island)
             if self.db.should_migrate():
                 self.db.migrate_programs()
 
     def checkpoint(self, it: int) -> None:
-        """OpenEvolve's checkpoint layout, written to a temporary folder and renamed into place so a
-        kill mid-write never leaves a half checkpoint that looks complete."""
+        """OpenEvolve's checkpoint layout plus :data:`STATE_FILE`. What it holds is taken here, at
+        this point of the schedule; the files (one per program) are written by this problem's writer
+        thread while the search goes on, to a temporary folder renamed into place, so a kill mid-write
+        never leaves a half checkpoint that looks complete."""
+        with self.db.streams():
+            best = self.db.get_best_program()
+        snap = self.db.snapshot()
+        state = {"format": STATE_FORMAT, "iteration": it, "lag": self.s.lag, "db": self.db.extra_state(),
+                 "pending": [asdict(d) for _, d in sorted(self.pending.items())]}
+        info = None if best is None else (best.code, {
+            "id": best.id, "generation": best.generation, "iteration": best.iteration_found,
+            "parent_id": best.parent_id, "metrics": dict(best.metrics), "language": best.language})
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vpo-checkpoint")
+        self._writes.append(self._writer.submit(self._write_checkpoint, it, snap, state, info))
+
+    def _write_checkpoint(self, it: int, snap: Any, state: dict[str, Any], best: tuple[str, dict] | None) -> None:
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         final = self.ckpt_dir / f"checkpoint_{it}"
         tmp = self.ckpt_dir / f".checkpoint_{it}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        with self._rng():
-            self.db.save(str(tmp), it)
-            best = self.db.get_best_program()
-        v, state, gauss = self._rng_state
-        (tmp / RNG_FILE).write_text(json.dumps([v, list(state), gauss]))
+        snap.save(str(tmp), it)
+        (tmp / STATE_FILE).write_text(json.dumps(state))
         if best is not None:
             suffix = self.s.config.file_suffix or ".txt"
-            (tmp / f"best_program{suffix}").write_text(best.code)
-            (tmp / "best_program_info.json").write_text(json.dumps(
-                {"id": best.id, "generation": best.generation, "iteration": best.iteration_found,
-                 "parent_id": best.parent_id, "metrics": best.metrics, "language": best.language}, indent=2))
+            (tmp / f"best_program{suffix}").write_text(best[0])
+            (tmp / "best_program_info.json").write_text(json.dumps(best[1], indent=2))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         keep = sorted((int(p.name[11:]), p) for p in self.ckpt_dir.glob("checkpoint_*") if p.name[11:].isdigit())
         for _, old in keep[:-2]:  # the last two are enough to resume; the rows hold the history
             shutil.rmtree(old, ignore_errors=True)
+
+    async def _drain_checkpoints(self) -> None:
+        """Wait for the checkpoint writes (a finished problem has its last checkpoint on disk)."""
+        writes, self._writes = self._writes, []
+        try:
+            for f in writes:
+                await asyncio.wrap_future(f)
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=False)
+                self._writer = None
 
     # ---- prompts and parsing ---------------------------------------------------------------------------
     def _messages(self, it: int, island: int, parent: Any, inspirations: list[Any]) -> tuple[str, list[dict[str, str]]]:
@@ -261,21 +407,22 @@ class ProblemEvolution:
                 return "task", s.task.prompt(self.problem, style=s.prompt_style)
             return "task", s.task.multi_prompt(self.problem, s.m, style=s.prompt_style)
         diff = bool(cfg.diff_based_evolution) and s.m == 1
-        with self._rng():
-            if diff and cfg.full_rewrite_probability > 0:
-                diff = random.Random(f"{s.seed}:{self.problem.id}:{it}").random() >= cfg.full_rewrite_probability
-            island_progs = sorted((self.db.programs[p] for p in self.db.islands[island] if p in self.db.programs),
-                                  key=lambda p: p.metrics.get("combined_score", 0.0), reverse=True)
-            top = island_progs[: cfg.prompt.num_top_programs + cfg.prompt.num_diverse_programs]
-            prompt = self.sampler.build_prompt(
-                current_program=parent.code, parent_program=parent.code, program_metrics=parent.metrics,
-                previous_programs=[p.to_dict() for p in island_progs[: cfg.prompt.num_top_programs]],
-                top_programs=[p.to_dict() for p in top], inspirations=[p.to_dict() for p in inspirations],
-                language=cfg.language, evolution_round=it, diff_based_evolution=diff,
-                program_artifacts=self.db.get_artifacts(parent.id) or None,
-                feature_dimensions=list(cfg.database.feature_dimensions), island_id=island)
-        task_text = "\n\n".join(msg["content"] for msg in s.task.prompt(self.problem, style=s.prompt_style))
-        system = f"{prompt['system']}\n\n# The task\n{task_text}"
+        # called inside self.db.streams(): the sampler draws from this problem's stream
+        if diff and cfg.full_rewrite_probability > 0:
+            diff = random.Random(f"{s.seed}:{self.problem.id}:{it}").random() >= cfg.full_rewrite_probability
+        island_progs = sorted((self.db.programs[p] for p in self.db.islands[island] if p in self.db.programs),
+                              key=lambda p: p.metrics.get("combined_score", 0.0), reverse=True)
+        top = island_progs[: cfg.prompt.num_top_programs + cfg.prompt.num_diverse_programs]
+        prompt = self.sampler.build_prompt(
+            current_program=parent.code, parent_program=parent.code, program_metrics=parent.metrics,
+            previous_programs=[p.to_dict() for p in island_progs[: cfg.prompt.num_top_programs]],
+            top_programs=[p.to_dict() for p in top], inspirations=[p.to_dict() for p in inspirations],
+            language=cfg.language, evolution_round=it, diff_based_evolution=diff,
+            program_artifacts=self.db.get_artifacts(parent.id) or None,
+            feature_dimensions=list(cfg.database.feature_dimensions), island_id=island)
+        if self._task_text is None:  # the same for every draw of this problem
+            self._task_text = "\n\n".join(m["content"] for m in s.task.prompt(self.problem, style=s.prompt_style))
+        system = f"{prompt['system']}\n\n# The task\n{self._task_text}"
         user = prompt["user"]
         if s.m > 1:
             user += MULTI_EVOLVE_ASK.format(m=s.m, what="program" if s.code else "answer",
@@ -283,7 +430,7 @@ class ProblemEvolution:
         return ("diff" if diff else "full_rewrite"), [{"role": "system", "content": system},
                                                      {"role": "user", "content": user}]
 
-    def _parse(self, text: str, mode: str, parent: Any) -> list[str | None]:
+    def _parse(self, text: str, mode: str, parent_code: str | None) -> list[str | None]:
         """Children of an evolve-mode completion: the parent with the SEARCH/REPLACE blocks applied,
         the rewritten program, or (``-m M``) M rewritten programs. Task-mode completions are parsed by
         the task itself (``TaskEvaluator.evaluate_text``)."""
@@ -300,7 +447,7 @@ class ProblemEvolution:
                 blocks = extract_diffs(text, s.config.diff_pattern)
             except ValueError:
                 blocks = []
-            child, applied = apply_diff_blocks(parent.code, blocks) if blocks else (parent.code, 0)
+            child, applied = apply_diff_blocks(parent_code or "", blocks) if blocks else (parent_code, 0)
             return [child if applied else None]
         code = parse_full_rewrite(text, s.config.language)
         if not s.code:  # a route written as text: the task's parser reads it from the block

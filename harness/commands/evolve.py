@@ -37,7 +37,14 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="completion budget per call (default: the zoo model's trained budget, else 1024)")
     p.add_argument("--seed", type=int, default=0, help="run seed: OpenEvolve's seed and every request seed derive from it")
     add_chat_template_args(p)
-    p.add_argument("--concurrency", type=int, default=8, help="problems evolved at once")
+    p.add_argument("--concurrency", type=int, default=8,
+                   help="LLM requests in flight at once over all problems (and problems evolved at once)")
+    p.add_argument("--lag", type=int, default=8,
+                   help="iteration i draws its parent from the database holding iterations 0..i-LAG (default 8; "
+                        "1 = strictly sequential); part of the run's identity, and the most --parallel can be")
+    p.add_argument("--parallel", type=int, default=None,
+                   help="iterations of one problem in flight (default: evaluator.parallel_evaluations from "
+                        "--config, else --lag); only speed: the rows do not depend on it")
     p.add_argument("--serve-threads", type=int, default=1,
                    help="torch threads of the `vpo serve` child (hf/vllm/zoo models; 0 = torch's default)")
     p.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, help="seconds per LLM request")
@@ -59,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
                        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,
                        chat_template_args=dict(args.chat_template_args or {}),
                        concurrency=args.concurrency, baseline=not args.no_baseline, timeout_s=args.timeout_s,
-                       serve_threads=args.serve_threads, progress=not args.no_progress)
+                       serve_threads=args.serve_threads, progress=not args.no_progress, lag=args.lag,
+                       parallel=args.parallel)
     try:
         folder = run_evolve(cfg)
     except LLMUnreachable as exc:

@@ -1,7 +1,9 @@
 """A loopback OpenAI-compatible chat server whose replies come from a Python callback (tests only).
 
 ``ScriptedOpenAIServer(respond)``: ``respond(body, call_index) -> str`` gets the request body and the
-running number of the request, and returns the assistant text (raising makes the reply an HTTP 500). Every body is kept in ``requests`` so a
+running number of the request, and returns the assistant text (raising makes the reply an HTTP 500). ``delay_s`` is
+seconds to wait before answering, or a callable giving them per request (random latencies answer out of
+order). Every body is kept in ``requests`` so a
 test can read the prompts the search sent (artifacts shown, hidden data never shown).
 Run as a script (``python -m tests.fakes.scripted_openai --maze-optimal-after K``) it serves Maze
 routes, for subprocess tests that kill the client.
@@ -21,9 +23,15 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a killed client
+            super().handle_error(request, client_address)
+
 
 class ScriptedOpenAIServer:
-    def __init__(self, respond: Respond, *, delay_s: float = 0.0, port: int = 0):
+    def __init__(self, respond: Respond, *, delay_s: float | Callable[[], float] = 0.0, port: int = 0):
         self.respond, self.delay_s = respond, delay_s
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -68,8 +76,9 @@ class ScriptedOpenAIServer:
                 with srv._lock:
                     idx = len(srv.requests)
                     srv.requests.append(body)
-                if srv.delay_s:
-                    time.sleep(srv.delay_s)
+                delay = srv.delay_s() if callable(srv.delay_s) else srv.delay_s
+                if delay:
+                    time.sleep(delay)
                 n = int(body.get("n") or 1)  # choice i answers as if asked with seed (seed, i)
                 seed = body.get("seed")
                 try:

@@ -27,6 +27,9 @@ IDENTITY_CHANGES = {"problems": "hardest:4", "iterations": 7, "m": 3, "prompt_mo
                     "data_path": "x.jsonl", "prompt_style": "full", "model": "hf:maze-tiny-grpo",
                     "model_args": {"dtype": "float64"}, "chat_template_args": {"enable_thinking": False}}
 
+EXECUTION_CHANGES["parallel"] = 2  # in flight: speed only (search/engine.py's schedule)
+IDENTITY_CHANGES["lag"] = 1        # which database state each iteration draws from
+
 
 def test_changes_cover_every_field():
     assert set(EXECUTION_CHANGES) | set(IDENTITY_CHANGES) | {"task"} == {f.name for f in fields(EvolveConfig)}

@@ -67,7 +67,7 @@ def test_lcb_evolve_finds_the_pass_and_records_it(tmp_path: Path) -> None:
         folder = run_evolve(EvolveConfig(
             task="livecodebench", model="openai:scripted", base_url=srv.base_url, problems=",".join(PROBLEMS),
             iterations=3, config_path=_rewrite_config(tmp_path), out=str(tmp_path / "evo"), progress=False,
-            baseline=False, task_options={"workers": 2}))
+            baseline=False, task_options={"workers": 2}, parallel=1))  # the responder answers by arrival order
         bodies = list(srv.requests)
     rows = [json.loads(l) for l in (folder / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * 4
@@ -108,7 +108,7 @@ def test_hostile_candidates_are_contained(tmp_path: Path) -> None:
         folder = run_evolve(EvolveConfig(
             task="livecodebench", model="openai:scripted", base_url=srv.base_url, problems="abc393_b",
             iterations=4, config_path=_rewrite_config(tmp_path), out=str(tmp_path / "evo"), progress=False,
-            baseline=False, task_options={"workers": 2, "timeout_s": 1.0}))
+            baseline=False, task_options={"workers": 2, "timeout_s": 1.0}, parallel=1))  # by arrival order
     rows = sorted((json.loads(l) for l in (folder / "samples.jsonl").read_text().splitlines()),
                   key=lambda r: r["iteration"])
     assert [r["iteration"] for r in rows] == [0, 1, 2, 3, 4]
