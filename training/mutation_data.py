@@ -63,6 +63,26 @@ def improving_targets(task: Benchmark, parent_r: np.ndarray, targets: Sequence[d
     return sorted(out, key=lambda t: -float(task.scalar(np.asarray(t["r"], dtype=float))))
 
 
+def sample_parent(task: Benchmark, problem: Problem, targets: Sequence[dict[str, Any]],
+                  rng: np.random.Generator) -> Shown:
+    """A parent for an RL mutation prompt: a random walk or a perturbed optimal route, half each."""
+    budget = int(problem.data["budget"])
+    if targets and rng.random() < 0.5:
+        route = perturb(rng, targets[int(rng.integers(len(targets)))]["route"], budget)
+    else:
+        route = random_walk(rng, budget)
+    text = route_words(route)
+    return Shown(text, tuple(float(x) for x in task.reward(problem, text)))
+
+
+def mutation_prompt(task: Benchmark, problem: Problem, targets: Sequence[dict[str, Any]], m: int,
+                    rng: np.random.Generator, *, style: str = "compact", inspirations: int = 1) -> list[dict[str, str]]:
+    """The messages of one RL mutation prompt: a seeded parent plus ``inspirations`` optimal routes."""
+    parent = sample_parent(task, problem, targets, rng)
+    shown = [sample_parent(task, problem, targets, rng) for _ in range(min(inspirations, 2))]
+    return task.mutation_prompt(problem, parent, shown, m, style=style)
+
+
 def mutation_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[str, list[dict[str, Any]]],
                       *, m: int, style: str = "compact", per_maze: int = 4, seed: int = 42,
                       pool_routes: dict[str, list[str]] | None = None,
@@ -70,8 +90,8 @@ def mutation_examples(task: Benchmark, problems: Sequence[Problem], targets: dic
     """(messages, completion) pairs: ``per_maze`` parents per maze, each with its improving targets.
 
     ``pool_routes``: problem id -> move strings a policy wrote for it (optional third parent source).
-    ``inspirations``: how many other optimal routes to show next to the parent (0 to 2), so the
-    operator learns to read them as the engine shows them.
+    ``inspirations``: how many other population-like routes (walks, near misses) to show next to the
+    parent (0 to 2), so the operator learns to read them as the engine shows them.
     """
     rng = np.random.default_rng(seed)
     out: list[tuple[list[dict[str, str]], str]] = []
@@ -93,9 +113,9 @@ def mutation_examples(task: Benchmark, problems: Sequence[Problem], targets: dic
             good = improving_targets(task, pr, ts, parent)
             if not good:
                 continue
-            k = int(min(inspirations, 2, max(0, len(ts) - 1)))
-            shown = [Shown(route_words(ts[int(i)]["route"]), tuple(ts[int(i)]["r"]))
-                     for i in rng.choice(len(ts), size=k, replace=False)] if k else []
+            # inspirations look like what a search population holds next to the parent (near misses
+            # and walks), never the optimal targets themselves: copying one must not be the lesson
+            shown = [sample_parent(task, p, ts, rng) for _ in range(min(inspirations, 2))]
             msgs = task.mutation_prompt(p, Shown(route_words(parent), tuple(float(x) for x in pr)), shown, m,
                                         style=style)
             if m == 1:
@@ -106,4 +126,4 @@ def mutation_examples(task: Benchmark, problems: Sequence[Problem], targets: dic
     return out
 
 
-__all__ = ["mutation_examples", "improving_targets", "perturb", "random_walk", "WORD"]
+__all__ = ["mutation_examples", "mutation_prompt", "sample_parent", "improving_targets", "perturb", "random_walk", "WORD"]

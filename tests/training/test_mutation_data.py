@@ -68,3 +68,29 @@ def test_parent_generators_stay_within_budget():
         assert 1 <= len(w) <= 20 and set(w) <= set("UDLR")
         q = perturb(rng, "RRDDLLUU", 12)
         assert len(q) <= 12 and set(q) <= set("UDLR")
+
+
+def test_rl_mutation_prompt_shows_a_seeded_parent_with_its_true_reward(setup):
+    from training.mutation_data import mutation_prompt
+
+    task, problems, targets = setup
+    p = problems[1]
+    a = mutation_prompt(task, p, targets[p.id], 3, np.random.default_rng(9))[-1]["content"]
+    b = mutation_prompt(task, p, targets[p.id], 3, np.random.default_rng(9))[-1]["content"]
+    assert a == b and a.count("Other:") == 1 and "<route_3>" in a
+    moves, shown = next(x for x in a.splitlines() if x.startswith("Parent: "))[8:].split(" | ")
+    r = task.reward(p, moves)
+    assert shown == " ".join(f"{x:.2f}".rstrip("0").rstrip(".") if x else "0" for x in r)
+
+
+def test_sft_mutation_dataset_mixes_chains_and_single_answers(tmp_path):
+    from training.sft import SFTConfig, build_dataset
+
+    cfg = SFTConfig(out=str(tmp_path), limit=3, augment=False, prompt_mode="mutation", parents_per_maze=4)
+    ex = build_dataset(cfg, tmp_path)
+    chains = [c for _, c in ex if "<route_1>" in c]
+    singles = [c for _, c in ex if c.startswith("<answer>")]
+    assert chains and singles and len(chains) + len(singles) == len(ex)
+    assert all("Parent: " in msgs[-1]["content"] for msgs, _ in ex)
+    with pytest.raises(ValueError, match="prompt_mode"):
+        build_dataset(SFTConfig(out=str(tmp_path), limit=1, augment=False, prompt_mode="mutate"), tmp_path)
