@@ -88,9 +88,12 @@ def test_sft_mutation_dataset_mixes_chains_and_single_answers(tmp_path):
 
     cfg = SFTConfig(out=str(tmp_path), limit=3, augment=False, prompt_mode="mutation", parents_per_maze=4)
     ex = build_dataset(cfg, tmp_path)
-    chains = [c for _, c in ex if "<route_1>" in c]
-    singles = [c for _, c in ex if c.startswith("<answer>")]
-    assert chains and singles and len(chains) + len(singles) == len(ex)
-    assert all("Parent: " in msgs[-1]["content"] for msgs, _ in ex)
+    mut = [(msgs, c) for msgs, c in ex if "Parent: " in msgs[-1]["content"]]
+    chains = [c for _, c in mut if "<route_1>" in c]
+    singles = [c for _, c in mut if c.startswith("<answer>")]
+    assert chains and singles and len(chains) + len(singles) == len(mut)
+    # the task prompt's own examples too (a search's first iteration and the baseline use it)
+    plain = [msgs for msgs, _ in ex if "Parent: " not in msgs[-1]["content"]]
+    assert len(plain) == 3 and all("Answer:" in m[-1]["content"] for m in plain)
     with pytest.raises(ValueError, match="prompt_mode"):
         build_dataset(SFTConfig(out=str(tmp_path), limit=1, augment=False, prompt_mode="mutate"), tmp_path)
