@@ -184,6 +184,7 @@ def main() -> int:
             folder = out / name / f"evolve-{op}"
             times[f"{name}/{op}"] = vpo("evolve", "--task", "maze", *ta, "--split", split, "--model", model,
                                         "--prompt-mode", "evolve", "--prompt-style", "compact", "-m", str(m),
+                                        "--max-tokens", "110" if m > 1 else "40",
                                         "--iterations", str(a.budget // m - 1), *sel,
                                         "--concurrency", str(a.concurrency), *par, "--out", str(folder), *quiet)
             folders[f"evolve-{op}"], folders[f"sample-{op}"] = folder, folder / "baseline"

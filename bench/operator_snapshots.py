@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: the RL runs' own generation budgets (single answer, chain of 3); a warm start's record has none
+TOKENS = (40, 110)
 
 
 def main() -> int:
@@ -42,7 +44,7 @@ def main() -> int:
         cmd = [sys.executable, "-m", "harness.cli", "evolve", "--task", "maze", "--split", "val",
                "--limit", str(a.mazes), "--model", f"hf:{path.resolve()}", "--prompt-mode", "evolve",
                "--prompt-style", "compact", "-m", str(a.m), "--iterations", str(a.budget // a.m - 1),
-               "--no-baseline", "--no-progress", "--out", str(folder)]
+               "--max-tokens", str(TOKENS[a.m > 1]), "--no-baseline", "--no-progress", "--out", str(folder)]
         print("$ vpo " + " ".join(cmd[3:]), flush=True)
         subprocess.run(cmd, cwd=REPO, check=True, env=env)
         r = json.loads((folder / "results.json").read_text())
