@@ -21,6 +21,15 @@ from benchmarks.tags import Which
 Messages = list[dict[str, str]]
 
 
+@dataclass(frozen=True)
+class Shown:
+    """A candidate a mutation prompt shows the model: its answer and its reward vector. Why a type of
+    its own: the engine holds OpenEvolve ``Program`` objects, the task must not depend on them."""
+
+    answer: str
+    reward: tuple[float, ...]
+
+
 class DataError(ValueError):
     """Bad input data; the message names the file, line and field."""
 
@@ -112,6 +121,15 @@ class Benchmark(ABC):
     @abstractmethod
     def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
         """Prompt asking for m different answers in one generation."""
+
+    def mutation_prompt(self, problem: Problem, parent: Shown, inspirations: Sequence[Shown], m: int, *,
+                        style: str = "full") -> Messages | None:
+        """The task's own prompt for ``vpo evolve --prompt-mode evolve``: the problem, a parent answer
+        with its reward vector (and optionally inspirations), asking for m answers that improve on or
+        differ from it, in the task's own answer format (so the task's parser and reward apply
+        unchanged). None: the task has none, and the engine uses OpenEvolve's program-evolution
+        prompt (code tasks, whose answers are programs OpenEvolve knows how to show)."""
+        return None
 
     # ---- parsing ----------------------------------------------------------------------------------
     def parse(self, completion: str, m: int | None = None) -> list[str | None]:

@@ -46,7 +46,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Option, Problem, parse_numbered_tags, user
+from benchmarks.base import Benchmark, Messages, Option, Problem, Shown, parse_numbered_tags, user
 from benchmarks.tags import find_tags, first_block, numbered_blocks, strip_blocks
 from benchmarks.maze_env import (COMPONENTS, MOVES, REWARD_MODES, MazeInstance, generate_maze, is_move_token,
                                  maze_split, parse_moves, reward_from_counts, simulate)
@@ -278,6 +278,45 @@ class Maze(Benchmark):
                     "  <route_2>DOWN DOWN DOWN DOWN RIGHT RIGHT RIGHT RIGHT</route_2>\n"
                     "  <route_3>RIGHT DOWN RIGHT DOWN RIGHT DOWN RIGHT DOWN</route_3>")
 
+    def mutation_prompt(self, problem: Problem, parent: Shown, inspirations: Sequence[Shown], m: int, *,
+                        style: str = "full") -> Messages:
+        """The maze, the parent route with its reward vector, up to two inspirations with theirs, and a
+        request for m routes that improve on the parent or trade its components differently.
+
+        Routes are shown as move words (what the paper's parser reads) and rewards with two decimals
+        in component order; the answer format is the task's own (``<route_i>`` for m > 1, ``<answer>``
+        for m = 1), so children are parsed and scored exactly as sampled answers are. The compact form
+        is sized for the bundled tiny models' 512-token context (about 190 tokens with a 25-move parent
+        and two inspirations, leaving room for three routes)."""
+        inst = MazeInstance.from_problem(problem)
+        self._check_style(style)
+        m = int(m)
+        shown = [("Parent", parent)] + [("Other", c) for c in list(inspirations)[:2]]
+        if style == "compact":
+            lines = [f"{label}: {_route_words(self, c.answer)} | {_scores(c.reward)}" for label, c in shown]
+            if m == 1:
+                ask = "Answer: a better route: <answer>moves</answer>"
+            else:
+                tags = " ".join(f"<route_{i}>...</route_{i}>" for i in range(1, m + 1))
+                ask = f"Answer: {m} better or different routes: {tags}"
+            return user(self._compact(inst) + "\n" + "\n".join(lines) + "\n" + ask)
+        names = ", ".join(COMPONENTS)
+        lines = []
+        for label, c in shown:
+            desc = "the route to improve" if label == "Parent" else "another route found so far"
+            lines.append(f"{label} ({desc}): {_route_words(self, c.answer)}\n"
+                         f"  its scores ({names}): {_scores(c.reward)}")
+        steps = "" if m == 1 else " per route"
+        head = self._rules(inst, steps) + "\n\n" + "\n".join(lines) + "\n\n"
+        if m == 1:
+            return user(head + "Write one route that scores higher than the parent (or gets a different mix of "
+                        "gold, diamonds and lava avoidance). Output moves in <answer>...</answer> tags, "
+                        "e.g., <answer>UP UP RIGHT</answer>.")
+        tags = ", ".join(f"<route_{i}>...</route_{i}>" for i in range(1, m + 1))
+        return user(head + f"Write {m} genuinely different routes, each improving on the parent or trading its "
+                    f"scores differently. Wrap each route in numbered tags ({tags}); inside each tag put ONLY "
+                    "space-separated UP/DOWN/LEFT/RIGHT moves.")
+
     @staticmethod
     def _check_style(style: str) -> None:
         if style not in STYLES:
@@ -318,6 +357,16 @@ class Maze(Benchmark):
         training scorer; an answer without moves has no key: it is dropped like a missing one)."""
         moves = self.moves(answer)
         return tuple(moves) if moves else None
+
+
+def _route_words(task: "Maze", answer: str | None) -> str:
+    """An answer as the move words the parser reads from it ("-" for a route with no move)."""
+    moves = task.moves(answer)
+    return " ".join(moves) if moves else "-"
+
+
+def _scores(reward: Sequence[float]) -> str:
+    return " ".join(f"{float(x):.2f}".rstrip("0").rstrip(".") if float(x) != 0 else "0" for x in reward)
 
 
 def _int_option(name: str, value: Any, lo: int) -> int:

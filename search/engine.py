@@ -294,7 +294,7 @@ class ProblemEvolution:
                 comp = await s.llm.complete(d.messages, seed)
         else:
             comp = await s.llm.complete(d.messages, seed)
-        if d.mode == "task":
+        if d.mode in ("task", "mutation"):  # both answer in the task's own format
             grade, arg = self.evaluator.evaluate_text, (comp.text, s.m)
         else:
             grade, arg = self.evaluator.evaluate_many, (self._parse(comp.text, d.mode, d.parent_code),)
@@ -406,6 +406,9 @@ class ProblemEvolution:
             if s.m == 1:
                 return "task", s.task.prompt(self.problem, style=s.prompt_style)
             return "task", s.task.multi_prompt(self.problem, s.m, style=s.prompt_style)
+        own = self._task_mutation(parent, inspirations)
+        if own is not None:
+            return "mutation", own
         diff = bool(cfg.diff_based_evolution) and s.m == 1
         # called inside self.db.streams(): the sampler draws from this problem's stream
         if diff and cfg.full_rewrite_probability > 0:
@@ -429,6 +432,22 @@ class ProblemEvolution:
                                             lang=cfg.language if s.code else "text")
         return ("diff" if diff else "full_rewrite"), [{"role": "system", "content": system},
                                                      {"role": "user", "content": user}]
+
+    def _task_mutation(self, parent: Any, inspirations: list[Any]) -> list[dict[str, str]] | None:
+        """The task's own mutation prompt (``Benchmark.mutation_prompt``) for non-code tasks that have
+        one: the parent and inspirations with their reward vectors, answers in the task's format.
+        Code tasks keep OpenEvolve's prompt (programs, diffs, artifacts)."""
+        from benchmarks.base import Shown
+
+        if self.s.code:
+            return None
+        names = self.evaluator.components
+
+        def shown(prog: Any) -> Shown:
+            return Shown(prog.code, tuple(float(prog.metrics.get(c, 0.0)) for c in names))
+
+        return self.s.task.mutation_prompt(self.problem, shown(parent), [shown(p) for p in inspirations],
+                                           self.s.m, style=self.s.prompt_style)
 
     def _parse(self, text: str, mode: str, parent_code: str | None) -> list[str | None]:
         """Children of an evolve-mode completion: the parent with the SEARCH/REPLACE blocks applied,

@@ -73,6 +73,10 @@ class RLConfig:
     time_budget_s: float | None = None
     #: the chat template's keyword arguments for rollout prompts (as `vpo run --chat-template-args`)
     chat_template_args: dict[str, Any] = field(default_factory=dict)
+    #: "task": the task prompt; "mutation": a mutation prompt showing a seeded parent route (a random
+    #: walk or a perturbed search-optimal route) with its reward vector: trains a search operator
+    prompt_mode: str = "task"
+    targets_cache: str | None = None  # mutation mode: search targets JSON (the warm start's targets.json)
 
 
 # ---- rollouts -----------------------------------------------------------------------------------------
@@ -149,8 +153,15 @@ def train_rl(cfg: RLConfig) -> Path:
 
     task = get_task(cfg.task)
     problems = task.load(cfg.split, limit=cfg.limit)
+    targets: dict[str, list[dict[str, Any]]] = {}
+    if cfg.prompt_mode == "mutation":
+        from training.data import search_targets
+        targets = search_targets(task, problems, seed=cfg.seed,
+                                 cache=cfg.targets_cache or str(Path(cfg.out) / "targets.json"))
+    elif cfg.prompt_mode != "task":
+        raise ValueError(f"unknown prompt_mode {cfg.prompt_mode!r}; known: task, mutation")
     if cfg.augment:
-        problems, _ = augment(problems, {})
+        problems, targets = augment(problems, targets)
     multi = cfg.method in A.MULTI_ANSWER
     m = cfg.m if multi else 1
     max_new = cfg.max_new_tokens_multi if multi else cfg.max_new_tokens_single
@@ -181,6 +192,10 @@ def train_rl(cfg: RLConfig) -> Path:
                 row_w = rng.dirichlet(np.full(task.d, cfg.alpha), size=(len(batch), cfg.group_size))
         msgs = []
         for b, p in enumerate(batch):
+            if cfg.prompt_mode == "mutation":
+                from training.mutation_data import mutation_prompt
+                msgs.append(mutation_prompt(task, p, targets.get(p.id, []), m, rng, style=cfg.prompt_style))
+                continue
             mm = task.multi_prompt(p, m, style=cfg.prompt_style) if multi else task.prompt(p, style=cfg.prompt_style)
             if cfg.method == "goal_cond":
                 mm = A.goal_prompt(mm, row_w[b, 0], task.component_names)
@@ -277,7 +292,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
             p.add_argument(flag, type=parse_model_args, default=v)  # k=v,... as on the vpo command line
         elif v is None:
-            p.add_argument(flag, type=float if f.endswith("_s") else int, default=None)
+            kind = str(RLConfig.__dataclass_fields__[f].type)  # "int | None", "str | None", ...
+            p.add_argument(flag, type=str if kind.startswith("str") else float if kind.startswith("float") else int,
+                           default=None)
         else:
             p.add_argument(flag, type=type(v), default=v)
 

@@ -47,6 +47,10 @@ class SFTConfig:
     save_every: int = 100
     log_every: int = 10
     time_budget_s: float | None = None   # stop early (and save) after this many seconds
+    #: "task": the task prompt -> optimal routes; "mutation": a mutation prompt with a parent route
+    #: -> routes that improve on it (training/mutation_data.py), for a search operator's warm start
+    prompt_mode: str = "task"
+    parents_per_maze: int = 2         # mutation mode: parents drawn per (augmented) maze
 
 
 def _lr_at(step: int, cfg: SFTConfig) -> float:
@@ -63,6 +67,19 @@ def build_dataset(cfg: SFTConfig, out: Path) -> list:
     targets = search_targets(task, problems, seed=cfg.seed, cache=out / "targets.json")
     if cfg.augment:
         problems, targets = augment(problems, targets)
+    if cfg.prompt_mode == "mutation":
+        from training.mutation_data import mutation_examples
+        # one warm start for both operators: m-answer chains and single answers, split like the task SFT
+        # plus the task prompt's own examples: a search's first iteration (and the plain-sampling
+        # baseline) asks the operator with the task prompt, before any parent exists
+        n_multi = int(round(cfg.parents_per_maze * cfg.multi_fraction))
+        return (mutation_examples(task, problems, targets, m=cfg.m, per_maze=n_multi, seed=cfg.seed)
+                + mutation_examples(task, problems, targets, m=1, per_maze=cfg.parents_per_maze - n_multi,
+                                    seed=cfg.seed + 1)
+                + make_examples(task, problems, targets, m=cfg.m, copies=cfg.copies,
+                                multi_fraction=cfg.multi_fraction, seed=cfg.seed + 2))
+    if cfg.prompt_mode != "task":
+        raise ValueError(f"unknown prompt_mode {cfg.prompt_mode!r}; known: task, mutation")
     return make_examples(task, problems, targets, m=cfg.m, copies=cfg.copies,
                          multi_fraction=cfg.multi_fraction, seed=cfg.seed)
 

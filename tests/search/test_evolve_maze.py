@@ -170,7 +170,12 @@ def _route_block(body: dict, idx: int) -> str:
 
 
 @pytest.mark.parametrize("m", [1, 2])
-def test_evolve_mode_routes_evolve_as_text(tmp_path: Path, m: int) -> None:
+def test_evolve_mode_uses_the_maze_mutation_prompt(tmp_path: Path, m: int) -> None:
+    """Maze in evolve mode: each request after the seeding iteration is the task's mutation prompt
+    showing that iteration's recorded parent with its reward vector; children come back in the task's
+    answer format and are scored by the task."""
+    from benchmarks.maze import Maze
+
     with ScriptedOpenAIServer(_route_block) as srv:
         folder = run_evolve(_cfg(srv.base_url, tmp_path / "evo", prompt_mode="evolve", m=m, iterations=3,
                                  limit=2, baseline=False))
@@ -178,14 +183,22 @@ def test_evolve_mode_routes_evolve_as_text(tmp_path: Path, m: int) -> None:
     rows = _rows(folder)
     assert len(rows) == 2 * 4 * m
     later = [r for r in rows if r["iteration"] > 0]
-    assert {r["evolution_mode"] for r in later} == {"full_rewrite"}  # text answers: rewrites, not diffs
-    assert all(r["answers"][0] is not None and r["parent_id"] for r in later)
-    sys_msgs = [b["messages"][0]["content"] for b in bodies if b["messages"][0]["role"] == "system"]
-    assert len(sys_msgs) == 2 * 3 and all("# The task" in s and "Budget" in s for s in sys_msgs)
-    users = [b["messages"][-1]["content"] for b in bodies if b["messages"][0]["role"] == "system"]
-    # OpenEvolve's template: the parent's fitness and MAP-Elites coordinates (gold, diamond by default)
-    assert all("Fitness:" in u and "Feature coordinates: gold=" in u and "# Current Program" in u for u in users)
-    assert sum("reward" in u and "gold=" in u for u in users) > 0  # the parent's artifacts
+    assert {r["evolution_mode"] for r in later} == {"mutation"}
+    assert all(r["parent_id"] for r in later)
+    by_id = {r["program_id"]: r for r in rows}
+    by_seed = {b["seed"]: b["messages"][-1]["content"] for b in bodies}
+    task = Maze()
+    for r in later:
+        prompt = by_seed[r["seed"]]
+        parent = by_id[r["parent_id"]]
+        moves = " ".join(task.moves(parent["answers"][0]))
+        shown = " ".join(f"{x:.2f}".rstrip("0").rstrip(".") if x else "0" for x in parent["rewards"][0])
+        assert f"Parent: {moves} | {shown}" in prompt
+        assert ("<route_2>" in prompt) == (m > 1)
+    assert any(r["answers"][0] is not None for r in later)
+    problems = {p.id: p for p in task.load("test", limit=2)}
+    for r in later:  # children are scored by the task's own reward
+        assert np.allclose(r["rewards"][0], task.reward(problems[r["problem_id"]], r["answers"][0]), atol=1e-6)
 
 
 def test_same_seed_same_run(tmp_path: Path) -> None:
