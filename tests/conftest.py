@@ -37,7 +37,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
         pytest.fail(f"needs the offline data slices at {where}, which does not exist: put the shared data "
                     f"folder next to the checkout (../shared/data) or set VPO_SHARED_DATA=/path/to/shared/data "
-                    f"(see README, 'Data for the tests')", pytrace=False)
+                    f"(see CONTRIBUTING.md)", pytrace=False)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -24,7 +24,7 @@ from harness.sandbox.sandbox import live_pids_of_uid
 DIR = shared_data_dir() / "livecodebench"
 TLE_CODE = LCB_CODE[TLE]  # -3
 
-#: row -> why the official verdict is wrong (also listed in the README)
+#: row -> why the official verdict is wrong (also listed in docs/engineering.md)
 EXCEPTIONS = {
     652: "abc374_e: main() runs in a threading.Thread that is never joined; LiveCodeBench restores "
          "stdout as soon as the module-level code returns and loses the thread's correct output (-2)",
