@@ -1,4 +1,4 @@
-"""The CPU evolve demo of issue 11: bundled maze-tiny-vpo (-m 3) and maze-tiny-grpo (-m 1) inside
+"""The CPU evolve demo: bundled maze-tiny-vpo (-m 3) and maze-tiny-grpo (-m 1) inside
 `vpo evolve --prompt-mode task` on the hardest test mazes of a demo-protocol run, at equal candidate
 budgets, each next to plain sampling of the same model at the same budget.
 

@@ -10,7 +10,7 @@ Measured, alternating official / ours so that machine load hits both alike:
 - peak memory: the largest resident set of any process of each grader (``wait4`` of its process tree);
 - verdict parity: official pass/fail vs ours on every row, and the rows where they differ.
 
-Goals (issue 9): fixed cost <= 1.3x bare python; first-failure >= 1.7x official rows/s; full >= 1.0x.
+Goals: fixed cost <= 1.3x bare python; first-failure >= 1.7x official rows/s; full >= 1.0x.
 
     python -m venv .venv-lcb && .venv-lcb/bin/pip install numpy==2.2.5 tqdm==4.67.1
     python bench/grading_throughput.py [--pairs 2] [--limit N] [--json out.json]

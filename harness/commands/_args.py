@@ -39,7 +39,7 @@ def kv(text: str) -> dict[str, Any]:
 
 
 def add_unsafe_sandbox(p: argparse.ArgumentParser) -> None:
-    """``--unsafe-sandbox`` on every command that grades generated code (issue 9)."""
+    """``--unsafe-sandbox`` on every command that grades generated code."""
     p.add_argument("--unsafe-sandbox", action="store_true",
                    help="grade generated code even where the sealed sandbox (namespaces, pivot_root, "
                         "seccomp) cannot be set up: rlimits and a separate uid only (no per-candidate memory budget); recorded in results")

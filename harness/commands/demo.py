@@ -8,7 +8,7 @@ from harness.paths import BUNDLED_CHECKPOINTS
 
 
 EXAMPLES = """\
-vpo demo                      # the 100 test mazes, about a minute on 2 CPUs
+vpo demo                      # the 100 test mazes, 6 to 14 minutes on 2 CPUs (idle to shared)
 vpo demo --limit 5 --out runs/demo-small
 """
 

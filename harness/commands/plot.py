@@ -21,8 +21,10 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--metric", default="best",
                    help="one or more (comma-separated, one panel each): best | pass | pass^k | cover | tokens "
                         "(best vs completion tokens, compute-matched) | diversity | pareto | objective | mean | "
-                        "components | component:NAME | evolve (best score vs candidates) | evolve-solved; or "
-                        "selected:STRATEGY (majority, random, public-tests: drawn with best@k dashed)")
+                        "components | component:NAME | evolve / evolve-solved (sampling runs' best@k and solved "
+                        "within k, on a candidates axis); or selected:STRATEGY (majority, random, public-tests: "
+                        "drawn with best@k dashed). Evolve runs take the default only: their figure is solved "
+                        "and best scalar vs candidates next to their baseline/")
     p.add_argument("--style", default="default", choices=("default", "paper"),
                    help="paper: 3.3 in column-width panels, print-size fonts; use .pdf/.svg for vector output")
     p.add_argument("--tau", dest="taus", type=tau_list, default=None,

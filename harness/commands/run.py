@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_unsafe_sandbox(p)
     from harness.executors.cli_args import add_executor_arguments
 
-    add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ... (issue 14)
+    add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ...
     return p
 
 

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from harness.commands._args import add_chat_template_args
 
     add_chat_template_args(p)  # rollout prompts rendered as `vpo run --chat-template-args` renders them
-    # engines (issue 13): native | trl | verl
+    # engines: native | trl | verl
     g = p.add_argument_group("engines", "TRL and verl (see docs/verl.md)")
     g.add_argument("--engine", choices=ENGINES, default="native")
     g.add_argument("--split", default="train", help="trl/verl: training split of the task")

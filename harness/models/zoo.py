@@ -194,7 +194,7 @@ def _repo_checkpoint(name: str) -> Callable[[], Path]:
 
 
 #: training method of each bundled tiny Maze policy (checkpoint ``maze-tiny-<method>``). The optional
-#: multi_rlvr / max_at_k policies were removed with issue 10: they were trained on the earlier mazes and
+#: multi_rlvr / max_at_k policies were removed when the bundled pair was retrained on the paper's mazes: they were trained on the earlier mazes and
 #: answer format, and were not retrained on the paper's (``vpo train --method multi_rlvr`` rebuilds one).
 BUNDLED_POLICIES = ("vpo", "grpo")
 BUNDLED_OPERATORS = ("vpo", "grpo")
