@@ -4,7 +4,7 @@ budgets, each next to plain sampling of the same model at the same budget.
 
     python bench/evolve_maze_demo.py --out runs/evo-demo [--budget 30] [--hardest 32] [--task-args ...]
 
-Every step is a plain `vpo` command (printed before it runs), so the README's numbers can be
+Every step is a plain `vpo` command (printed before it runs), so the figures in docs/results.md can be
 reproduced by hand. "Solved" for Maze = reaching the maze's optimal task scalar (exact search).
 """
 from __future__ import annotations
