@@ -16,6 +16,7 @@ class SamplingConfig:
     top_p: float = 1.0
     max_tokens: int = 1024
     stop: tuple[str, ...] = ()
+    chat_template_args: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def test_models_and_chat(served) -> None:
     reqs, sampling = backend.calls[-1]
     assert sampling == SamplingConfig(temperature=0.5, top_p=1.0, max_tokens=9)
     # same seed, same answer
-    r2 = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], n=3, seed=7)
+    r2 = client.chat.completions.create(model="scripted-model", messages=[{"role": "user", "content": "hi"}], n=3, seed=7)
     assert [c.message.content for c in r2.choices] == texts
 
 
@@ -55,11 +55,11 @@ def test_completions_and_stop(served) -> None:
 def test_bad_requests_are_400(served) -> None:
     srv, backend, client = served
     with pytest.raises(openai.BadRequestError, match="messages"):
-        client.chat.completions.create(model="m", messages=[])
+        client.chat.completions.create(model="scripted-model", messages=[])
     with pytest.raises(openai.BadRequestError, match="'n'"):
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], n=0)
-    with pytest.raises(openai.NotFoundError):
-        client.embeddings.create(model="m", input="x")
+        client.chat.completions.create(model="scripted-model", messages=[{"role": "user", "content": "x"}], n=0)
+    with pytest.raises(openai.NotFoundError, match="no route POST /v1/embeddings"):
+        client.embeddings.create(model="scripted-model", input="x")
 
 
 def test_concurrent_requests_share_batches(served) -> None:
@@ -69,7 +69,7 @@ def test_concurrent_requests_share_batches(served) -> None:
     srv.batcher.backend = slow  # a backend that takes time, so requests queue up behind it
     with cf.ThreadPoolExecutor(16) as ex:
         outs = list(ex.map(lambda i: client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": str(i)}], seed=i).choices[0].message.content, range(32)))
+            model="scripted-model", messages=[{"role": "user", "content": str(i)}], seed=i).choices[0].message.content, range(32)))
     assert outs == ["ok"] * 32
     assert len(slow.calls) < 32  # fewer backend calls than requests: concurrent requests were batched
     assert sum(len(reqs) for reqs, _ in slow.calls) == 32
@@ -90,8 +90,8 @@ def test_managed_server_real_checkpoint_and_cleanup() -> None:
 
         t = get_task("maze")
         msgs = t.prompt(t.load("test", limit=1)[0], style="compact")
-        a = client.chat.completions.create(model="m", messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
-        b = client.chat.completions.create(model="m", messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
+        a = client.chat.completions.create(model=srv.served_name, messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
+        b = client.chat.completions.create(model=srv.served_name, messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
         assert [c.message.content for c in a.choices] == [c.message.content for c in b.choices]
         assert t.parse(a.choices[0].message.content)[0] is not None
         client.close()
