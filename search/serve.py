@@ -279,7 +279,34 @@ class ModelServer:
         routes += [Route("/v1/models", models, methods=["GET"]),
                    Route("/v1/chat/completions", chat, methods=["POST"]),
                    Route("/v1/completions", completions, methods=["POST"])]
-        return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+        return self._shutdown_guard(Starlette(routes=routes, exception_handlers={HTTPException: http_error}))
+
+    def _shutdown_guard(self, app: Any) -> Any:
+        """Requests still generating when a stop outlasts the graceful period are cancelled by uvicorn,
+        which logs each as a traceback. They get a 503 (or an in-band error event) instead."""
+
+        async def guarded(scope: Any, receive: Any, send: Any) -> None:
+            started = False
+
+            async def tracked(message: Any) -> None:
+                nonlocal started
+                started = started or message["type"] == "http.response.start"
+                await send(message)
+
+            try:
+                await app(scope, receive, tracked)
+            except asyncio.CancelledError:
+                if not (self.server is not None and self.server.should_exit):
+                    raise
+                err = json.dumps(error_body(503, "vpo serve is shutting down")).encode()
+                if not started:
+                    await send({"type": "http.response.start", "status": 503,
+                                "headers": [(b"content-type", b"application/json"), (b"connection", b"close")]})
+                    await send({"type": "http.response.body", "body": err})
+                else:
+                    await send({"type": "http.response.body", "body": b"data: " + err + b"\n\ndata: [DONE]\n\n"})
+
+        return guarded
 
     @staticmethod
     def _error(status: int, message: str, param: str | None = None, code: str | None = None,

@@ -24,6 +24,8 @@ from harness.seeding import derive_seed
 #: completion budget when a request names none (capped at the model's context)
 DEFAULT_MAX_TOKENS = 512
 MAX_N = 128
+#: the largest budget accepted when the backend reports no context length (no model has 2**20 tokens)
+MAX_TOKENS_CAP = 1 << 20
 MAX_STOP = 16
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -203,6 +205,8 @@ def parse_body(body: Any, kind: str, *, model_name: str, context_len: int | None
         raise BadRequest(name, f"expected a positive integer, got {max_tokens}")
     elif context_len is not None and max_tokens > context_len:
         raise BadRequest(name, f"{max_tokens} is more than the model's context of {context_len} tokens")
+    elif max_tokens > MAX_TOKENS_CAP:
+        raise BadRequest(name, f"{max_tokens} is more than {MAX_TOKENS_CAP} tokens")
     for neutral in NEUTRAL:
         _neutral(body, neutral)
     fmt = body.get("response_format")

@@ -177,3 +177,93 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
         proc.wait()
     err_log.close()
     assert _gone(servers[0]), "vpo serve child still running"
+
+
+class _Gated(ScriptedBackend):
+    """Holds its first generate call until ``gate`` is set, so the jobs queued meanwhile form one batch."""
+
+    def __init__(self, inner=None, **kw):
+        super().__init__(_echo, **kw)
+        import threading
+
+        self.inner, self.gate, self.entered = inner, threading.Event(), threading.Event()
+        self.context_len = getattr(inner, "context_len", None)
+
+    def generate(self, requests, sampling):
+        if not self.calls:
+            self.entered.set()
+            assert self.gate.wait(60)
+        if self.inner is None:
+            yield from super().generate(requests, sampling)
+            return
+        self.calls.append((list(requests), sampling))
+        yield from self.inner.generate(requests, sampling)
+
+
+def _job(content: str, seed: int, n: int = 1, max_tokens: int = 9):
+    from search.serve_protocol import parse_body
+
+    return parse_body({"messages": [{"role": "user", "content": content}], "seed": seed, "n": n,
+                       "max_tokens": max_tokens}, "chat", model_name="m")
+
+
+def _batched(backend, jobs, first):
+    """Run ``first`` alone (held at the gate), then ``jobs`` as the next batch; their results."""
+    from search.serve_batcher import Batcher
+
+    b = Batcher(backend, max_batch=64)
+    try:
+        f0 = b.submit(first)
+        assert backend.entered.wait(60)
+        futures = [b.submit(j) for j in jobs]
+        backend.gate.set()
+        f0.result(timeout=600)
+        return [f.result(timeout=600) if f.exception(timeout=600) is None else f.exception() for f in futures]
+    finally:
+        b.close()
+
+
+def test_a_failing_request_fails_alone() -> None:
+    """A backend that raises for one prompt: its batch is re-run job by job, so only that job fails."""
+    class Picky(_Gated):
+        def generate(self, requests, sampling):
+            if any(r.messages[-1]["content"] == "bad" for r in requests):
+                self.calls.append((list(requests), sampling))
+                raise ValueError("the prompt is 900 tokens, longer than the context")
+            yield from super().generate(requests, sampling)
+
+    backend = Picky()
+    good, bad, good2 = _batched(backend, [_job("a", 1), _job("bad", 2), _job("c", 3, n=2)], first=_job("x", 0, max_tokens=3))
+    assert good == [{"text": "a|seed=1|STOPHERE tail", "prompt_tokens": 1, "completion_tokens": 2, "finish_reason": "stop"}]
+    assert isinstance(bad, ValueError) and "longer than the context" in str(bad)
+    assert [r["text"] for r in good2][0] == "c|seed=3|STOPHERE tail" and len(good2) == 2
+    assert len(backend.calls[1][0]) == 3  # the three were one batch before the split
+
+
+@pytest.mark.integration
+def test_hf_replies_do_not_depend_on_batch_mates() -> None:
+    """The bundled checkpoint through the batcher: a request's choices are the same alone and batched
+    with other prompts of other lengths (left padding), and equal seeds give equal texts."""
+    import torch
+
+    from benchmarks import get_task
+    from harness.models import load_backend
+    from search.serve import default_threads
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(default_threads())
+    try:
+        hf = load_backend("hf:maze-tiny-vpo")
+        task = get_task("maze")
+        prompts = [task.prompt(p, style="compact")[-1]["content"] for p in task.load("test", limit=3)]
+        prompts[1] += " Answer with the moves only, please."  # batch mates of other lengths: left padding
+        prompts[2] = prompts[2][: len(prompts[2]) // 2]
+        alone = _batched(_Gated(hf), [_job(prompts[0], 11, n=2, max_tokens=24)], first=_job("hi", 0, max_tokens=2))[0]
+        backend = _Gated(hf)
+        mixed = _batched(backend, [_job(prompts[1], 5, max_tokens=24), _job(prompts[0], 11, n=2, max_tokens=24),
+                                   _job(prompts[2], 7, n=3, max_tokens=24)], first=_job("hi", 0, max_tokens=2))
+        assert len(backend.calls[1][0]) == 3  # one batch of three requests (six rows)
+        assert [r["text"] for r in mixed[1]] == [r["text"] for r in alone]
+        assert alone[0]["text"] != alone[1]["text"]  # each choice has its own seed
+    finally:
+        torch.set_num_threads(threads)
