@@ -107,7 +107,8 @@ class ManagedServer:
             self.port = free_port(self.host)
         cmd = self.command()  # before opening the log: a missing vllm is one error, no empty file
         env = dict(os.environ if self.env is None else self.env)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        if not is_vllm(self.spec):  # vLLM runs from its own environment and needs none of this repo
+            env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         self._log = open(self.log_file, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env, start_new_session=True, preexec_fn=_die_with_parent)
