@@ -207,7 +207,7 @@ def _job(content: str, seed: int, n: int = 1, max_tokens: int = 9):
                        "max_tokens": max_tokens}, "chat", model_name="m")
 
 
-def _batched(backend, jobs, first):
+def _batched(backend, jobs, first, wait_s: float = 300):
     """Run ``first`` alone (held at the gate), then ``jobs`` as the next batch; their results."""
     from search.serve_batcher import Batcher
 
@@ -217,8 +217,8 @@ def _batched(backend, jobs, first):
         assert backend.entered.wait(60)
         futures = [b.submit(j) for j in jobs]
         backend.gate.set()
-        f0.result(timeout=600)
-        return [f.result(timeout=600) if f.exception(timeout=600) is None else f.exception() for f in futures]
+        f0.result(timeout=wait_s)
+        return [f.result() if f.exception(timeout=wait_s) is None else f.exception() for f in futures]
     finally:
         b.close()
 
@@ -233,7 +233,8 @@ def test_a_failing_request_fails_alone() -> None:
             yield from super().generate(requests, sampling)
 
     backend = Picky()
-    good, bad, good2 = _batched(backend, [_job("a", 1), _job("bad", 2), _job("c", 3, n=2)], first=_job("x", 0, max_tokens=3))
+    good, bad, good2 = _batched(backend, [_job("a", 1), _job("bad", 2), _job("c", 3, n=2)], first=_job("x", 0, max_tokens=3),
+                                wait_s=30)
     assert good == [{"text": "a|seed=1|STOPHERE tail", "prompt_tokens": 1, "completion_tokens": 2, "finish_reason": "stop"}]
     assert isinstance(bad, ValueError) and "longer than the context" in str(bad)
     assert [r["text"] for r in good2][0] == "c|seed=3|STOPHERE tail" and len(good2) == 2
