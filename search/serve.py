@@ -183,7 +183,8 @@ class ModelServer:
         if request_timeout_s is not None:
             self.limits = dataclasses.replace(self.limits, request_timeout_s=float(request_timeout_s))
         self.template_args = dict(chat_template_args or {})
-        self.batcher = Batcher(backend, max_batch)
+        self._arriving = 0  # requests accepted, not yet queued (the event loop is the only writer)
+        self.batcher = Batcher(backend, max_batch, arriving=lambda: self._arriving, linger_s=0.005)
         self.app = self._build_app()
         self.sock: socket.socket | None = None
         self.server: Any = None
@@ -331,6 +332,30 @@ class ModelServer:
         return bytes(body)
 
     async def _complete(self, request: Any, kind: str) -> Any:
+        self._arriving += 1
+        try:
+            job = await self._accept(request, kind)
+            if not isinstance(job, Job):
+                return job  # the refusal
+            submitted = self.batcher.submit(job)
+        finally:
+            self._arriving -= 1
+        if job.stream:
+            return self._stream(job, submitted)
+        try:
+            results = await self._wait(request, submitted)
+        except _ClientGone:
+            return self._error(499, "client closed the connection")  # never seen by anyone: uvicorn drops it
+        except BaseException as exc:  # noqa: BLE001 - any failure is this request's reply, not a traceback
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return self._failure(exc)
+        from starlette.responses import JSONResponse
+
+        return JSONResponse(response(kind, self.model_name, results))
+
+    async def _accept(self, request: Any, kind: str) -> Any:
+        """The request's Job, or the error reply that refuses it."""
         from starlette.requests import ClientDisconnect
 
         lim = self.limits
@@ -356,19 +381,7 @@ class ModelServer:
             return self._error(exc.status, str(exc), exc.param, exc.code)
         except RecursionError:
             return self._error(400, "body is nested too deeply")
-        if job.stream:
-            return self._stream(request, job)
-        try:
-            results = await self._wait(request, job)
-        except _ClientGone:
-            return self._error(499, "client closed the connection")  # never seen by anyone: uvicorn drops it
-        except BaseException as exc:  # noqa: BLE001 - any failure is this request's reply, not a traceback
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-            return self._failure(exc)
-        from starlette.responses import JSONResponse
-
-        return JSONResponse(response(kind, self.model_name, results))
+        return job
 
     def _failure(self, exc: BaseException) -> Any:
         if isinstance(exc, asyncio.TimeoutError):
@@ -378,9 +391,9 @@ class ModelServer:
         log.warning("generation failed: %s: %s", type(exc).__name__, str(exc)[:300])
         return self._error(500, f"generation failed: {type(exc).__name__}: {str(exc)[:300]}")
 
-    async def _wait(self, request: Any, job: Job) -> Any:
+    async def _wait(self, request: Any, submitted: Any) -> Any:
         """The job's results; :class:`_ClientGone` (and the job cancelled) when the client leaves first."""
-        fut = asyncio.wrap_future(self.batcher.submit(job))
+        fut = asyncio.wrap_future(submitted)
         gone = asyncio.ensure_future(self._disconnected(request))
         try:
             done, _ = await asyncio.wait({fut, gone}, timeout=self.limits.request_timeout_s,
@@ -399,7 +412,7 @@ class ModelServer:
         while (await request.receive())["type"] != "http.disconnect":
             pass
 
-    def _stream(self, request: Any, job: Job) -> Any:
+    def _stream(self, job: Job, submitted: Any) -> Any:
         """Server-sent events in OpenAI's chunk format: the role chunks at once, each choice's text when
         its batch is done (the backends return whole texts), the finish reasons, then ``[DONE]``."""
         from starlette.responses import StreamingResponse
@@ -407,7 +420,7 @@ class ModelServer:
         rid, created, model = new_id(job.kind), int(time.time()), self.model_name
 
         async def events() -> AsyncIterator[bytes]:
-            fut = asyncio.wrap_future(self.batcher.submit(job))
+            fut = asyncio.wrap_future(submitted)
             try:
                 for c in opening_chunks(job.kind, rid, model, created, len(job.seeds)):
                     yield _sse(c)
@@ -441,7 +454,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     """Load the model once and serve until SIGINT/SIGTERM. Prints one ``ready`` line when listening."""
     kind = spec.split(":", 1)[0].strip().lower()
     if kind == "openai":
-        raise ValueError("vpo serve: an openai: model is already a server; pass it to clients directly")
+        raise ValueError("an openai: model is already a server; pass it to clients directly")
     if kind == "vllm":
         from search.vllm_serve import serve_vllm
 

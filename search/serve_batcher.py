@@ -14,15 +14,23 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from harness.models.base import Backend, GenRequest
 from search.serve_protocol import Job
 
 
 class Batcher:
-    def __init__(self, backend: Backend, max_batch: int = 64):
+    """Gathering a batch: ``arriving()`` counts requests the server has accepted but not yet queued
+    (still being read or validated); while it is non-zero the batcher waits for them, up to
+    ``gather_s``, instead of starting a batch of one that the next request misses by a millisecond.
+    Otherwise it waits ``linger_s`` after the last job for another (clients answered by the same batch
+    come back a few milliseconds apart). `vpo serve` lingers 5 ms, about 1% of one tiny-model call."""
+
+    def __init__(self, backend: Backend, max_batch: int = 64, arriving: Callable[[], int] | None = None,
+                 gather_s: float = 0.02, linger_s: float = 0.0):
         self.backend, self.max_batch = backend, max_batch
+        self.arriving, self.gather_s, self.linger_s = arriving or (lambda: 0), gather_s, linger_s
         self.q: "queue.Queue[Job | None]" = queue.Queue()
         self.last_batch_s = 0.0
         self.batches = 0
@@ -44,11 +52,21 @@ class Batcher:
             if job is None:
                 return
             batch, rows = [job], len(job.seeds)
+            deadline = time.monotonic() + self.gather_s
+            quiet_until = time.monotonic() + self.linger_s
             while rows < self.max_batch:
                 try:
                     nxt = self.q.get_nowait()
                 except queue.Empty:
-                    break
+                    now = time.monotonic()
+                    wait = (deadline if self.arriving() else min(deadline, quiet_until)) - now
+                    if wait <= 0:
+                        break
+                    try:
+                        nxt = self.q.get(timeout=min(wait, 0.002))
+                    except queue.Empty:
+                        continue
+                    quiet_until = time.monotonic() + self.linger_s
                 if nxt is None:
                     held.append(nxt)
                     break

@@ -137,6 +137,7 @@ def serve_vllm(spec: str, *, host: str, port: int, model_args: dict[str, Any], s
     srv = ManagedServer(spec, model_args=model_args, host=host, port=port, served_name=served_name,
                         chat_template_args=chat_template_args, startup_timeout_s=startup_timeout_s,
                         log_path=Path(log_path) if log_path else None)
+    srv.command()  # a missing vllm or a bad argument is one error line before anything starts
     stopping: list[int] = []
 
     def stop(signum: int, frame: Any) -> None:

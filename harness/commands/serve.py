@@ -1,5 +1,6 @@
-"""`vpo serve`: one local model behind an OpenAI-compatible HTTP API (the server is search/serve.py;
-``vllm:`` specs get vLLM's own server, search/vllm_serve.py)."""
+"""`vpo serve`: one local model behind an OpenAI-compatible HTTP API.
+
+The server is search/serve.py; ``vllm:`` specs get vLLM's own server (search/vllm_serve.py)."""
 from __future__ import annotations
 
 import argparse

@@ -268,3 +268,28 @@ def test_hf_replies_do_not_depend_on_batch_mates() -> None:
         assert alone[0]["text"] != alone[1]["text"]  # each choice has its own seed
     finally:
         torch.set_num_threads(threads)
+
+
+def test_batcher_waits_for_requests_still_arriving() -> None:
+    """While the server reports a request accepted but not yet queued, the batcher holds its batch open
+    for it (up to gather_s) instead of starting without it; with nothing arriving it starts at once."""
+    from search.serve_batcher import Batcher
+
+    backend = ScriptedBackend(_echo)
+    arriving = [1]
+    b = Batcher(backend, max_batch=64, arriving=lambda: arriving[0], gather_s=60)
+    try:
+        fa = b.submit(_job("a", 1))
+        deadline = time.monotonic() + 60
+        while b.q.qsize() and time.monotonic() < deadline:  # the batcher has taken "a" and is waiting
+            time.sleep(0.01)
+        time.sleep(0.05)
+        fb = b.submit(_job("b", 2))
+        arriving[0] = 0
+        assert [r["text"] for r in fa.result(60) + fb.result(60)] == ["a|seed=1|STOPHERE tail", "b|seed=2|STOPHERE tail"]
+        assert [len(reqs) for reqs, _ in backend.calls] == [2]  # one batch
+        fc = b.submit(_job("c", 3))
+        fc.result(60)
+        assert [len(reqs) for reqs, _ in backend.calls] == [2, 1]
+    finally:
+        b.close()
