@@ -24,8 +24,9 @@ class Batcher:
     """Gathering a batch: ``arriving()`` counts requests the server has accepted but not yet queued
     (still being read or validated); while it is non-zero the batcher waits for them, up to
     ``gather_s``, instead of starting a batch of one that the next request misses by a millisecond.
-    Otherwise it waits ``linger_s`` after the last job for another (clients answered by the same batch
-    come back a few milliseconds apart). `vpo serve` lingers 5 ms, about 1% of one tiny-model call."""
+    Otherwise, when the previous batch held several requests, it waits ``linger_s`` after the last job
+    for another (clients answered by the same batch come back a few milliseconds apart); `vpo serve`
+    lingers 5 ms, about 1% of one tiny-model call. A lone client never waits."""
 
     def __init__(self, backend: Backend, max_batch: int = 64, arriving: Callable[[], int] | None = None,
                  gather_s: float = 0.02, linger_s: float = 0.0):
@@ -33,6 +34,7 @@ class Batcher:
         self.arriving, self.gather_s, self.linger_s = arriving or (lambda: 0), gather_s, linger_s
         self.q: "queue.Queue[Job | None]" = queue.Queue()
         self.last_batch_s = 0.0
+        self._last_jobs = 0
         self.batches = 0
         self.thread = threading.Thread(target=self._loop, name="vpo-serve-batcher", daemon=True)
         self.thread.start()
@@ -53,7 +55,8 @@ class Batcher:
                 return
             batch, rows = [job], len(job.seeds)
             deadline = time.monotonic() + self.gather_s
-            quiet_until = time.monotonic() + self.linger_s
+            linger = self.linger_s if self._last_jobs > 1 else 0.0  # a lone client never lingers
+            quiet_until = time.monotonic() + linger
             while rows < self.max_batch:
                 try:
                     nxt = self.q.get_nowait()
@@ -66,7 +69,7 @@ class Batcher:
                         nxt = self.q.get(timeout=min(wait, 0.002))
                     except queue.Empty:
                         continue
-                    quiet_until = time.monotonic() + self.linger_s
+                    quiet_until = time.monotonic() + linger
                 if nxt is None:
                     held.append(nxt)
                     break
@@ -75,6 +78,7 @@ class Batcher:
                     rows += len(nxt.seeds)
                 else:
                     held.append(nxt)
+            self._last_jobs = len(batch)
             live = [j for j in batch if j.future.set_running_or_notify_cancel()]
             if live:
                 self._run(live)
