@@ -250,7 +250,7 @@ def test_slow_header_connections_are_closed_and_cost_no_thread() -> None:
             s = socket.create_connection(_addr(srv), timeout=60)
             s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
             slow.append(s)
-        assert threading.active_count() == threads0  # connections are sockets on the loop, not threads
+        assert threading.active_count() <= threads0  # connections are sockets on the loop, not threads
         for s in slow:
             assert s.recv(1024) == b""  # closed by the server (recv would time out after 60 s otherwise)
             s.close()
