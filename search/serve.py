@@ -1,334 +1,482 @@
-"""`vpo serve`: one local model behind an OpenAI-compatible HTTP API.
+"""`vpo serve`: one local model behind an OpenAI-compatible HTTP API, on uvicorn + Starlette.
 
-OpenEvolve (and any other OpenAI client) talks to servers; this puts ``hf:``, ``vllm:`` and zoo
-models behind ``/v1/chat/completions``, ``/v1/completions`` and ``/v1/models`` (plus ``/health``),
-honouring ``n``, ``seed``, ``max_tokens``, ``temperature``, ``top_p`` and ``stop``.
+OpenEvolve (and any other OpenAI client) talks to servers; this puts ``hf:`` and zoo models behind
+``/v1/chat/completions``, ``/v1/completions`` and ``/v1/models`` (plus ``/health``). ``vllm:`` specs
+are not wrapped here: they get vLLM's own OpenAI server (search/vllm_serve.py), which batches
+continuously and is what vLLM users run.
 
-One model instance per process: the weights are loaded once, and a single batcher thread owns the
-backend. HTTP handler threads only enqueue requests; the batcher takes whatever is waiting (same
-sampling settings) as one batch, so concurrent clients share forward passes instead of each loading a
-model or serialising on a lock. Choice i of a request with ``seed`` s is sampled with seed s (i = 0)
-or a seed derived from (s, i), and the hf backend samples every row with its own generator, so a
-reply does not depend on what it was batched with.
+One model instance per process, owned by one batcher thread (search/serve_batcher.py); the event loop
+only parses, validates (search/serve_protocol.py) and waits. The HTTP stack is bounded on every side a
+client controls: the body size (413 from the Content-Length header, before reading it), the time to
+send headers and body, idle keep-alive connections, header size, and the number of open connections
+(503 beyond it). Connections cost a socket, not a thread, so slow clients cannot exhaust the process.
 
 Binds to 127.0.0.1 by default: this is a research tool, not an authenticated service.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
 import json
-import queue
-import secrets
+import logging
+import os
+import signal
 import socket
+import sys
 import threading
 import time
-from concurrent.futures import Future
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Iterator
 
-from harness.models.base import Backend, GenRequest, SamplingConfig
-from harness.seeding import derive_seed
+from harness.models.base import Backend
+from search.serve_batcher import Batcher
+from search.serve_protocol import (  # noqa: F401  (re-exported: the server's public names)
+    DEFAULT_MAX_TOKENS,
+    BadRequest,
+    Job,
+    choice_seeds,
+    error_body,
+    new_id,
+    opening_chunks,
+    parse_body,
+    response,
+    result_chunks,
+)
 
-DEFAULT_MAX_TOKENS = 512
+log = logging.getLogger("vpo.serve")
+MiB = 1 << 20
 
 
-class BadRequest(ValueError):
+@dataclass(frozen=True)
+class Limits:
+    """What one client may cost the server. Defaults suit a loopback research server."""
+
+    max_body_bytes: int = 4 * MiB
+    header_timeout_s: float = 10.0     # from connect (or the end of the last reply) to complete headers
+    body_timeout_s: float = 30.0       # to receive the whole body once headers are in
+    keep_alive_s: int = 5              # an idle keep-alive connection is closed after this
+    max_header_bytes: int = 64 * 1024  # request line + headers (h11's incomplete-event limit)
+    max_connections: int = 512         # open connections and in-flight requests; 503 beyond
+    request_timeout_s: float = 600.0   # queueing + generation of one request
+    graceful_shutdown_s: float = 5.0   # in-flight requests finish within this on SIGTERM
+
+
+def default_threads(workers: int = 1) -> int:
+    """torch CPU threads for a serving process: the usable cores, shared among ``workers`` model
+    processes, less one for the event loop, tokenizer and clients on the same machine.
+
+    torch's own default takes every core with spin-waiting OpenMP threads; as soon as anything else
+    wants a core (the HTTP loop, a client, another job) one of those threads is descheduled and every
+    parallel region waits for it. On 2 cores that made each hf request ~12x slower than one thread."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpus()
+    if quota is not None:
+        cores = min(cores, quota)
+    return max(1, cores // max(1, workers) - 1)
+
+
+def _cgroup_cpus() -> int | None:
+    try:
+        q, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return None if q == "max" else max(1, int(int(q) / int(period)))
+
+
+# ---- the HTTP protocol: uvicorn's h11 with a header deadline -----------------------------------------
+
+
+def _protocol_class(header_timeout_s: float) -> type:
+    """uvicorn's h11 protocol plus a deadline on receiving a request's headers.
+
+    uvicorn arms its keep-alive timer only after a reply and cancels it on any received byte, so a
+    client that connects and dribbles header bytes (slow loris) is never closed and holds a connection
+    slot for ever. This arms a timer at connect and after each reply, cancelled only when a complete
+    request line and headers have arrived."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadlineH11(H11Protocol):
+        header_timeout = header_timeout_s
+        _deadline: Any = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._deadline = self.loop.call_later(self.header_timeout, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                log.debug("closing a connection that sent no complete request headers in %.0fs", self.header_timeout)
+                self.transport.close()
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self._deadline is not None and self.conn.their_state is not h11.IDLE:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderDeadlineH11
+
+
+class _Server:
+    """uvicorn.Server whose signal handling stops the server without re-raising the signal."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                if threading.current_thread() is not threading.main_thread():
+                    yield
+                    return
+                saved = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    yield
+                finally:
+                    for s, h in saved.items():
+                        signal.signal(s, h)
+
+        return Server(config)
+
+
+# ---- the app -------------------------------------------------------------------------------------------
+
+
+class _TooLarge(Exception):
     pass
 
 
-@dataclass
-class Job:
-    kind: str                         # "chat" | "completion"
-    payload: Any                      # messages list or prompt string
-    seeds: list[int]
-    sampling: SamplingConfig
-    future: Future = field(default_factory=Future)
-
-
-def choice_seeds(seed: Any, n: int) -> list[int]:
-    if seed is None:
-        base = secrets.randbelow(2**31)
-    elif isinstance(seed, bool) or not isinstance(seed, int):
-        raise BadRequest(f"seed must be an integer, got {seed!r}")
-    else:
-        base = seed & 0x7FFFFFFF
-    return [base if i == 0 else derive_seed(base, "choice", i) for i in range(n)]
-
-
-def parse_body(body: dict[str, Any], kind: str) -> Job:
-    """Validate an OpenAI request body into a Job (errors name the field)."""
-    if not isinstance(body, dict):
-        raise BadRequest("request body must be a JSON object")
-    if kind == "chat":
-        msgs = body.get("messages")
-        if not isinstance(msgs, list) or not msgs or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) for m in msgs):
-            raise BadRequest("field 'messages': expected a non-empty list of {role, content} objects")
-        payload: Any = [{"role": m["role"], "content": _content(m.get("content"))} for m in msgs]
-    else:
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-            prompt = prompt[0]
-        if not isinstance(prompt, str):
-            raise BadRequest("field 'prompt': expected a string")
-        payload = prompt
-    n = body.get("n")
-    n = 1 if n is None else n
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 128:
-        raise BadRequest(f"field 'n': expected an integer in 1..128, got {n!r}")
-    temp = body.get("temperature", 1.0)
-    top_p = body.get("top_p", 1.0)
-    max_tokens = body.get("max_tokens", body.get("max_completion_tokens")) or DEFAULT_MAX_TOKENS
-    for name, v in (("temperature", temp), ("top_p", top_p), ("max_tokens", max_tokens)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise BadRequest(f"field {name!r}: expected a non-negative number, got {v!r}")
-    stop = body.get("stop") or ()
-    if isinstance(stop, str):
-        stop = (stop,)
-    if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) for s in stop):
-        raise BadRequest("field 'stop': expected a string or a list of strings")
-    sampling = SamplingConfig(temperature=float(temp if temp is not None else 1.0),
-                              top_p=float(top_p if top_p is not None else 1.0),
-                              max_tokens=int(max_tokens), stop=tuple(s for s in stop if s))
-    return Job(kind, payload, choice_seeds(body.get("seed"), n), sampling)
-
-
-def _content(c: Any) -> str:
-    if isinstance(c, str):
-        return c
-    if isinstance(c, list):  # content parts: keep the text ones
-        return "".join(p.get("text", "") for p in c if isinstance(p, dict))
-    return "" if c is None else str(c)
-
-
-class Batcher:
-    """The single owner of the backend: takes queued jobs, batches those with equal sampling."""
-
-    def __init__(self, backend: Backend, max_batch: int = 64):
-        self.backend, self.max_batch = backend, max_batch
-        self.q: "queue.Queue[Job | None]" = queue.Queue()
-        self.thread = threading.Thread(target=self._loop, name="vpo-serve-batcher", daemon=True)
-        self.thread.start()
-
-    def submit(self, job: Job) -> Future:
-        self.q.put(job)
-        return job.future
-
-    def close(self) -> None:
-        self.q.put(None)
-        self.thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        held: list[Job] = []
-        while True:
-            job = held.pop(0) if held else self.q.get()
-            if job is None:
-                return
-            batch, rows = [job], len(job.seeds)
-            while rows < self.max_batch:
-                try:
-                    nxt = self.q.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    held.append(nxt)
-                    break
-                if nxt.kind == job.kind and nxt.sampling == job.sampling:
-                    batch.append(nxt)
-                    rows += len(nxt.seeds)
-                else:
-                    held.append(nxt)
-            self._run(batch)
-
-    def _run(self, batch: list[Job]) -> None:
-        t0 = time.perf_counter()
-        try:
-            if batch[0].kind == "completion" and hasattr(self.backend, "_generate_batch"):
-                # raw text prompts go to the model as written (no chat template)
-                prompts = [(j.payload, True) for j in batch for _ in j.seeds]
-                seeds = [s for j in batch for s in j.seeds]
-                out = self.backend._generate_batch(prompts, seeds, batch[0].sampling)  # type: ignore[attr-defined]
-                k = 0
-                for j in batch:
-                    res = [{"text": t, "prompt_tokens": p, "completion_tokens": c, "finish_reason": f}
-                           for t, p, c, f in out[k:k + len(j.seeds)]]
-                    k += len(j.seeds)
-                    j.future.set_result(res)
-                return
-            reqs = []
-            for b, j in enumerate(batch):
-                msgs = j.payload if j.kind == "chat" else [{"role": "user", "content": j.payload}]
-                reqs.append(GenRequest(str(b), msgs, tuple(range(len(j.seeds))), tuple(j.seeds)))
-            got: dict[tuple[int, int], Any] = {}
-            for g in self.backend.generate(reqs, batch[0].sampling):
-                got[(int(g.problem_id), g.chain_index)] = g
-            for b, j in enumerate(batch):
-                gens = [got.get((b, i)) for i in range(len(j.seeds))]
-                err = next((g.error for g in gens if g is None or g.error), None) if any(
-                    g is None or g.error for g in gens) else None
-                if err is not None or any(g is None for g in gens):
-                    j.future.set_exception(RuntimeError(err or "backend returned no generation"))
-                    continue
-                j.future.set_result([{"text": g.text, "prompt_tokens": g.prompt_tokens or 0,
-                                      "completion_tokens": g.completion_tokens or 0,
-                                      "finish_reason": g.finish_reason or "stop"} for g in gens])
-        except Exception as exc:  # noqa: BLE001 - a failing batch fails its requests, not the server
-            for j in batch:
-                if not j.future.done():
-                    j.future.set_exception(exc)
-        finally:
-            self.last_batch_s = time.perf_counter() - t0
-
-
-def response(kind: str, model: str, results: list[dict[str, Any]]) -> dict[str, Any]:
-    chat = kind == "chat"
-    choices = []
-    for i, r in enumerate(results):
-        c: dict[str, Any] = {"index": i, "finish_reason": r["finish_reason"] or "stop", "logprobs": None}
-        if chat:
-            c["message"] = {"role": "assistant", "content": r["text"]}
-        else:
-            c["text"] = r["text"]
-        choices.append(c)
-    pt = int(results[0]["prompt_tokens"] or 0) if results else 0
-    ct = sum(int(r["completion_tokens"] or 0) for r in results)
-    return {"id": f"{'chatcmpl' if chat else 'cmpl'}-{secrets.token_hex(8)}",
-            "object": "chat.completion" if chat else "text_completion", "created": int(time.time()),
-            "model": model, "choices": choices,
-            "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}}
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
+class _ClientGone(Exception):
+    pass
 
 
 class ModelServer:
-    """``ModelServer(backend, name).start(host, port)``; ``.url`` is the ``/v1`` root."""
+    """``ModelServer(backend, name).start_background()``; ``.url`` is the ``/v1`` root."""
 
-    def __init__(self, backend: Backend, model_name: str, *, max_batch: int = 64, request_timeout_s: float = 600):
+    def __init__(self, backend: Backend, model_name: str, *, max_batch: int = 64, request_timeout_s: float | None = None,
+                 limits: Limits | None = None, chat_template_args: dict[str, Any] | None = None):
         self.backend, self.model_name = backend, model_name
-        self.batcher = Batcher(backend, max_batch)
-        self.request_timeout_s = request_timeout_s
-        self.httpd: _HTTPServer | None = None
+        self.limits = limits or Limits()
+        if request_timeout_s is not None:
+            self.limits = dataclasses.replace(self.limits, request_timeout_s=float(request_timeout_s))
+        self.template_args = dict(chat_template_args or {})
+        self._arriving = 0  # requests accepted, not yet queued (the event loop is the only writer)
+        self.batcher = Batcher(backend, max_batch, arriving=lambda: self._arriving, linger_s=0.005)
+        self.app = self._build_app()
+        self.sock: socket.socket | None = None
+        self.server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def context_len(self) -> int | None:
+        ctx = getattr(self.batcher.backend, "context_len", None)
+        return ctx if isinstance(ctx, int) and ctx > 0 else None
 
     @property
     def url(self) -> str:
-        assert self.httpd is not None
-        host, port = self.httpd.server_address[:2]
+        assert self.sock is not None, "bind() first"
+        host, port = self.sock.getsockname()[:2]
         return f"http://{host}:{port}/v1"
 
+    # -- lifecycle
+
+    def uvicorn_config(self) -> Any:
+        import uvicorn
+
+        lim = self.limits
+        return uvicorn.Config(
+            self.app, http=_protocol_class(lim.header_timeout_s), loop="asyncio", lifespan="off", ws="none",
+            interface="asgi3", log_config=None, log_level="warning", access_log=False, server_header=False,
+            timeout_keep_alive=lim.keep_alive_s, h11_max_incomplete_event_size=lim.max_header_bytes,
+            limit_concurrency=lim.max_connections, timeout_graceful_shutdown=lim.graceful_shutdown_s)
+
     def bind(self, host: str = "127.0.0.1", port: int = 0) -> "ModelServer":
-        self.httpd = _HTTPServer((host, port), self._handler())
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # connections made before the loop runs wait here instead of being refused
+        sock.set_inheritable(False)
+        self.sock = sock
+        self.server = _Server(self.uvicorn_config())
         return self
 
     def serve_forever(self) -> None:
-        assert self.httpd is not None
-        self.httpd.serve_forever(poll_interval=0.2)
+        """Serve until SIGINT/SIGTERM (main thread) or :meth:`shutdown`."""
+        assert self.server is not None and self.sock is not None, "bind() first"
+        self.server.run(sockets=[self.sock])
 
     def start_background(self, host: str = "127.0.0.1", port: int = 0) -> "ModelServer":
         self.bind(host, port)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self._thread = threading.Thread(target=self.serve_forever, name="vpo-serve-http", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not self.server.started:
+            raise RuntimeError("vpo serve: the HTTP server did not start")
         return self
 
     def shutdown(self) -> None:
-        if self.httpd is not None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
+        if self.server is not None:
+            self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self.sock is not None:
+            self.sock.close()
         self.batcher.close()
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        srv = self
+    # -- routes
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def _build_app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
 
-            def setup(self) -> None:
-                super().setup()
-                # headers and body go out as two writes: without NODELAY, Nagle + delayed ACK add
-                # ~40 ms to every keep-alive reply
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        async def health(request: Any) -> Any:
+            return JSONResponse({"status": "ok", "model": self.model_name})
 
-            def log_message(self, *args: Any) -> None:
-                pass
+        async def models(request: Any) -> Any:
+            return JSONResponse({"object": "list", "data": [
+                {"id": self.model_name, "object": "model", "owned_by": "vpo-harness", "created": 0,
+                 "max_model_len": self.context_len}]})
 
-            def _send(self, status: int, obj: Any) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        async def chat(request: Any) -> Any:
+            return await self._complete(request, "chat")
 
-            def _error(self, status: int, msg: str, typ: str = "invalid_request_error") -> None:
-                self._send(status, {"error": {"message": msg, "type": typ, "code": status}})
+        async def completions(request: Any) -> Any:
+            return await self._complete(request, "completion")
 
-            def do_GET(self) -> None:
-                path = self.path.split("?")[0].rstrip("/")
-                if path in ("/health", "/v1/health"):
-                    self._send(200, {"status": "ok", "model": srv.model_name})
-                elif path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [
-                        {"id": srv.model_name, "object": "model", "owned_by": "vpo-harness", "created": 0}]})
+        async def http_error(request: Any, exc: Exception) -> Any:
+            status = getattr(exc, "status_code", 500)
+            msg = f"no route {request.method} {request.url.path}" if status in (404, 405) else str(getattr(exc, "detail", exc))
+            return JSONResponse(error_body(status, msg), status_code=status)
+
+        routes = [Route(p, health, methods=["GET"]) for p in ("/health", "/v1/health")]
+        routes += [Route("/v1/models", models, methods=["GET"]),
+                   Route("/v1/chat/completions", chat, methods=["POST"]),
+                   Route("/v1/completions", completions, methods=["POST"])]
+        return self._shutdown_guard(Starlette(routes=routes, exception_handlers={HTTPException: http_error}))
+
+    def _shutdown_guard(self, app: Any) -> Any:
+        """Requests still generating when a stop outlasts the graceful period are cancelled by uvicorn,
+        which logs each as a traceback. They get a 503 (or an in-band error event) instead."""
+
+        async def guarded(scope: Any, receive: Any, send: Any) -> None:
+            started = False
+
+            async def tracked(message: Any) -> None:
+                nonlocal started
+                started = started or message["type"] == "http.response.start"
+                await send(message)
+
+            try:
+                await app(scope, receive, tracked)
+            except asyncio.CancelledError:
+                if not (self.server is not None and self.server.should_exit):
+                    raise
+                err = json.dumps(error_body(503, "vpo serve is shutting down")).encode()
+                if not started:
+                    await send({"type": "http.response.start", "status": 503,
+                                "headers": [(b"content-type", b"application/json"), (b"connection", b"close")]})
+                    await send({"type": "http.response.body", "body": err})
                 else:
-                    self._error(404, f"no route GET {path}")
+                    await send({"type": "http.response.body", "body": b"data: " + err + b"\n\ndata: [DONE]\n\n"})
 
-            def do_POST(self) -> None:
-                path = self.path.split("?")[0].rstrip("/")
-                kind = {"/v1/chat/completions": "chat", "/v1/completions": "completion"}.get(path)
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                if kind is None:
-                    self._error(404, f"no route POST {path}")
-                    return
-                try:
-                    job = parse_body(json.loads(raw or b"{}"), kind)
-                except json.JSONDecodeError as exc:
-                    self._error(400, f"body is not valid JSON ({exc.msg})")
-                    return
-                except BadRequest as exc:
-                    self._error(400, str(exc))
-                    return
-                try:
-                    results = srv.batcher.submit(job).result(timeout=srv.request_timeout_s)
-                except Exception as exc:  # noqa: BLE001
-                    self._error(500, f"generation failed: {type(exc).__name__}: {str(exc)[:300]}", "server_error")
-                    return
-                self._send(200, response(kind, srv.model_name, results))
+        return guarded
 
-        return Handler
+    @staticmethod
+    def _error(status: int, message: str, param: str | None = None, code: str | None = None,
+               close: bool = False) -> Any:
+        from starlette.responses import JSONResponse
+
+        headers = {"connection": "close"} if close else None
+        return JSONResponse(error_body(status, message, param, code), status_code=status, headers=headers)
+
+    async def _read_body(self, request: Any) -> bytes:
+        cap = self.limits.max_body_bytes
+        declared = request.headers.get("content-length")
+        # h11 has already answered a malformed Content-Length with a 400; a too-large one is refused
+        # here, before a single body byte is read
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            raise _TooLarge()
+        body = bytearray()
+        async for chunk in request.stream():  # chunked uploads have no Content-Length: count as they come
+            body += chunk
+            if len(body) > cap:
+                raise _TooLarge()
+        return bytes(body)
+
+    async def _complete(self, request: Any, kind: str) -> Any:
+        self._arriving += 1
+        try:
+            job = await self._accept(request, kind)
+            if not isinstance(job, Job):
+                return job  # the refusal
+            submitted = self.batcher.submit(job)
+        finally:
+            self._arriving -= 1
+        if job.stream:
+            return self._stream(job, submitted)
+        try:
+            results = await self._wait(request, submitted)
+        except _ClientGone:
+            return self._error(499, "client closed the connection")  # never seen by anyone: uvicorn drops it
+        except BaseException as exc:  # noqa: BLE001 - any failure is this request's reply, not a traceback
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            return self._failure(exc)
+        from starlette.responses import JSONResponse
+
+        return JSONResponse(response(kind, self.model_name, results))
+
+    async def _accept(self, request: Any, kind: str) -> Any:
+        """The request's Job, or the error reply that refuses it."""
+        from starlette.requests import ClientDisconnect
+
+        lim = self.limits
+        try:
+            raw = await asyncio.wait_for(self._read_body(request), lim.body_timeout_s)
+        except _TooLarge:
+            return self._error(413, f"request body over the limit of {lim.max_body_bytes} bytes "
+                                    "(vpo serve --max-body-mb raises it)", close=True)
+        except asyncio.TimeoutError:
+            return self._error(408, f"request body not received within {lim.body_timeout_s:g}s", close=True)
+        except ClientDisconnect:
+            return self._error(400, "client disconnected while sending the body", close=True)
+        try:
+            body = json.loads(raw or b"{}")
+        except RecursionError:
+            return self._error(400, "body is not valid JSON (nested too deeply)")
+        except (ValueError, UnicodeDecodeError) as exc:
+            return self._error(400, f"body is not valid JSON ({getattr(exc, 'msg', exc)})")
+        try:
+            job = parse_body(body, kind, model_name=self.model_name, context_len=self.context_len,
+                             template_args=self.template_args)
+        except BadRequest as exc:
+            return self._error(exc.status, str(exc), exc.param, exc.code)
+        except RecursionError:
+            return self._error(400, "body is nested too deeply")
+        return job
+
+    def _failure(self, exc: BaseException) -> Any:
+        if isinstance(exc, asyncio.TimeoutError):
+            return self._error(504, f"generation did not finish within {self.limits.request_timeout_s:g}s")
+        if isinstance(exc, ValueError):  # the backend refused this request (a prompt longer than the context)
+            return self._error(400, str(exc)[:500], "messages")
+        log.warning("generation failed: %s: %s", type(exc).__name__, str(exc)[:300])
+        return self._error(500, f"generation failed: {type(exc).__name__}: {str(exc)[:300]}")
+
+    async def _wait(self, request: Any, submitted: Any) -> Any:
+        """The job's results; :class:`_ClientGone` (and the job cancelled) when the client leaves first."""
+        fut = asyncio.wrap_future(submitted)
+        gone = asyncio.ensure_future(self._disconnected(request))
+        try:
+            done, _ = await asyncio.wait({fut, gone}, timeout=self.limits.request_timeout_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if fut in done:
+            return fut.result()
+        fut.cancel()  # cancels the queued job too (a batch already running finishes; nobody reads it)
+        if gone in done:
+            raise _ClientGone()
+        raise asyncio.TimeoutError()
+
+    @staticmethod
+    async def _disconnected(request: Any) -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    def _stream(self, job: Job, submitted: Any) -> Any:
+        """Server-sent events in OpenAI's chunk format: the role chunks at once, each choice's text when
+        its batch is done (the backends return whole texts), the finish reasons, then ``[DONE]``."""
+        from starlette.responses import StreamingResponse
+
+        rid, created, model = new_id(job.kind), int(time.time()), self.model_name
+
+        async def events() -> AsyncIterator[bytes]:
+            fut = asyncio.wrap_future(submitted)
+            try:
+                for c in opening_chunks(job.kind, rid, model, created, len(job.seeds)):
+                    yield _sse(c)
+                try:
+                    results = await asyncio.wait_for(fut, self.limits.request_timeout_s)
+                except Exception as exc:  # noqa: BLE001 - reported in-band: the 200 is already sent
+                    err = json.loads(bytes(self._failure(exc).body))
+                    yield _sse(err)
+                else:
+                    for c in result_chunks(job.kind, rid, model, created, results, job.include_usage):
+                        yield _sse(c)
+                yield b"data: [DONE]\n\n"
+            finally:
+                fut.cancel()  # a client that left mid-stream cancels its queued job
+
+        return StreamingResponse(events(), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+
+def _sse(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+# ---- the command ---------------------------------------------------------------------------------------
 
 
 def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: dict[str, Any] | None = None,
-          served_name: str | None = None, max_batch: int = 64, threads: int | None = None) -> int:
+          served_name: str | None = None, max_batch: int = 64, threads: int | None = None,
+          limits: Limits | None = None, chat_template_args: dict[str, Any] | None = None,
+          log_path: str | None = None) -> int:
     """Load the model once and serve until SIGINT/SIGTERM. Prints one ``ready`` line when listening."""
-    import signal
-    import sys
+    kind = spec.split(":", 1)[0].strip().lower()
+    if kind == "openai":
+        raise ValueError("an openai: model is already a server; pass it to clients directly")
+    if kind == "vllm":
+        from search.vllm_serve import serve_vllm
 
-    from harness.models import load_backend
-
-    if spec.split(":", 1)[0] == "openai":
-        raise ValueError("vpo serve: an openai: model is already a server; pass it to clients directly")
-    if threads:  # CPU: torch's default (all cores, spin-waiting) collapses on a shared, loaded machine
-        import torch
-
-        torch.set_num_threads(int(threads))
-    backend = load_backend(spec, model_args=model_args or {})
-    server = ModelServer(backend, served_name or spec, max_batch=max_batch).bind(host, port)
-
-    def stop(signum: int, frame: Any) -> None:
-        threading.Thread(target=server.httpd.shutdown, daemon=True).start()  # type: ignore[union-attr]
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print(f"vpo serve: ready {served_name or spec} at {server.url}", flush=True)
-    if host not in ("127.0.0.1", "localhost", "::1"):
+        return serve_vllm(spec, host=host, port=port, model_args=model_args or {}, served_name=served_name,
+                          chat_template_args=chat_template_args or {}, log_path=log_path)
+    if not host.startswith("127.") and host not in ("localhost", "::1"):
         print(f"vpo serve: warning: listening on {host}, reachable from other machines without authentication",
               file=sys.stderr, flush=True)
+    import torch  # every local backend but mock is torch; the setting must precede the model load
+
+    torch.set_num_threads(int(threads) if threads else default_threads())
+    from harness.models import load_backend
+
+    backend = load_backend(spec, model_args=model_args or {})
+    name = served_name or spec
+    server = ModelServer(backend, name, max_batch=max_batch, limits=limits,
+                         chat_template_args=chat_template_args).bind(host, port)
+    print(f"vpo serve: ready {name} at {server.url} (torch threads {torch.get_num_threads()})", flush=True)
     try:
         server.serve_forever()
     finally:
-        server.httpd.server_close()  # type: ignore[union-attr]
+        server.sock.close()  # type: ignore[union-attr]
         server.batcher.close()
         backend.close()
     return 0

@@ -1,13 +1,16 @@
-"""`vpo evolve` starts `vpo serve` for local models: a child process on a free loopback port.
+"""`vpo evolve` starts a server for local models: a child process on a free loopback port.
 
-The child is started in its own process group with a parent-death signal (Linux ``prctl``), so it
-goes away when the evolve run ends normally, on an error, on Ctrl-C, and even when the run is killed
-with -9. Readiness is an HTTP ``/health`` poll; a child that dies while loading is reported with the
-tail of its stderr instead of a wait that never ends.
+``hf:``, zoo and ``mock:`` specs get `vpo serve` (``python -m harness.serve``); ``vllm:`` specs get
+vLLM's own OpenAI server (search/vllm_serve.py). Either way the child is started in its own process
+group with a parent-death signal (Linux ``prctl``), so it goes away when the evolve run ends normally,
+on an error, on Ctrl-C, and even when the run is killed with -9. Readiness is an HTTP ``/health``
+poll; a child that dies while loading is reported in one line (its last log line and the log's path)
+instead of a wait that never ends.
 """
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -41,50 +44,85 @@ def needs_server(spec: str) -> bool:
     return spec.split(":", 1)[0].strip().lower() != "openai"
 
 
+def is_vllm(spec: str) -> bool:
+    return spec.split(":", 1)[0].strip().lower() == "vllm"
+
+
 class ManagedServer:
-    """``with ManagedServer(spec) as srv: srv.base_url``."""
+    """``with ManagedServer(spec) as srv: srv.base_url``.
+
+    ``threads`` (torch CPU threads; None: the server's default) and ``max_batch`` apply to `vpo serve`;
+    vLLM schedules its own batches (``--model-args max_num_seqs=N``)."""
 
     def __init__(self, spec: str, *, model_args: dict[str, Any] | None = None, host: str = "127.0.0.1",
                  startup_timeout_s: float = 600.0, max_batch: int = 64, log_path: Path | None = None,
-                 threads: int | None = 1):
+                 threads: int | None = 1, port: int | None = None, served_name: str | None = None,
+                 chat_template_args: dict[str, Any] | None = None, max_body_mb: float | None = None,
+                 env: dict[str, str] | None = None):
         self.spec, self.model_args, self.host = spec, dict(model_args or {}), host
         self.startup_timeout_s, self.max_batch = startup_timeout_s, max_batch
         self.log_path, self.threads = log_path, threads
+        self.served_name = served_name or spec
+        self.chat_template_args = dict(chat_template_args or {})
+        self.max_body_mb, self.env = max_body_mb, env
         self.proc: subprocess.Popen | None = None
-        self.port: int | None = None
-        self._log = None
+        self.port: int | None = port
+        self._fixed_port = port is not None
+        self._log: Any = None
+        self._own_log = log_path is None
+        #: where the child's output goes (a kept temporary file when no log_path was given)
+        self.log_file: Path = (Path(log_path) if log_path else
+                               Path(tempfile.gettempdir()) / f"vpo-serve-{secrets.token_hex(6)}.log")
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    @property
+    def what(self) -> str:
+        return f"vLLM's OpenAI server for {self.spec}" if is_vllm(self.spec) else f"vpo serve for {self.spec}"
+
     def command(self) -> list[str]:
+        if is_vllm(self.spec):
+            from search.vllm_serve import server_command
+
+            return server_command(self.spec, host=self.host, port=int(self.port or 0), served_name=self.served_name,
+                                  model_args=self.model_args, chat_template_args=self.chat_template_args)
         cmd = [sys.executable, "-m", "harness.serve", "--model", self.spec, "--host", self.host,
                "--port", str(self.port), "--max-batch", str(self.max_batch)]
+        if self.served_name != self.spec:
+            cmd += ["--served-name", self.served_name]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
         if self.model_args:
             cmd += ["--model-args", ",".join(f"{k}={v}" for k, v in self.model_args.items())]
+        if self.chat_template_args:
+            cmd += ["--chat-template-args", ",".join(f"{k}={v}" for k, v in self.chat_template_args.items())]
+        if self.max_body_mb is not None:
+            cmd += ["--max-body-mb", str(self.max_body_mb)]
         return cmd
 
     def start(self) -> "ManagedServer":
-        self.port = free_port(self.host)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        self._log = open(self.log_path, "ab") if self.log_path else tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+        if not self._fixed_port:
+            self.port = free_port(self.host)
+        cmd = self.command()  # before opening the log: a missing vllm is one error, no empty file
+        env = dict(os.environ if self.env is None else self.env)
+        if not is_vllm(self.spec):  # vLLM runs from its own environment and needs none of this repo
+            env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        self._log = open(self.log_file, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, start_new_session=True, preexec_fn=_die_with_parent)
         self.wait_ready()
         return self
 
     def _tail(self) -> str:
-        if self._log is None:
+        try:
+            with open(self.log_file, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 4000))
+                return f.read().decode("utf-8", "replace").strip()
+        except OSError:
             return ""
-        self._log.flush()
-        self._log.seek(0, os.SEEK_END)
-        size = self._log.tell()
-        self._log.seek(max(0, size - 2000))
-        return self._log.read().decode("utf-8", "replace").strip()
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
@@ -92,9 +130,10 @@ class ManagedServer:
         while True:
             assert self.proc is not None
             if self.proc.poll() is not None:
-                tail = self._tail().splitlines()[-1:] or ["(no output)"]
-                raise RuntimeError(f"vpo serve for {self.spec} exited with code {self.proc.returncode} "
-                                   f"while loading: {tail[0]}")
+                lines = [ln for ln in self._tail().splitlines() if ln.strip()]
+                self._close_log()
+                raise RuntimeError(f"{self.what} exited with code {self.proc.returncode} while loading: "
+                                   f"{lines[-1].strip() if lines else '(no output)'} (log: {self.log_file})")
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:
                     if resp.status == 200:
@@ -102,24 +141,39 @@ class ManagedServer:
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"vpo serve for {self.spec} was not ready after {self.startup_timeout_s:.0f}s")
-            time.sleep(0.2)
+                self.stop(keep_log=True)
+                raise RuntimeError(f"{self.what} was not ready after {self.startup_timeout_s:.0f}s (log: {self.log_file})")
+            time.sleep(0.2 if not is_vllm(self.spec) else 1.0)
 
-    def stop(self) -> None:
+    def stop(self, keep_log: bool = False) -> None:
+        """SIGTERM the child's process group, SIGKILL it after 10 s (and 30 s for vLLM's engine)."""
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
             try:
+                self.proc.wait(timeout=30 if is_vllm(self.spec) else 10)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc is not None:  # the group outlives its leader when vLLM's engine is still exiting
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(timeout=10)
+                pass
+        failed = self.proc is not None and self.proc.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL)
+        self._close_log()
+        if self._own_log and not (keep_log or failed):
+            try:
+                self.log_file.unlink()
+            except OSError:
+                pass
+
+    def _close_log(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None

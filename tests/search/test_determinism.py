@@ -26,7 +26,8 @@ from tests.fakes.scripted_openai import ScriptedOpenAIServer
 REPO = Path(__file__).resolve().parents[2]
 TIMINGS = ("latency_s", "score_s")
 MOVES = ("UP", "DOWN", "LEFT", "RIGHT")
-CURRENT = re.compile(r"# Current Program\n```[^\n]*\n(.*?)\n```", re.S)
+CURRENT = re.compile(r"# Current Program\n```[^\n]*\n(.*?)\n```", re.S)  # OpenEvolve's prompt
+PARENT = re.compile(r"^Parent: (.*?) \|", re.M)  # the Maze task's own mutation prompt
 
 
 def _mazes() -> list[tuple[str, list[list[str]]]]:
@@ -54,8 +55,11 @@ def mutate(body: dict[str, Any], idx: int) -> str:
     text = "\n".join(m["content"] for m in body["messages"])
     goods = next(routes for grid, routes in MAZES if grid in text)
     user = body["messages"][-1]["content"]
-    found = CURRENT.search(user)
-    if body["messages"][0]["role"] != "system" or found is None:
+    found = PARENT.search(user)
+    own = found is not None  # the task's mutation prompt answers in the task's format
+    if found is None and body["messages"][0]["role"] == "system":
+        found = CURRENT.search(user)
+    if found is None:
         rng = random.Random(body.get("seed"))
         return "<answer>" + ", ".join(rng.choice(MOVES) for _ in range(rng.randint(4, 24))) + "</answer>"
     parent = found.group(1).replace(",", " ").split()
@@ -70,7 +74,8 @@ def mutate(body: dict[str, Any], idx: int) -> str:
             route[rng.randrange(len(route))] = rng.choice(MOVES)
         else:
             del route[rng.randrange(len(route))]
-    return "```text\n" + " ".join(route or ["UP"]) + "\n```"
+    text = " ".join(route or ["UP"])
+    return f"<answer>{text}</answer>" if own else "```text\n" + text + "\n```"
 
 
 def jitter() -> float:

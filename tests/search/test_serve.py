@@ -40,7 +40,7 @@ def test_models_and_chat(served) -> None:
     reqs, sampling = backend.calls[-1]
     assert sampling == SamplingConfig(temperature=0.5, top_p=1.0, max_tokens=9)
     # same seed, same answer
-    r2 = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], n=3, seed=7)
+    r2 = client.chat.completions.create(model="scripted-model", messages=[{"role": "user", "content": "hi"}], n=3, seed=7)
     assert [c.message.content for c in r2.choices] == texts
 
 
@@ -55,11 +55,11 @@ def test_completions_and_stop(served) -> None:
 def test_bad_requests_are_400(served) -> None:
     srv, backend, client = served
     with pytest.raises(openai.BadRequestError, match="messages"):
-        client.chat.completions.create(model="m", messages=[])
+        client.chat.completions.create(model="scripted-model", messages=[])
     with pytest.raises(openai.BadRequestError, match="'n'"):
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], n=0)
-    with pytest.raises(openai.NotFoundError):
-        client.embeddings.create(model="m", input="x")
+        client.chat.completions.create(model="scripted-model", messages=[{"role": "user", "content": "x"}], n=0)
+    with pytest.raises(openai.NotFoundError, match="no route POST /v1/embeddings"):
+        client.embeddings.create(model="scripted-model", input="x")
 
 
 def test_concurrent_requests_share_batches(served) -> None:
@@ -69,7 +69,7 @@ def test_concurrent_requests_share_batches(served) -> None:
     srv.batcher.backend = slow  # a backend that takes time, so requests queue up behind it
     with cf.ThreadPoolExecutor(16) as ex:
         outs = list(ex.map(lambda i: client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": str(i)}], seed=i).choices[0].message.content, range(32)))
+            model="scripted-model", messages=[{"role": "user", "content": str(i)}], seed=i).choices[0].message.content, range(32)))
     assert outs == ["ok"] * 32
     assert len(slow.calls) < 32  # fewer backend calls than requests: concurrent requests were batched
     assert sum(len(reqs) for reqs, _ in slow.calls) == 32
@@ -90,8 +90,8 @@ def test_managed_server_real_checkpoint_and_cleanup() -> None:
 
         t = get_task("maze")
         msgs = t.prompt(t.load("test", limit=1)[0], style="compact")
-        a = client.chat.completions.create(model="m", messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
-        b = client.chat.completions.create(model="m", messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
+        a = client.chat.completions.create(model=srv.served_name, messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
+        b = client.chat.completions.create(model=srv.served_name, messages=msgs, seed=11, max_tokens=40, temperature=0.7, n=2)
         assert [c.message.content for c in a.choices] == [c.message.content for c in b.choices]
         assert t.parse(a.choices[0].message.content)[0] is not None
         client.close()
@@ -177,3 +177,119 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
         proc.wait()
     err_log.close()
     assert _gone(servers[0]), "vpo serve child still running"
+
+
+class _Gated(ScriptedBackend):
+    """Holds its first generate call until ``gate`` is set, so the jobs queued meanwhile form one batch."""
+
+    def __init__(self, inner=None, **kw):
+        super().__init__(_echo, **kw)
+        import threading
+
+        self.inner, self.gate, self.entered = inner, threading.Event(), threading.Event()
+        self.context_len = getattr(inner, "context_len", None)
+
+    def generate(self, requests, sampling):
+        if not self.calls:
+            self.entered.set()
+            assert self.gate.wait(60)
+        if self.inner is None:
+            yield from super().generate(requests, sampling)
+            return
+        self.calls.append((list(requests), sampling))
+        yield from self.inner.generate(requests, sampling)
+
+
+def _job(content: str, seed: int, n: int = 1, max_tokens: int = 9):
+    from search.serve_protocol import parse_body
+
+    return parse_body({"messages": [{"role": "user", "content": content}], "seed": seed, "n": n,
+                       "max_tokens": max_tokens}, "chat", model_name="m")
+
+
+def _batched(backend, jobs, first, wait_s: float = 300):
+    """Run ``first`` alone (held at the gate), then ``jobs`` as the next batch; their results."""
+    from search.serve_batcher import Batcher
+
+    b = Batcher(backend, max_batch=64)
+    try:
+        f0 = b.submit(first)
+        assert backend.entered.wait(60)
+        futures = [b.submit(j) for j in jobs]
+        backend.gate.set()
+        f0.result(timeout=wait_s)
+        return [f.result() if f.exception(timeout=wait_s) is None else f.exception() for f in futures]
+    finally:
+        b.close()
+
+
+def test_a_failing_request_fails_alone() -> None:
+    """A backend that raises for one prompt: its batch is re-run job by job, so only that job fails."""
+    class Picky(_Gated):
+        def generate(self, requests, sampling):
+            if any(r.messages[-1]["content"] == "bad" for r in requests):
+                self.calls.append((list(requests), sampling))
+                raise ValueError("the prompt is 900 tokens, longer than the context")
+            yield from super().generate(requests, sampling)
+
+    backend = Picky()
+    good, bad, good2 = _batched(backend, [_job("a", 1), _job("bad", 2), _job("c", 3, n=2)], first=_job("x", 0, max_tokens=3),
+                                wait_s=30)
+    assert good == [{"text": "a|seed=1|STOPHERE tail", "prompt_tokens": 1, "completion_tokens": 2, "finish_reason": "stop"}]
+    assert isinstance(bad, ValueError) and "longer than the context" in str(bad)
+    assert [r["text"] for r in good2][0] == "c|seed=3|STOPHERE tail" and len(good2) == 2
+    assert len(backend.calls[1][0]) == 3  # the three were one batch before the split
+
+
+@pytest.mark.integration
+def test_hf_replies_do_not_depend_on_batch_mates() -> None:
+    """The bundled checkpoint through the batcher: a request's choices are the same alone and batched
+    with other prompts of other lengths (left padding), and equal seeds give equal texts."""
+    import torch
+
+    from benchmarks import get_task
+    from harness.models import load_backend
+    from search.serve import default_threads
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(default_threads())
+    try:
+        hf = load_backend("hf:maze-tiny-vpo")
+        task = get_task("maze")
+        prompts = [task.prompt(p, style="compact")[-1]["content"] for p in task.load("test", limit=3)]
+        prompts[1] += " Answer with the moves only, please."  # batch mates of other lengths: left padding
+        prompts[2] = prompts[2][: len(prompts[2]) // 2]
+        alone = _batched(_Gated(hf), [_job(prompts[0], 11, n=2, max_tokens=24)], first=_job("hi", 0, max_tokens=2))[0]
+        backend = _Gated(hf)
+        mixed = _batched(backend, [_job(prompts[1], 5, max_tokens=24), _job(prompts[0], 11, n=2, max_tokens=24),
+                                   _job(prompts[2], 7, n=3, max_tokens=24)], first=_job("hi", 0, max_tokens=2))
+        assert len(backend.calls[1][0]) == 3  # one batch of three requests (six rows)
+        assert [r["text"] for r in mixed[1]] == [r["text"] for r in alone]
+        assert alone[0]["text"] != alone[1]["text"]  # each choice has its own seed
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_batcher_waits_for_requests_still_arriving() -> None:
+    """While the server reports a request accepted but not yet queued, the batcher holds its batch open
+    for it (up to gather_s) instead of starting without it; with nothing arriving it starts at once."""
+    from search.serve_batcher import Batcher
+
+    backend = ScriptedBackend(_echo)
+    arriving = [1]
+    b = Batcher(backend, max_batch=64, arriving=lambda: arriving[0], gather_s=60)
+    try:
+        fa = b.submit(_job("a", 1))
+        deadline = time.monotonic() + 60
+        while b.q.qsize() and time.monotonic() < deadline:  # the batcher has taken "a" and is waiting
+            time.sleep(0.01)
+        time.sleep(0.05)
+        fb = b.submit(_job("b", 2))
+        arriving[0] = 0
+        assert [r["text"] for r in fa.result(60) + fb.result(60)] == ["a|seed=1|STOPHERE tail", "b|seed=2|STOPHERE tail"]
+        assert [len(reqs) for reqs, _ in backend.calls] == [2]  # one batch
+        fc = b.submit(_job("c", 3))
+        fc.result(60)
+        assert [len(reqs) for reqs, _ in backend.calls] == [2, 1]
+    finally:
+        b.close()
