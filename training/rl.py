@@ -262,6 +262,12 @@ def train_rl(cfg: RLConfig) -> Path:
             break
     plot_curves(out / "rl_curves.jsonl", out / "rl_curves.png",
                 ["task_scalar", "completion", "diversity", "kl", "entropy"], f"RL ({cfg.method})")
+    from training.model_card import write_eval_card
+
+    write_eval_card(ckpt, engine="native", task=cfg.task, method=cfg.method, m=cfg.m,
+                    trained=f"Trained with `vpo train` (training/rl.py) from `{cfg.init}`: {cfg.method} advantages, "
+                            f"{cfg.steps} steps x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, seed {cfg.seed}; "
+                            "curves in the run folder (rl_curves.jsonl).")
     return ckpt
 
 

@@ -54,6 +54,14 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     g.add_argument("--max-completion-length", type=int, default=None, help="trl/verl: token limit per rollout")
     g.add_argument("--minibatches", type=int, default=None, help="trl: optimizer steps per generation round")
     g.add_argument("--use-vllm", action="store_true", help="trl: generate with vLLM (GPU)")
+    g.add_argument("--trl-args", type=kv, default={},
+                   help="trl: any other GRPOConfig field k=v,... (e.g. bf16=true,gradient_accumulation_steps=4,"
+                        "report_to=tensorboard)")
+    g.add_argument("--lora", type=kv, default={},
+                   help="trl: train a LoRA adapter (peft LoraConfig k=v,..., e.g. r=16,lora_alpha=32); "
+                        "the saved checkpoint is merged")
+    g.add_argument("--save-every", type=int, default=None,
+                   help="native/trl: steps (trl: generation rounds) between resumable checkpoints (default 10)")
     g.add_argument("--nnodes", type=int, default=1, help="verl: nodes (Ray cluster)")
     g.add_argument("--gpus-per-node", type=int, default=8, help="verl: GPUs per node")
     g.add_argument("--no-launch", action="store_true", help="verl: only write data and launch script")
@@ -94,6 +102,8 @@ def check_engine(args: argparse.Namespace) -> None:
             raise ValueError("--engine trl needs TRL: pip install 'trl>=1.16'")
         if not args.init:
             raise ValueError("--engine trl needs --init (a warm start folder or hf:MODEL)")
+    if e != "trl" and (args.trl_args or args.lora):
+        raise ValueError("--trl-args/--lora apply to --engine trl only")
     if e == "verl" and importlib.util.find_spec("verl") is None:
         raise ValueError("--engine verl needs verl: pip install 'verl>=0.9' (or write the data only: vpo export-verl)")
     if e != "verl" and (args.nnodes != 1 or args.gpus_per_node != 8 or args.no_launch or args.verl_args
@@ -129,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
                         m=args.m, steps=args.rl_steps, prompts_per_step=args.prompts_per_step,
                         group_size=args.group_size, lr=args.rl_lr, kl_coef=args.kl_coef, K=args.K,
                         alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
-                        time_budget_s=args.rl_time_budget_s)
+                        time_budget_s=args.rl_time_budget_s, **({"save_every": args.save_every} if args.save_every else {}))
         print(f"policy: {train_rl(rcfg)}")
     return 0
 
@@ -139,13 +149,14 @@ def run_trl(args: argparse.Namespace) -> int:
 
     given = {k: v for k, v in (("prompts_per_step", args.prompts_per_step), ("steps", args.rl_steps),
                                ("lr", args.rl_lr), ("minibatches", args.minibatches),
-                               ("max_completion_length", args.max_completion_length)) if v is not None}
+                               ("max_completion_length", args.max_completion_length),
+                               ("save_every", args.save_every)) if v is not None}
     cfg = TRLVPOConfig(
         init=args.init, out=args.out or f"runs/trl/{args.task}-{args.method}", task=args.task,
         task_args=dict(args.task_args), method=args.method, split=args.split, limit=args.limit, m=args.m,
         group_size=args.group_size, beta=args.kl_coef, K=args.K, alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
         use_vllm=args.use_vllm, prompt_style=args.prompt_style or ("compact" if args.task == "maze" else "full"),
-        **given)
+        grpo_overrides=dict(args.trl_args), lora=dict(args.lora), **given)
     print(f"policy: {train_trl(cfg)}")
     return 0
 
