@@ -71,6 +71,8 @@ class RLConfig:
     #: also keep a copy of every saved checkpoint as ``step_NNNN/`` (for choosing the step on validation)
     snapshots: bool = False
     time_budget_s: float | None = None
+    #: torch device of policy and reference ("cuda" on a GPU machine: bench/gpu_check.sh times it)
+    device: str = "cpu"
 
 
 # ---- rollouts -----------------------------------------------------------------------------------------
@@ -81,7 +83,8 @@ def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, tem
 
     A row that ends with the end token has it inside the mask; ``mask[:, -1]`` is 1 only for rows that
     were still going at the token limit (see :func:`truncated`)."""
-    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    enc = {k: v.to(model.device) for k, v in tok(prompts, return_tensors="pt", padding=True,
+                                                 add_special_tokens=False).items()}
     torch.manual_seed(seed)
     out = model.generate(**enc, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
                          max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
@@ -99,7 +102,7 @@ def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, tem
 
 def truncated(seqs: torch.Tensor, P: int, eos_id: int) -> np.ndarray:
     """(N,) True where the completion never produced the end token (cut by the token limit)."""
-    return ~(seqs[:, P:] == eos_id).any(dim=1).numpy()
+    return ~(seqs[:, P:] == eos_id).any(dim=1).cpu().numpy()
 
 
 def token_logprobs(model: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int,
@@ -154,8 +157,8 @@ def train_rl(cfg: RLConfig) -> Path:
     max_new = cfg.max_new_tokens_multi if multi else cfg.max_new_tokens_single
 
     ref, tok = load_checkpoint(cfg.init)
-    ref.eval().requires_grad_(False)
-    policy = load_checkpoint(ckpt)[0] if state_path.exists() else copy.deepcopy(ref).requires_grad_(True)
+    ref.to(cfg.device).eval().requires_grad_(False)
+    policy = load_checkpoint(ckpt)[0].to(cfg.device) if state_path.exists() else copy.deepcopy(ref).requires_grad_(True)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))
     start = 0
     if state_path.exists():
@@ -212,7 +215,7 @@ def train_rl(cfg: RLConfig) -> Path:
         # 4. advantages: the only method-specific line
         adv = A.compute_advantages(cfg.method, rewards, rng=np.random.default_rng([cfg.seed, step, 1]),
                                    row_weights=row_w, K=cfg.K, alpha=cfg.alpha, sobol=cfg.sobol, k=cfg.max_k)
-        adv_t = torch.tensor(adv.reshape(-1), dtype=torch.float32)
+        adv_t = torch.tensor(adv.reshape(-1), dtype=torch.float32, device=seqs.device)
 
         # 5. PPO-clip + KL to the warm start
         cmask = mask[:, P:].float()
