@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return None
 
     fast_dtype = "bfloat16" if fast == "cuda" else "float32"
-    miss = needs("transformers", "safetensors", "pandas", "pyarrow")
+    miss = needs("transformers", "safetensors", "pandas", "pyarrow", "scipy", "tqdm")
     if miss:
         print(f"skip hf backend: missing {miss}")
     else:
@@ -193,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skip TRL step: missing {miss} (bash bench/gpu_check.sh --wheels DIR installs trl from DIR)")
     else:
         ok &= part("TRL round (s per round)", lambda d: trl_steps(d, sizes, out), fast, "step_s", results)
-    ok &= part("native trainer (s per step)", lambda d: native_steps(d, sizes, out), fast, "step_s", results)
+    miss = needs("transformers", "safetensors", "scipy", "tqdm", "matplotlib")
+    if miss:
+        print(f"skip native trainer: missing {miss} (add their wheels to --wheels DIR)")
+    else:
+        ok &= part("native trainer (s per step)", lambda d: native_steps(d, sizes, out), fast, "step_s", results)
     (out / "gpu_check.json").write_text(json.dumps(results, indent=2, default=str))
     print(f"results: {out / 'gpu_check.json'}")
     return 0 if ok else 1

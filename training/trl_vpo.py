@@ -49,6 +49,7 @@ class TRLVPOConfig:
     task_args: dict[str, Any] = field(default_factory=dict)
     method: str = "vpo"
     split: str = "train"
+    data_path: str | None = None          # local data files of the task (as `vpo run --data-path`)
     limit: int | None = None
     augment: bool = False                 # Maze: add the 8 dihedral images of every train maze
     prompt_style: str = "full"
@@ -171,7 +172,7 @@ def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, 
 
 
 def load_problems(task: Benchmark, cfg: TRLVPOConfig) -> list[Problem]:
-    problems = task.load(cfg.split, limit=cfg.limit)
+    problems = task.load(cfg.split, path=cfg.data_path, limit=cfg.limit)
     if cfg.augment:
         if task.name != "maze":
             raise ValueError("augment (dihedral images) exists for maze only")
@@ -602,6 +603,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         if f.name in ("task_args", "grpo_overrides", "lora"):
             continue
         default = getattr(TRLVPOConfig(), f.name)
+        if f.name == "data_path":
+            p.add_argument("--data-path", default=None)
+            continue
         flag = f"--{f.name.replace('_', '-')}"
         if isinstance(default, bool):
             p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None)

@@ -94,7 +94,8 @@ def check_engine(args: argparse.Namespace) -> None:
         raise ValueError(f"--stage sft is the native warm start; --engine {e} trains RL only (pass its result as --init)")
     if e == "native":
         for flag, val in (("--use-vllm", args.use_vllm), ("--task-args", args.task_args),
-                          ("--minibatches", args.minibatches), ("--max-completion-length", args.max_completion_length)):
+                          ("--minibatches", args.minibatches), ("--max-completion-length", args.max_completion_length),
+                          ("--data-path", args.data_path)):
             if val:
                 raise ValueError(f"{flag} needs --engine trl or verl (the native trainer has fixed maze settings)")
     if e == "trl":
@@ -156,7 +157,7 @@ def run_trl(args: argparse.Namespace) -> int:
         task_args=dict(args.task_args), method=args.method, split=args.split, limit=args.limit, m=args.m,
         group_size=args.group_size, beta=args.kl_coef, K=args.K, alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
         use_vllm=args.use_vllm, prompt_style=args.prompt_style or ("compact" if args.task == "maze" else "full"),
-        grpo_overrides=dict(args.trl_args), lora=dict(args.lora), **given)
+        grpo_overrides=dict(args.trl_args), lora=dict(args.lora), data_path=args.data_path, **given)
     print(f"policy: {train_trl(cfg)}")
     return 0
 
