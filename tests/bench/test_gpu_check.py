@@ -3,7 +3,6 @@ lent GPU machine runs is known to work before it gets there."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 from pathlib import Path
@@ -27,7 +26,7 @@ def test_gpu_check_dry_run_runs_every_part(tmp_path):
         assert any(x.startswith("ok") and name in x for x in lines), lines
         (key,) = [k for k in res if name in k]
         r = res[key]
-        assert r["device"] == "cpu" and r["check"] == "ok" and math.isfinite(r["ratio"]) and r["ratio"] > 0
+        assert r["device"] == "cpu" and r["check"] == "ok" and r["ratio"] == 1.0    # the dry run runs each part once
     hf = res[next(k for k in res if "hf backend" in k)]
     assert hf["cpu"]["answers"] == 1 * 2 * 3 and 0 <= hf["cpu"]["parsed"] <= 1
 
