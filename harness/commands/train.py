@@ -168,7 +168,7 @@ def run_verl(args: argparse.Namespace) -> int:
 
     from training import verl_plan as V
     from training.model_card import write_verl_card
-    from training.verl_export import VerlExport, VerlLaunch, export, launch_command, write_launch
+    from training.verl_export import VerlLaunch, launch_command, write_launch
 
     out = Path(args.out or f"runs/verl/{args.task}-{args.method}")
     extra = V.split_overrides(args.verl_args) if args.verl_args else []
