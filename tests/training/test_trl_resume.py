@@ -41,6 +41,27 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+def _count_steps(fn) -> list[int]:
+    """Global steps that ``fn``'s TRL run executed (a resumed run starts after its checkpoint)."""
+    from transformers import TrainerCallback
+
+    import training.trl_vpo as T
+
+    seen: list[int] = []
+
+    class Count(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            seen.append(int(state.global_step))
+
+    run = T.train_trl
+    T.train_trl = lambda cfg, trainer_hook=None: run(cfg, trainer_hook=lambda t: t.add_callback(Count()))
+    try:
+        assert fn() == 0
+    finally:
+        T.train_trl = run
+    return seen
+
+
 def _weights(ckpt: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
@@ -56,7 +77,8 @@ def test_killed_run_resumes_to_the_uninterrupted_weights(tmp_path):
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert [p.name for p in (killed / "trl").glob("checkpoint-*")] == ["checkpoint-2"]
     assert not (killed / "checkpoint").exists()
-    assert main(ARGS + ["--out", str(killed)]) == 0                 # the same command again: resumes
+    steps_run = _count_steps(lambda: main(ARGS + ["--out", str(killed)]))    # the same command again: resumes
+    assert steps_run == [3, 4], steps_run                           # from checkpoint-2, not from scratch
     assert main(ARGS + ["--out", str(clean)]) == 0
     a, b = _weights(killed / "checkpoint"), _weights(clean / "checkpoint")
     init = _weights(REPO / "checkpoints" / "maze-tiny-grpo")
