@@ -45,6 +45,74 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
+# ---- the eval command every engine's card prints (tests run it as printed) ------------------------------------
+def eval_command(model_dir: str | Path, task: str, method: str, m: int, *, task_args: dict | None = None,
+                 split: str = "test") -> str:
+    """`vpo run` on a checkpoint folder. No --prompt-style / --max-tokens: `vpo run` reads them from the
+    folder's vpo_training.json (:func:`generation_record`), the settings the policy was trained with."""
+    from training.advantages import MULTI_ANSWER
+
+    parts = ["vpo run", f"--task {task}", f"--model hf:{Path(model_dir).resolve()}", f"--split {split}"]
+    if task_args:
+        parts.append("--task-args " + ",".join(f"{k}={v}" for k, v in sorted(task_args.items())))
+    parts += [f"-m {m if method in MULTI_ANSWER else 1}", "-n 10"]
+    return " ".join(parts)
+
+
+def generation_record(prompt_style: str, max_new_tokens_single: int, max_new_tokens_multi: int) -> dict:
+    """The keys of vpo_training.json's ``config`` that harness.models.zoo.generation_defaults reads."""
+    return {"prompt_style": prompt_style, "max_new_tokens_single": int(max_new_tokens_single),
+            "max_new_tokens_multi": int(max_new_tokens_multi)}
+
+
+def write_eval_card(ckpt: Path, *, engine: str, task: str, method: str, m: int, trained: str,
+                    task_args: dict | None = None) -> Path:
+    """A short README.md for a freshly trained checkpoint that has none: what it is and how to evaluate it."""
+    path = Path(ckpt) / "README.md"
+    path.write_text(f"""---
+library_name: transformers
+pipeline_tag: text-generation
+tags: [vpo, {task}, {method}, {engine}]
+---
+# {Path(ckpt).parent.name}: {method} on {task} ({engine})
+
+{trained}
+
+Evaluate (prompt style and token budgets come from `vpo_training.json` in this folder):
+```bash
+{eval_command(ckpt, task, method, m, task_args=task_args)}
+```
+""")
+    return path
+
+
+def write_verl_card(out: Path, *, task: str, method: str, m: int, prompt_style: str, max_response_length: int,
+                    init: str, launch: Path, task_args: dict | None = None) -> Path:
+    """README.md and vpo_training.json next to verl's launch.sh. verl saves FSDP shards; the card says
+    how to merge them into a Hugging Face folder and copies the generation record into it, so the
+    printed `vpo run` works on the merged folder as on any other engine's checkpoint."""
+    out = Path(out)
+    hf = (out / "hf").resolve()
+    record = {"engine": "verl", "method": method, "task": task, "init": init,
+              "config": {"task": task, "method": method, "m": m, "task_args": dict(task_args or {}),
+                         **generation_record(prompt_style, max_response_length, max_response_length)}}
+    (out / "vpo_training.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    ckpts = (out / "checkpoints").resolve()
+    path = out / "README.md"
+    path.write_text(f"""# {out.name}: {method} on {task} (verl)
+
+Launch on a GPU node (see docs/verl.md): `bash {launch.resolve()}`
+
+Then merge the last FSDP checkpoint into a Hugging Face folder, give it the generation record, and evaluate:
+```bash
+python -m verl.model_merger merge --backend fsdp --local_dir "$(ls -d {ckpts}/global_step_* | sort -V | tail -1)/actor" --target_dir {hf}
+cp {(out / 'vpo_training.json').resolve()} {hf}/
+{eval_command(hf, task, method, m, task_args=task_args)}
+```
+""")
+    return path
+
+
 def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None, notes: str = "",
                checkpoint: Path | None = None) -> Path:
     dest.mkdir(parents=True, exist_ok=True)

@@ -77,6 +77,8 @@ class RLConfig:
     #: walk or a perturbed search-optimal route) with its reward vector: trains a search operator
     prompt_mode: str = "task"
     targets_cache: str | None = None  # mutation mode: search targets JSON (the warm start's targets.json)
+    #: torch device of policy and reference ("cuda" on a GPU machine: bench/gpu_check.sh times it)
+    device: str = "cpu"
 
 
 # ---- rollouts -----------------------------------------------------------------------------------------
@@ -87,7 +89,8 @@ def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, tem
 
     A row that ends with the end token has it inside the mask; ``mask[:, -1]`` is 1 only for rows that
     were still going at the token limit (see :func:`truncated`)."""
-    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    enc = {k: v.to(model.device) for k, v in tok(prompts, return_tensors="pt", padding=True,
+                                                 add_special_tokens=False).items()}
     torch.manual_seed(seed)
     out = model.generate(**enc, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
                          max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
@@ -105,7 +108,7 @@ def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, tem
 
 def truncated(seqs: torch.Tensor, P: int, eos_id: int) -> np.ndarray:
     """(N,) True where the completion never produced the end token (cut by the token limit)."""
-    return ~(seqs[:, P:] == eos_id).any(dim=1).numpy()
+    return ~(seqs[:, P:] == eos_id).any(dim=1).cpu().numpy()
 
 
 def token_logprobs(model: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int,
@@ -167,8 +170,8 @@ def train_rl(cfg: RLConfig) -> Path:
     max_new = cfg.max_new_tokens_multi if multi else cfg.max_new_tokens_single
 
     ref, tok = load_checkpoint(cfg.init)
-    ref.eval().requires_grad_(False)
-    policy = load_checkpoint(ckpt)[0] if state_path.exists() else copy.deepcopy(ref).requires_grad_(True)
+    ref.to(cfg.device).eval().requires_grad_(False)
+    policy = load_checkpoint(ckpt)[0].to(cfg.device) if state_path.exists() else copy.deepcopy(ref).requires_grad_(True)
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))
     start = 0
     if state_path.exists():
@@ -229,7 +232,7 @@ def train_rl(cfg: RLConfig) -> Path:
         # 4. advantages: the only method-specific line
         adv = A.compute_advantages(cfg.method, rewards, rng=np.random.default_rng([cfg.seed, step, 1]),
                                    row_weights=row_w, K=cfg.K, alpha=cfg.alpha, sobol=cfg.sobol, k=cfg.max_k)
-        adv_t = torch.tensor(adv.reshape(-1), dtype=torch.float32)
+        adv_t = torch.tensor(adv.reshape(-1), dtype=torch.float32, device=seqs.device)
 
         # 5. PPO-clip + KL to the warm start
         cmask = mask[:, P:].float()
@@ -279,6 +282,12 @@ def train_rl(cfg: RLConfig) -> Path:
             break
     plot_curves(out / "rl_curves.jsonl", out / "rl_curves.png",
                 ["task_scalar", "completion", "diversity", "kl", "entropy"], f"RL ({cfg.method})")
+    from training.model_card import write_eval_card
+
+    write_eval_card(ckpt, engine="native", task=cfg.task, method=cfg.method, m=cfg.m,
+                    trained=f"Trained with `vpo train` (training/rl.py) from `{cfg.init}`: {cfg.method} advantages, "
+                            f"{cfg.steps} steps x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, seed {cfg.seed}; "
+                            "curves in the run folder (rl_curves.jsonl).")
     return ckpt
 
 

@@ -18,9 +18,11 @@ import torch
 from harness.progress import progress as tqdm
 
 from benchmarks import get_task
+from harness.models.zoo import TINY_MAZE_DEFAULTS
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
 from training.data import augment, encode_pairs, make_examples, search_targets
 from training.model import build_model, build_tokenizer, load_checkpoint, save_checkpoint
+from training.model_card import generation_record
 
 
 @dataclass
@@ -136,7 +138,9 @@ def train_sft(cfg: SFTConfig) -> Path:
                        "tokens_per_s": tokens / max(elapsed, 1e-9), "elapsed_s": elapsed})
         done = step == cfg.steps - 1 or (cfg.time_budget_s is not None and elapsed > cfg.time_budget_s)
         if (step + 1) % cfg.save_every == 0 or done:
-            save_checkpoint(model, tok, ckpt, extra={"stage": "sft", "step": step + 1, "config": asdict(cfg)})
+            save_checkpoint(model, tok, ckpt, extra={"stage": "sft", "step": step + 1, "config": {
+                **asdict(cfg), **generation_record(TINY_MAZE_DEFAULTS.prompt_style, TINY_MAZE_DEFAULTS.max_tokens_single,
+                                                   TINY_MAZE_DEFAULTS.max_tokens_multi)}})
             save_state(state_path, step=step + 1, optimizer=opt)
         if done:
             break

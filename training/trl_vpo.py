@@ -49,6 +49,7 @@ class TRLVPOConfig:
     task_args: dict[str, Any] = field(default_factory=dict)
     method: str = "vpo"
     split: str = "train"
+    data_path: str | None = None          # local data files of the task (as `vpo run --data-path`)
     limit: int | None = None
     augment: bool = False                 # Maze: add the 8 dihedral images of every train maze
     prompt_style: str = "full"
@@ -71,7 +72,10 @@ class TRLVPOConfig:
     truncated_reward: str = "zero"
     score_workers: int = 1
     seed: int = 42
-    save_every: int = 0                   # 0: only the final checkpoint
+    #: a resumable checkpoint (weights, optimizer, RNG, trainer state) every N generation rounds under
+    #: <out>/trl/checkpoint-<optimizer step>; re-running the same command resumes from the last one
+    save_every: int = 10
+    save_total_limit: int | None = 2      # keep the last N resumable checkpoints (None: all)
     logging_steps: int = 1
     use_vllm: bool = False
     vllm_mode: str = "colocate"
@@ -81,7 +85,8 @@ class TRLVPOConfig:
     #: ToolRL's ~1k-token prompts then spends minutes per rollout on a CPU)
     gradient_checkpointing: bool | None = None
     threads: int | None = None
-    grpo_overrides: dict[str, Any] = field(default_factory=dict)   # any other GRPOConfig field
+    grpo_overrides: dict[str, Any] = field(default_factory=dict)   # any other GRPOConfig field (--trl-args)
+    lora: dict[str, Any] = field(default_factory=dict)             # peft LoraConfig fields (--lora); {}: full
     #: the chat template's keyword arguments (Qwen3's enable_thinking): TRL's chat_template_kwargs
     chat_template_args: dict[str, Any] = field(default_factory=dict)
 
@@ -94,6 +99,59 @@ class TRLVPOConfig:
                              f"is not divisible by minibatches = {self.minibatches}")
         if self.truncated_reward not in ("zero", "keep"):
             raise ValueError(f"truncated_reward must be zero or keep, got {self.truncated_reward!r}")
+        check_grpo_overrides(self.grpo_overrides)
+        ga = self.grpo_overrides.get("gradient_accumulation_steps", 1)
+        n = self.prompts_per_step * self.group_size
+        if not isinstance(ga, int) or ga < 1 or n % (self.minibatches * ga):
+            raise ValueError(f"--trl-args gradient_accumulation_steps={ga}: prompts_per_step x group_size = {n} is not "
+                             f"divisible by minibatches x gradient_accumulation_steps")
+
+
+#: GRPOConfig fields a run sets from its own settings: --trl-args must use the run's flag instead
+OWN_FIELDS = {"output_dir": "--out", "learning_rate": "--rl-lr", "beta": "--kl-coef", "num_generations": "--group-size",
+              "max_steps": "--rl-steps", "max_completion_length": "--max-completion-length", "seed": "--seed",
+              "per_device_train_batch_size": "--prompts-per-step / --minibatches",
+              "steps_per_generation": "--minibatches", "use_vllm": "--use-vllm",
+              "resume_from_checkpoint": "re-running the command (it resumes)"}
+
+
+def check_grpo_overrides(overrides: dict[str, Any]) -> None:
+    """One line for a --trl-args key that GRPOConfig does not have, or that a run flag owns."""
+    if not overrides:
+        return
+    try:
+        from trl import GRPOConfig
+    except ImportError:  # pragma: no cover - train_trl needs TRL anyway
+        return
+    known = {f.name for f in fields(GRPOConfig)}
+    for k in overrides:
+        if k in OWN_FIELDS:
+            raise ValueError(f"--trl-args {k}: set by the run itself; use {OWN_FIELDS[k]}")
+        if k not in known:
+            import difflib
+
+            near = difflib.get_close_matches(k, sorted(known), n=1)
+            raise ValueError(f"--trl-args {k}: not a field of TRL's GRPOConfig" + (f" (did you mean {near[0]}?)" if near else ""))
+
+
+def lora_config(spec: dict[str, Any]) -> Any:
+    """peft's LoraConfig from --lora k=v,...; ``target_modules`` may be ``all-linear`` or a+b+c."""
+    if not spec:
+        return None
+    try:
+        from peft import LoraConfig
+    except ImportError:
+        raise ValueError("--lora needs peft: pip install 'peft>=0.17' (the train extra)")
+    known = {f.name for f in fields(LoraConfig)}
+    kw = dict(spec)
+    for k in kw:
+        if k not in known:
+            raise ValueError(f"--lora {k}: not a field of peft's LoraConfig")
+    if isinstance(kw.get("target_modules"), str) and "+" in kw["target_modules"]:
+        kw["target_modules"] = kw["target_modules"].split("+")
+    kw.setdefault("task_type", "CAUSAL_LM")
+    kw.setdefault("target_modules", "all-linear")
+    return LoraConfig(**kw)
 
 
 # ---- dataset ----------------------------------------------------------------------------------------------------
@@ -116,7 +174,7 @@ def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, 
 
 
 def load_problems(task: Benchmark, cfg: TRLVPOConfig) -> list[Problem]:
-    problems = task.load(cfg.split, limit=cfg.limit)
+    problems = task.load(cfg.split, path=cfg.data_path, limit=cfg.limit)
     if cfg.augment:
         if task.name != "maze":
             raise ValueError("augment (dihedral images) exists for maze only")
@@ -257,6 +315,24 @@ def _grpo_trainer_cls() -> type:
                                      sobol=v.sobol, k=v.max_k, row_weights=row_w)
             return adv.reshape(-1)
 
+        def _relabel_trl_columns(self, mode: str, adv: np.ndarray) -> None:
+            """TRL logged the spread of its own summed reward (the basis of *its* advantages, which this
+            trainer discards) as ``reward_std`` / ``frac_reward_zero_std``: move them under names that
+            say so, and put the advantages that trained the model into the completions table."""
+            log = self._metrics[mode]
+            for old, new in (("reward_std", "trl/summed_reward_std"),
+                             ("frac_reward_zero_std", "trl/frac_summed_reward_zero_std")):
+                if log.get(old):
+                    log[new].append(log[old].pop())
+                    if not log[old]:
+                        del log[old]
+            table = self._logs.get("advantages")
+            if table is not None and len(adv):
+                n = min(len(adv), len(table))
+                for _ in range(n):
+                    table.pop()
+                table.extend(float(a) for a in adv[len(adv) - n:])
+
         def _generate_and_score_completions(self, inputs):
             t0 = time.perf_counter()
             score0 = self.scorer.score_s
@@ -271,6 +347,7 @@ def _grpo_trainer_cls() -> type:
             start = self.accelerator.process_index * n_local
             output["advantages"] = torch.tensor(adv[start:start + n_local], dtype=torch.float32,
                                                 device=output["advantages"].device)
+            self._relabel_trl_columns(mode, adv)
             # per-step curves (rank-0 values equal everyone's: computed on the gathered batch)
             v = self.vpo
             raw = g["raw"].reshape(-1, G, self.scorer.m, g["raw"].shape[-1])
@@ -298,19 +375,25 @@ def VPOGRPOTrainer(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - a class fa
 
 def grpo_config(cfg: TRLVPOConfig, **extra: Any) -> Any:
     """TRL's GRPOConfig for a run: one generation round = prompts_per_step x G rollouts and
-    ``minibatches`` optimizer steps; TRL's max_steps counts optimizer steps."""
+    ``minibatches`` optimizer steps; TRL's max_steps counts optimizer steps.
+
+    ``gradient_accumulation_steps`` (from --trl-args) splits each optimizer step's rollouts into that
+    many micro-batches: the round, the optimizer steps and the advantages stay the same, only the
+    batch that is in memory at once shrinks (the logits of a 49k-token vocabulary dominate it)."""
     from trl import GRPOConfig
 
     n = cfg.prompts_per_step * cfg.group_size
+    ga = int(cfg.grpo_overrides.get("gradient_accumulation_steps", 1))      # checked by cfg.validate()
     kw: dict[str, Any] = dict(
         output_dir=str(Path(cfg.out) / "trl"), learning_rate=cfg.lr, beta=cfg.beta, epsilon=cfg.clip,
-        num_generations=cfg.group_size, per_device_train_batch_size=n // cfg.minibatches,
-        steps_per_generation=cfg.minibatches, gradient_accumulation_steps=1, num_iterations=1,
+        num_generations=cfg.group_size, per_device_train_batch_size=n // (cfg.minibatches * ga),
+        steps_per_generation=cfg.minibatches * ga, gradient_accumulation_steps=ga, num_iterations=1,
         max_steps=cfg.steps * cfg.minibatches, temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
         max_completion_length=cfg.max_completion_length, loss_type=cfg.loss_type, scale_rewards="group",
         seed=cfg.seed, data_seed=cfg.seed, logging_steps=cfg.logging_steps, report_to=[],
         save_strategy="steps" if cfg.save_every else "no",
         save_steps=max(1, cfg.save_every * cfg.minibatches) if cfg.save_every else 500,
+        save_total_limit=cfg.save_total_limit,
         use_cpu=not torch.cuda.is_available(), bf16=cfg.bf16, use_vllm=cfg.use_vllm,
         vllm_mode=cfg.vllm_mode, disable_dropout=True, shuffle_dataset=True, log_completions=False,
         remove_unused_columns=False, lr_scheduler_type="constant", warmup_steps=0,
@@ -319,31 +402,76 @@ def grpo_config(cfg: TRLVPOConfig, **extra: Any) -> Any:
     )
     if cfg.chat_template_args:  # TRL renders the chat prompts with these, as `vpo run` does
         kw["chat_template_kwargs"] = dict(cfg.chat_template_args)
-    kw.update(cfg.grpo_overrides)
+    kw.update({k: v for k, v in cfg.grpo_overrides.items() if k != "gradient_accumulation_steps"})
     kw.update(extra)
-    return GRPOConfig(**kw)
+    try:
+        return GRPOConfig(**kw)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"TRL's GRPOConfig rejects the settings: {' '.join(str(exc).split())[:300]}")
 
 
 def resolve_init(spec: str) -> str:
-    """``hf:NAME``/``hf:PATH`` as in `vpo run`, or a bare local folder."""
-    s = spec[3:] if spec.startswith("hf:") else spec
-    if Path(s).exists():
-        return str(Path(s))
-    from harness.models import zoo
+    """``hf:NAME``/``hf:PATH`` as in `vpo run`, a zoo name, a local folder or a hub id -> what
+    ``from_pretrained`` loads (one resolver for TRL and verl: training/verl_plan.py)."""
+    from training.verl_plan import resolve_model
 
-    return str(zoo.resolve(s))
+    return resolve_model(spec)
+
+
+#: settings that may change between a run and its resumption (the rest must match the saved run)
+RESUMABLE_CHANGES = {"steps", "save_every", "save_total_limit", "logging_steps", "threads", "score_workers"}
+
+
+def last_checkpoint(out: Path) -> Path | None:
+    """The newest complete resumable checkpoint under <out>/trl (a run killed while saving leaves a
+    folder without its trainer state: skipped)."""
+    need = ("trainer_state.json", "optimizer.pt", "scheduler.pt")
+    found = []
+    for d in (out / "trl").glob("checkpoint-*"):
+        tail = d.name.split("-", 1)[1]
+        if tail.isdigit() and all((d / f).is_file() for f in need) and list(d.glob("rng_state*.pth")):
+            found.append((int(tail), d))
+    return max(found)[1] if found else None
+
+
+def check_resumable(out: Path, cfg: TRLVPOConfig) -> None:
+    """One line when <out> holds a run with other settings (resuming would mix two runs)."""
+    saved_path = out / "trl_vpo_config.json"
+    if not saved_path.is_file():
+        return
+    saved = json.loads(saved_path.read_text())
+    now = json.loads(json.dumps(asdict(cfg), default=str))
+    for k, v in now.items():
+        if k not in RESUMABLE_CHANGES and k in saved and saved[k] != v:
+            raise ValueError(f"{out} holds a TRL run with {k}={saved[k]!r} (now {v!r}): resuming would mix two runs; "
+                             "use another --out or the same settings")
+
+
+def training_record(cfg: TRLVPOConfig) -> dict[str, Any]:
+    """vpo_training.json: the run's settings plus the generation defaults `vpo run` reads."""
+    from training.model_card import generation_record
+
+    conf = {**asdict(cfg), **generation_record(cfg.prompt_style, cfg.max_completion_length, cfg.max_completion_length)}
+    return {"engine": "trl", "method": cfg.method, "task": cfg.task, "steps": cfg.steps, "init": cfg.init,
+            "config": conf}
 
 
 def train_trl(cfg: TRLVPOConfig, *, trainer_hook: Any = None) -> Path:
-    """Run TRL GRPO with the method's advantages; returns the saved HF checkpoint folder."""
+    """Run TRL GRPO with the method's advantages; returns the saved HF checkpoint folder. Re-running
+    the same command resumes from the last checkpoint in <out>/trl (optimizer, RNG and data order too)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     cfg.validate()
+    peft_cfg = lora_config(cfg.lora)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    resume = last_checkpoint(out)
+    if resume is not None:
+        check_resumable(out, cfg)
+        print(f"resuming TRL from {resume}")
     (out / "trl_vpo_config.json").write_text(json.dumps(asdict(cfg), indent=2, default=str))
     task = get_task(cfg.task, **cfg.task_args)
     init = resolve_init(cfg.init)
@@ -356,20 +484,22 @@ def train_trl(cfg: TRLVPOConfig, *, trainer_hook: Any = None) -> Path:
     torch.manual_seed(cfg.seed)
     model = AutoModelForCausalLM.from_pretrained(init, dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
     trainer = VPOGRPOTrainer(model=model, reward_funcs=scorer.reward_funcs(), args=grpo_config(cfg),
-                             train_dataset=ds, processing_class=tok, scorer=scorer, vpo=cfg)
+                             train_dataset=ds, processing_class=tok, scorer=scorer, vpo=cfg, peft_config=peft_cfg)
     if trainer_hook is not None:
         trainer_hook(trainer)
     t0 = time.time()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
     wall = time.time() - t0
     ckpt = out / "checkpoint"
-    trainer.save_model(str(ckpt))
+    if peft_cfg is not None:            # a full model `vpo run` loads, not an adapter
+        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
+        merged.save_pretrained(str(ckpt))
+    else:
+        trainer.save_model(str(ckpt))
     tok.save_pretrained(str(ckpt))
     rows = log_rows(trainer.state.log_history, cfg.minibatches)
     write_curves(out, rows)
-    (ckpt / "vpo_training.json").write_text(json.dumps({
-        "engine": "trl", "method": cfg.method, "task": cfg.task, "steps": cfg.steps, "init": cfg.init,
-        "config": asdict(cfg)}, indent=2, default=str))
+    (ckpt / "vpo_training.json").write_text(json.dumps(training_record(cfg), indent=2, default=str))
     write_model_card(ckpt, cfg, rows, wall, init)
     if hasattr(task, "close"):
         task.close()
@@ -407,6 +537,8 @@ def write_model_card(ckpt: Path, cfg: TRLVPOConfig, rows: list[dict[str, Any]], 
     """README.md with method, task, data, steps, settings and curves (first/last logged values)."""
     import shutil
 
+    from training.model_card import eval_command
+
     for f in ("trl_curves.jsonl", "trl_curves.png", "trl_vpo_config.json"):
         src = Path(cfg.out) / f
         if src.exists():
@@ -440,10 +572,15 @@ Trained with `training/trl_vpo.py` (TRL GRPOTrainer, advantages from `training/a
   max completion {cfg.max_completion_length} tokens, loss `{cfg.loss_type}`, truncated rollouts: {cfg.truncated_reward}; seed {cfg.seed}.
 - Wall time {wall_s / 60:.1f} min; generation: {'vLLM (' + cfg.vllm_mode + ')' if cfg.use_vllm else 'transformers generate'}.
 
-Evaluate: `vpo run --task {cfg.task} --model hf:{ckpt}{' -m ' + str(cfg.m) if multi else ''} ...`
+Evaluate (prompt style and token budgets come from `vpo_training.json` in this folder):
+```bash
+{eval_command(ckpt, cfg.task, cfg.method, cfg.m, task_args=cfg.task_args)}
+```
 
 `reward` in the table is TRL's sum of the per-component reward functions (each the mean over the
-rollout's answers); the advantages themselves come from `training/advantages.py`.
+rollout's answers). The advantages that trained the model come from `training/advantages.py`
+(`vpo/adv_abs` is their mean absolute value); TRL's own spread of the summed reward, which its default
+advantages would use, is logged as `trl/summed_reward_std`.
 
 ## Curves (mean of first / last 5 logged steps)
 ![curves](trl_curves.png)
@@ -467,9 +604,12 @@ def config_from_args(ns: argparse.Namespace) -> TRLVPOConfig:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     for f in fields(TRLVPOConfig):
-        if f.name in ("task_args", "grpo_overrides"):
+        if f.name in ("task_args", "grpo_overrides", "lora"):
             continue
         default = getattr(TRLVPOConfig(), f.name)
+        if f.name == "data_path":
+            p.add_argument("--data-path", default=None)
+            continue
         flag = f"--{f.name.replace('_', '-')}"
         if isinstance(default, bool):
             p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None)

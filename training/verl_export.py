@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 
+import numpy as np
+
 from benchmarks import get_task
 from benchmarks.base import Benchmark, Problem
 from training import rollouts as R
@@ -35,6 +37,11 @@ class VerlExport:
     truncated_reward: str = "zero"
     task_args: dict[str, Any] = field(default_factory=dict)
     path: str | None = None          # local data files for the task (offline copies)
+    #: hold out this many problems of the split (a seeded choice): ``part`` "train" keeps the rest,
+    #: "val" keeps the held-out ones; 0 exports the whole split
+    holdout: int = 0
+    part: str = "all"
+    name: str | None = None          # file stem (default: the split's name)
 
 
 def problem_row(task: Benchmark, problem: Problem, cfg: VerlExport, index: int,
@@ -60,12 +67,25 @@ def verl_rows(cfg: VerlExport) -> list[dict[str, Any]]:
     task = get_task(cfg.task, **cfg.task_args)
     try:
         problems = task.load(cfg.split, path=cfg.path, limit=cfg.limit)
+        if cfg.holdout:
+            rest, held = holdout_split(problems, cfg.holdout, cfg.seed)
+            problems = {"train": rest, "val": held}.get(cfg.part, problems)
         weights = R.goal_weights(task, problems, cfg.method, seed=cfg.seed, alpha=cfg.alpha)
         rows = [problem_row(task, p, cfg, i, gw) for i, (p, gw) in enumerate(zip(problems, weights))]
         return rows
     finally:
         if hasattr(task, "close"):
             task.close()
+
+
+def holdout_split(problems: list[Problem], n: int, seed: int) -> tuple[list[Problem], list[Problem]]:
+    """(rest, held out): ``n`` problems chosen by a seeded permutation of the ids, so the same split,
+    limit and seed hold out the same problems in every process (both files are exported separately)."""
+    if not 0 < n < len(problems):
+        raise ValueError(f"a hold-out of {n} needs a split of more than {n} problems (it has {len(problems)})")
+    order = np.random.default_rng([seed, 7]).permutation(sorted(range(len(problems)), key=lambda i: problems[i].id))
+    held = set(int(i) for i in order[:n])
+    return ([p for i, p in enumerate(problems) if i not in held], [p for i, p in enumerate(problems) if i in held])
 
 
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
@@ -80,8 +100,9 @@ def export(cfg: VerlExport) -> Path:
     rows = verl_rows(cfg)
     if not rows:
         raise ValueError(f"task {cfg.task!r} split {cfg.split!r} has no problems")
-    path = write_parquet(rows, Path(cfg.out) / f"{cfg.split}.parquet")
-    (Path(cfg.out) / f"{cfg.split}.export.json").write_text(json.dumps({**asdict(cfg), "rows": len(rows)}, indent=2))
+    stem = cfg.name or cfg.split
+    path = write_parquet(rows, Path(cfg.out) / f"{stem}.parquet")
+    (Path(cfg.out) / f"{stem}.export.json").write_text(json.dumps({**asdict(cfg), "rows": len(rows)}, indent=2))
     return path
 
 
@@ -112,6 +133,8 @@ class VerlLaunch:
     out: str = "checkpoints/verl"
     #: the chat template's keyword arguments (Qwen3's enable_thinking): verl's data.apply_chat_template_kwargs
     chat_template_args: dict[str, Any] = field(default_factory=dict)
+    #: the user's Hydra overrides (``--verl-args``): each replaces ours of the same key, or is appended
+    extra: list[str] = field(default_factory=list)
 
 
 def overrides(cfg: VerlLaunch) -> list[str]:
@@ -127,6 +150,7 @@ def overrides(cfg: VerlLaunch) -> list[str]:
         f"data.train_batch_size={cfg.prompts_per_step}",
         f"data.max_prompt_length={cfg.max_prompt_length}",
         f"data.max_response_length={cfg.max_response_length}",
+        "data.truncation=error",
         f"actor_rollout_ref.model.path={cfg.model}",
         "actor_rollout_ref.rollout.name=vllm",
         f"actor_rollout_ref.rollout.n={cfg.group_size}",
@@ -157,7 +181,9 @@ def overrides(cfg: VerlLaunch) -> list[str]:
         ov.append(f"trainer.total_training_steps={cfg.steps}")
     for key, value in sorted(cfg.chat_template_args.items()):  # '+': a new key under verl's empty dict
         ov.append(f"+data.apply_chat_template_kwargs.{key}={json.dumps(value)}")
-    return ov
+    from training.verl_plan import merge_overrides
+
+    return merge_overrides(ov, cfg.extra)
 
 
 def launch_command(cfg: VerlLaunch) -> list[str]:

@@ -29,14 +29,28 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-import numpy as np
-
-from benchmarks import get_task
-from benchmarks.base import Benchmark
-from training import advantages as A
-from training import rollouts as R
-
 log = logging.getLogger(__name__)
+
+
+def _warn_failed(stage: str, exc: BaseException) -> None:
+    """verl's plugin loader logs a failed entry point at debug level only, so a node where this module
+    cannot import would show nothing until verl reports an unknown estimator: say it at WARNING, in
+    every process that imports verl (the driver, the TaskRunner, each reward worker)."""
+    log.warning("vpo verl plugin (training.verl_plugin) failed to %s: %s: %s; the estimators %s and "
+                "reward.reward_manager.name=vpo are NOT registered in this process", stage, type(exc).__name__, exc,
+                "vpo, vpo_grpo, multi_rlvr, max_at_k, random_weight, goal_cond")
+
+
+try:
+    import numpy as np
+
+    from benchmarks import get_task
+    from benchmarks.base import Benchmark
+    from training import advantages as A
+    from training import rollouts as R
+except Exception as _exc:  # noqa: BLE001 - any import failure leaves verl without our parts
+    _warn_failed("import", _exc)
+    raise
 
 #: verl estimator name -> our method
 ESTIMATORS: dict[str, str] = {"vpo": "vpo", "vpo_grpo": "grpo", "multi_rlvr": "multi_rlvr", "max_at_k": "max_at_k",
@@ -253,4 +267,8 @@ def _register_reward_manager() -> None:
     globals()["VPORewardManager"] = VPORewardManager
 
 
-REGISTERED = register()
+try:
+    REGISTERED = register()
+except Exception as _exc:  # noqa: BLE001 - e.g. a verl whose registry API moved
+    _warn_failed("register with verl", _exc)
+    raise

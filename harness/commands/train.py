@@ -57,9 +57,25 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     g.add_argument("--max-completion-length", type=int, default=None, help="trl/verl: token limit per rollout")
     g.add_argument("--minibatches", type=int, default=None, help="trl: optimizer steps per generation round")
     g.add_argument("--use-vllm", action="store_true", help="trl: generate with vLLM (GPU)")
+    g.add_argument("--trl-args", type=kv, default={},
+                   help="trl: any other GRPOConfig field k=v,... (e.g. bf16=true,gradient_accumulation_steps=4,"
+                        "report_to=tensorboard)")
+    g.add_argument("--lora", type=kv, default={},
+                   help="trl: train a LoRA adapter (peft LoraConfig k=v,..., e.g. r=16,lora_alpha=32); "
+                        "the saved checkpoint is merged")
+    g.add_argument("--save-every", type=int, default=None,
+                   help="native/trl: steps (trl: generation rounds) between resumable checkpoints (default 10)")
     g.add_argument("--nnodes", type=int, default=1, help="verl: nodes (Ray cluster)")
     g.add_argument("--gpus-per-node", type=int, default=8, help="verl: GPUs per node")
     g.add_argument("--no-launch", action="store_true", help="verl: only write data and launch script")
+    g.add_argument("--verl-args", default=None,
+                   help="verl: Hydra overrides k=v,... (replace ours of the same key; +k=v adds a new key)")
+    g.add_argument("--val-split", default=None,
+                   help="verl: validation split (default: the task's; refused when it shares problems with training)")
+    g.add_argument("--val-holdout", type=int, default=None,
+                   help="verl: validate on N problems held out of the training split instead")
+    g.add_argument("--val-limit", type=int, default=200, help="verl: at most this many validation problems")
+    g.add_argument("--data-path", default=None, help="trl/verl: local data files of the task")
     return p
 
 
@@ -81,7 +97,8 @@ def check_engine(args: argparse.Namespace) -> None:
         raise ValueError(f"--stage sft is the native warm start; --engine {e} trains RL only (pass its result as --init)")
     if e == "native":
         for flag, val in (("--use-vllm", args.use_vllm), ("--task-args", args.task_args),
-                          ("--minibatches", args.minibatches), ("--max-completion-length", args.max_completion_length)):
+                          ("--minibatches", args.minibatches), ("--max-completion-length", args.max_completion_length),
+                          ("--data-path", args.data_path)):
             if val:
                 raise ValueError(f"{flag} needs --engine trl or verl (the native trainer has fixed maze settings)")
     if e == "trl":
@@ -89,10 +106,14 @@ def check_engine(args: argparse.Namespace) -> None:
             raise ValueError("--engine trl needs TRL: pip install 'trl>=1.16'")
         if not args.init:
             raise ValueError("--engine trl needs --init (a warm start folder or hf:MODEL)")
+    if e != "trl" and (args.trl_args or args.lora):
+        raise ValueError("--trl-args/--lora apply to --engine trl only")
     if e == "verl" and importlib.util.find_spec("verl") is None:
         raise ValueError("--engine verl needs verl: pip install 'verl>=0.9' (or write the data only: vpo export-verl)")
-    if e != "verl" and (args.nnodes != 1 or args.gpus_per_node != 8 or args.no_launch):
-        raise ValueError("--nnodes/--gpus-per-node/--no-launch apply to --engine verl only")
+    if e != "verl" and (args.nnodes != 1 or args.gpus_per_node != 8 or args.no_launch or args.verl_args
+                        or args.val_split or args.val_holdout):
+        raise ValueError("--nnodes/--gpus-per-node/--no-launch/--verl-args/--val-split/--val-holdout apply to "
+                         "--engine verl only")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
                         m=args.m, steps=args.rl_steps, prompts_per_step=args.prompts_per_step,
                         group_size=args.group_size, lr=args.rl_lr, kl_coef=args.kl_coef, K=args.K,
                         alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
-                        time_budget_s=args.rl_time_budget_s, chat_template_args=dict(args.chat_template_args or {}))
+                        time_budget_s=args.rl_time_budget_s, chat_template_args=dict(args.chat_template_args or {}),
+                        **({"save_every": args.save_every} if args.save_every else {}))
         print(f"policy: {train_rl(rcfg)}")
     return 0
 
@@ -132,13 +154,15 @@ def run_trl(args: argparse.Namespace) -> int:
 
     given = {k: v for k, v in (("prompts_per_step", args.prompts_per_step), ("steps", args.rl_steps),
                                ("lr", args.rl_lr), ("minibatches", args.minibatches),
-                               ("max_completion_length", args.max_completion_length)) if v is not None}
+                               ("max_completion_length", args.max_completion_length),
+                               ("save_every", args.save_every)) if v is not None}
     cfg = TRLVPOConfig(
         init=args.init, out=args.out or f"runs/trl/{args.task}-{args.method}", task=args.task,
         task_args=dict(args.task_args), method=args.method, split=args.split, limit=args.limit, m=args.m,
         group_size=args.group_size, beta=args.kl_coef, K=args.K, alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
         use_vllm=args.use_vllm, prompt_style=args.prompt_style or ("compact" if args.task == "maze" else "full"),
-        chat_template_args=dict(args.chat_template_args or {}), **given)
+        chat_template_args=dict(args.chat_template_args or {}), grpo_overrides=dict(args.trl_args),
+        lora=dict(args.lora), data_path=args.data_path, **given)
     print(f"policy: {train_trl(cfg)}")
     return 0
 
@@ -147,23 +171,47 @@ def run_verl(args: argparse.Namespace) -> int:
     import shutil
     import subprocess
 
-    from training.verl_export import VerlExport, VerlLaunch, export, launch_command, write_launch
+    from training import verl_plan as V
+    from training.model_card import write_verl_card
+    from training.verl_export import VerlLaunch, launch_command, write_launch
 
     out = Path(args.out or f"runs/verl/{args.task}-{args.method}")
+    extra = V.split_overrides(args.verl_args) if args.verl_args else []
+    model = V.resolve_model(args.init or "Qwen/Qwen3-4B")
+    tok, context = V.load_tokenizer(model)
     style = args.prompt_style or ("compact" if args.task == "maze" else "full")
     common = dict(task=args.task, out=str(out / "data"), method=args.method, m=args.m, K=args.K, alpha=args.alpha,
-                  sobol=args.sobol, seed=args.seed, prompt_style=style, task_args=dict(args.task_args))
-    train = export(VerlExport(split=args.split, limit=args.limit, **common))
-    val = export(VerlExport(split="test", limit=200, **common))
+                  sobol=args.sobol, seed=args.seed, prompt_style=style, task_args=dict(args.task_args),
+                  path=args.data_path)
+    train, val, how = _verl_data(args, common)
+    train_rows, val_rows = _rows(train), _rows(val)
+    shared = V.overlap(train_rows, val_rows)
+    if shared:
+        raise ValueError(f"validation ({how}) shares {shared} of its {len(val_rows)} problems with the training data "
+                         f"(split {args.split}); pass --val-split with another split or --val-holdout N")
+    lengths = V.prompt_tokens(train_rows + val_rows, tok, dict(args.chat_template_args or {}))
+    user_p, user_r = V.user_value(extra, "data.max_prompt_length"), V.user_value(extra, "data.max_response_length")
+    limits = V.plan_limits(lengths, context, int(user_r) if user_r else args.max_completion_length,
+                           prompt=int(user_p) if user_p else None,
+                           filter_overlong=str(V.user_value(extra, "data.filter_overlong_prompts")).lower() == "true")
     given = {k: v for k, v in (("prompts_per_step", args.prompts_per_step), ("steps", args.rl_steps),
-                               ("lr", args.rl_lr), ("max_response_length", args.max_completion_length)) if v is not None}
-    launch = VerlLaunch(model=args.init or "Qwen/Qwen3-4B", train_files=str(train.resolve()), val_files=str(val.resolve()),
+                               ("lr", args.rl_lr)) if v is not None}
+    launch = VerlLaunch(model=model, train_files=str(train.resolve()), val_files=str(val.resolve()),
                         method=args.method, group_size=args.group_size, kl_coef=args.kl_coef, nnodes=args.nnodes,
                         gpus_per_node=args.gpus_per_node, experiment=f"{args.task}-{args.method}",
-                        out=str((out / "checkpoints").resolve()),
+                        out=str((out / "checkpoints").resolve()), max_prompt_length=limits.max_prompt_length,
+                        max_response_length=limits.max_response_length, extra=extra,
                         chat_template_args=dict(args.chat_template_args or {}), **given)
+    import importlib.util
+
+    if importlib.util.find_spec("hydra") is not None:
+        V.check_composes(launch_command(launch)[3:])
     script = write_launch(launch, out)
-    print(f"data: {train} ({val.name} for validation)")
+    write_verl_card(out, task=args.task, method=args.method, m=args.m, prompt_style=style,
+                    max_response_length=limits.max_response_length, init=args.init or model, launch=script,
+                    task_args=dict(args.task_args))
+    print(f"data: {train} ({len(train_rows)} problems); validation: {val} ({len(val_rows)}, {how})")
+    print(limits.line())
     print(f"launch: {script}")
     print(" ".join(launch_command(launch)))
     gpu = shutil.which("nvidia-smi") is not None
@@ -172,3 +220,31 @@ def run_verl(args: argparse.Namespace) -> int:
                                   "run the script above on a GPU node with this package installed"))
         return 0
     return subprocess.call(["bash", str(script)])
+
+
+def _rows(path: Path) -> list[dict]:
+    import pandas as pd
+
+    return pd.read_parquet(path).to_dict("records")
+
+
+def _verl_data(args: argparse.Namespace, common: dict) -> tuple[Path, Path, str]:
+    """(train file, validation file, how the validation set was chosen): --val-holdout N, else
+    --val-split, else the task's validation split, or a hold-out of the train split when that split is
+    the validation split itself (MuSiQue offline: ``test`` is ``validation``)."""
+    from training import verl_plan as V
+    from training.verl_export import VerlExport, export
+
+    def holdout(n: int) -> tuple[Path, Path, str]:
+        t = export(VerlExport(split=args.split, limit=args.limit, holdout=n, part="train", name="train", **common))
+        v = export(VerlExport(split=args.split, limit=args.limit, holdout=n, part="val", name="val", **common))
+        return t, v, f"{n} problems held out of split {args.split}, seed {args.seed}"
+
+    if args.val_holdout:
+        return holdout(args.val_holdout)
+    train = export(VerlExport(split=args.split, limit=args.limit, name="train", **common))
+    vsplit = args.val_split or V.DEFAULT_VAL.get(args.task, "test")
+    val = export(VerlExport(split=vsplit, limit=args.val_limit, name="val", **common))
+    if args.val_split is None and V.overlap(_rows(train), _rows(val)):
+        return holdout(V.holdout_size(len(_rows(train))))
+    return train, val, f"split {vsplit}"

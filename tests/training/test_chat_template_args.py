@@ -34,7 +34,8 @@ def test_trl_config_passes_chat_template_kwargs() -> None:
 
 def test_vpo_train_verl_writes_the_flag_into_the_launch(tmp_path: Path) -> None:
     out = tmp_path / "verl"
-    assert main(["train", "--engine", "verl", "--task", "toolrl", "--split", "test", "--limit", "2", "--no-launch",
+    # the token limits are computed with the init model's tokenizer: a bundled one, so no hub is needed
+    assert main(["train", "--engine", "verl", "--task", "maze", "--limit", "2", "--no-launch", "--init", "maze-tiny-vpo",
                  "--out", str(out), "--chat-template-args", "enable_thinking=false"]) == 0
     launch = json.loads((out / "launch.json").read_text())
     assert launch["chat_template_args"] == {"enable_thinking": False}

@@ -54,7 +54,7 @@ def test_export_verl_writes_rows_the_reward_manager_reads(tmp_path, capsys):
 def test_engine_verl_writes_data_and_launch_script(tmp_path, capsys):
     pytest.importorskip("verl")
     out = tmp_path / "run"
-    assert main(["train", "--engine", "verl", "--task", "maze", "--method", "multi_rlvr", "--limit", "3",
+    assert main(["train", "--engine", "verl", "--task", "maze", "--method", "multi_rlvr", "--limit", "3", "--init", "maze-tiny-vpo",
                  "--out", str(out), "--no-launch", "--nnodes", "4"]) == 0
     script = (out / "launch.sh").read_text()
     assert "algorithm.adv_estimator=multi_rlvr" in script and "trainer.nnodes=4" in script

@@ -246,3 +246,26 @@ def test_launch_overrides_compose_with_verls_own_config(method):
     assert cfg.trainer.nnodes == 4 and cfg.actor_rollout_ref.rollout.n == 8
     assert get_adv_estimator_fn(cfg.algorithm.adv_estimator) is P.ESTIMATOR_FNS[P.METHOD_TO_ESTIMATOR[method]]
     assert get_reward_manager_cls(cfg.reward.reward_manager.name).__name__ == "VPORewardManager"
+
+
+def test_plugin_import_failure_is_a_warning_in_a_stock_verl_import(tmp_path):
+    """verl logs a failed entry point at debug level; the plugin itself says it at WARNING."""
+    eps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["verl.plugins"]
+    dist = tmp_path / "vpo_plugin_probe-0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vpo-plugin-probe\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[verl.plugins]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    broken = tmp_path / "benchmarks"                 # shadows the project's package: its import fails
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('probe: a node without the task dependencies')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "VERL_USE_EXTERNAL_PLUGINS": "auto"}
+    env.pop("VERL_USE_EXTERNAL_MODULES", None)
+    code = ("import verl\nfrom verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as E\n"
+            "print('vpo' in E)\n")
+    # cwd: `python -c` puts the working directory first on sys.path, ahead of the shadowing folder
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"
+    warn = [line for line in out.stderr.splitlines() if "vpo verl plugin" in line]
+    assert warn and warn[0].startswith("WARNING") and "probe: a node without" in warn[0] and "NOT registered" in warn[0]
