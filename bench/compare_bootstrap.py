@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from harness.metrics import best_at_k_curve, pass_at_k
+from harness.core.metrics import best_at_k_curve, pass_at_k
 from reports.compare import paired_bootstrap
 
 

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def vpo(*args: str) -> float:
-    cmd = [sys.executable, "-m", "harness.cli", *args]
+    cmd = [sys.executable, "-m", "harness.app.cli", *args]
     print("$ vpo " + " ".join(args), flush=True)
     t0 = time.time()
     # one torch thread: on a shared 2-core machine torch's default (spin-waiting on every core) is

@@ -38,12 +38,12 @@ def vpo(*args: str) -> float:
     print("$ vpo " + " ".join(args), flush=True)
     t0 = time.time()
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO, check=True, env=env)
+    subprocess.run([sys.executable, "-m", "harness.app.cli", *args], cwd=REPO, check=True, env=env)
     return time.time() - t0
 
 
 def _rows(folder: Path) -> list[dict[str, Any]]:
-    from harness.store import latest_rows
+    from harness.core.store import latest_rows
 
     return [r for r in latest_rows(folder) if not r.get("error")]
 
@@ -52,7 +52,7 @@ def per_maze(folder: Path, budget: int, thr: dict[str, float], ids: list[str], e
     """(P, budget) best scalar so far and solved-so-far per maze. Evolve: candidates in the order the
     search evaluated them. Sampling: the unbiased expectation over draws without replacement from the
     pool (best@c, and solved-within-c as pass@c of the solved flags)."""
-    from harness.metrics import best_at_k, pass_at_k
+    from harness.core.metrics import best_at_k, pass_at_k
 
     best = np.full((len(ids), budget), np.nan)
     solved = np.full((len(ids), budget), np.nan)
@@ -77,7 +77,7 @@ def per_maze(folder: Path, budget: int, thr: dict[str, float], ids: list[str], e
 
 
 def analyse(folders: dict[str, Path], budget: int, ids: list[str], thr: dict[str, float]) -> tuple[str, dict[str, Any]]:
-    from harness.metrics import mean_se
+    from harness.core.metrics import mean_se
     from reports.compare import paired_bootstrap
 
     curves = {a: per_maze(f, budget, thr, ids, a.startswith("evolve")) for a, f in folders.items()}

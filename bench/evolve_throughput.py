@@ -37,8 +37,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.evolve import EvolveConfig, run_evolve  # noqa: E402
-from harness.store import latest_rows  # noqa: E402
+from search.evolve import EvolveConfig, run_evolve  # noqa: E402
+from harness.core.store import latest_rows  # noqa: E402
 
 MOVES = ("UP", "DOWN", "LEFT", "RIGHT")
 TIMINGS = ("latency_s", "score_s")

@@ -55,8 +55,8 @@ def sync(device: str) -> None:
 # ---- parts ------------------------------------------------------------------------------------------------------
 def hf_eval(device: str, dtype: str, sizes: Sizes, out: Path) -> dict[str, Any]:
     """`vpo run` with the hf backend on the bundled tiny VPO policy: wall time, parse rate, mean scalar."""
-    from harness.cli import main
-    from harness.results import load_run
+    from harness.app.cli import main
+    from harness.core.results import load_run
 
     folder = out / f"hf-{device}-{dtype}"
     if folder.exists():                     # a run folder resumes: time fresh work only

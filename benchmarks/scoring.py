@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.base import Benchmark, Problem
-from harness.models.base import Generation
-from harness.rows import ChainRow
+from harness.core.models.base import Generation
+from harness.core.rows import ChainRow
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.metrics import DEFAULT_TAUS
+from harness.core.metrics import DEFAULT_TAUS
 from reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
 #: config fields that must agree between compared runs (reward mode lives in the task options)

@@ -16,9 +16,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.metrics import mean_se
-from harness.results import run_kind
-from harness.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
+from harness.core.metrics import mean_se
+from harness.core.results import run_kind
+from harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 from reports.compare import TIE_TOL, Comparison, Row, paired_bootstrap
 from search.metrics import candidate_budgets, evolve_at_budgets, evolve_candidates, sampling_at_budgets
 

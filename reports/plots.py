@@ -39,7 +39,7 @@ def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
 
 
 def _curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ks, means, stderrs) of best@k or pass@k from the run's typed results (harness.results)."""
+    """(ks, means, stderrs) of best@k or pass@k from the run's typed results (harness.core.results)."""
     est = run.summary.best if metric == "best" else run.summary.pass_at
     ks = sorted(est)
     return (np.array(ks), np.array([est[k].mean for k in ks], dtype=float),
@@ -54,7 +54,7 @@ def _label(run: Any) -> str:
 
 def plot_best_at_k(runs: Sequence[Any], out: str | Path, metric: str = "best", labels: Sequence[str] | None = None,
                    title: str | None = None) -> Path:
-    """One line per run (LoadedRun from harness.results.load_run), shaded ±1 standard error, log2 k axis."""
+    """One line per run (LoadedRun from harness.core.results.load_run), shaded ±1 standard error, log2 k axis."""
     return _save(best_at_k_figure(runs, metric=metric, labels=labels, title=title), out)
 
 
@@ -168,7 +168,7 @@ def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = N
 
     from reports.compare import default_ks
     from reports.pools import load_pools
-    from search.plots import is_evolve_run
+    from reports.evolve_plots import is_evolve_run
 
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
@@ -238,7 +238,7 @@ def _per_problem(run: PlotRun, taus: Sequence[float], budgets: Sequence[int] = (
 
 
 def _est(values: np.ndarray) -> tuple[float, float]:
-    from harness.metrics import mean_se
+    from harness.core.metrics import mean_se
 
     e = mean_se(values)
     return e.mean, e.stderr
@@ -277,12 +277,12 @@ def _series(run: PlotRun, metric: str, taus: Sequence[float]) -> tuple[np.ndarra
     if kind == "tau":
         # Cover@tau is a step function of tau (it drops at each problem's pass rate): a fine grid draws the steps
         grid = sorted({round(t, 6) for t in np.linspace(0.005, 1.0, 200)} | {float(t) for t in taus})
-        from harness.metrics import cover_at_tau
+        from harness.core.metrics import cover_at_tau
 
         est = [_est(cover_at_tau(run.pools.passed, t)) for t in grid]  # only this: no full metric pass per tau grid
         return np.array(grid), np.array([e[0] for e in est]), np.array([e[1] for e in est])
     if kind == "tokens":
-        from harness import metrics as hm
+        from harness.core import metrics as hm
 
         maxima = [hm.chain_maxima(s, z) for s, z in zip(run.pools.scalars, run.pools.chain_sizes)]
         cur = hm.tokens_curve(maxima, run.pools.chain_tokens)
@@ -312,8 +312,8 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
     panels share their y-limits unless ``share_y`` is False."""
     from matplotlib.patches import Patch
 
-    from harness.metrics import DEFAULT_TAUS
-    from reports.selected import k_axis
+    from harness.core.metrics import DEFAULT_TAUS
+    from reports.axes import k_axis
 
     taus = tuple(taus or DEFAULT_TAUS)
     st = STYLES[style]

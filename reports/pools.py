@@ -11,9 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness import metrics
-from harness.config import recorded_ks
-from harness.selection import Pool, answer_key, applicable, selected_at_k, split_visible, visible_mask
+from harness.core import metrics
+from harness.core.config import recorded_ks
+from harness.eval.selection import Pool, answer_key, applicable, selected_at_k, split_visible, visible_mask
 
 #: strategies shown next to best@k when a run carries what they need
 DEFAULT_STRATEGIES = ("majority", "random", "public-tests")
@@ -140,11 +140,11 @@ class RunPools:
 
 def load_pools(folder: str | Path) -> RunPools:
     """A run folder through the one reader: config (RunStore.read_config), typed results
-    (harness.results.read_results) and the latest rows in the ChainRow schema; errored chains are
+    (harness.core.results.read_results) and the latest rows in the ChainRow schema; errored chains are
     counted and left out of the pools."""
-    from harness.results import read_results
-    from harness.rows import ChainRow
-    from harness.store import CONFIG, RunStore, RunStoreError, latest_rows
+    from harness.core.results import read_results
+    from harness.core.rows import ChainRow
+    from harness.core.store import CONFIG, RunStore, RunStoreError, latest_rows
 
     folder = Path(folder)
     if not (folder / CONFIG).exists():

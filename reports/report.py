@@ -18,10 +18,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.metrics import mean_se
+from harness.core.metrics import mean_se
 from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
-from reports.selected import k_axis
+from reports.axes import k_axis
 
 CURVE_METRICS = ("best", "pass")
 
@@ -44,8 +44,8 @@ class RunView:
 
 def is_evolve_run(folder: Path) -> bool:
     """Evolve runs (`vpo evolve`) say ``kind: evolve`` in config.json (top level or identity) or in
-    results.json (harness.results.run_kind, the one definition)."""
-    from harness.results import run_kind
+    results.json (harness.core.results.run_kind, the one definition)."""
+    from harness.core.results import run_kind
 
     return run_kind(folder) == "evolve"
 
@@ -615,7 +615,7 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     names = list(labels) if labels else [p.name for p in paths]
-    from harness.results import check_same_task
+    from harness.core.results import check_same_task
     from reports.evolve import curves as evolve_curves, load_evolve, require_candidates
 
     check_same_task(paths)  # one report, one task and split

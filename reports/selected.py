@@ -6,11 +6,12 @@ for every run folder, old ones included, without re-running anything.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from harness.selection import selected_at_k, summarize_selected
+from harness.eval.selection import selected_at_k, summarize_selected
+from reports.axes import k_axis
 from reports.pools import RunPools, load_pools, strategies_for
 
 
@@ -88,18 +89,6 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _save(fig, out)
-
-
-def k_axis(ax: Any, ks: Sequence[int]) -> None:
-    """log2 k axis labelled with the ks themselves (1, 2, 4, ..., 30), not powers of two."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(ks))
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.minorticks_off()
-    ax.set_xlabel("k (candidates per problem)")
 
 
 __all__ = ["curves", "format_selected", "plot_selected", "k_axis"]

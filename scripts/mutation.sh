@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Mutation testing with mutmut 3 (not in CI's default path): do the tests notice when the code that
-# computes the numbers is broken? Mutates best@k/pass@k/diversity (harness/metrics.py), the
+# computes the numbers is broken? Mutates best@k/pass@k/diversity (harness/core/metrics.py), the
 # summarising code (runner.compute_results, the results reader, benchmarks/scoring.py), the VPO
 # advantage estimators (training/advantages.py) and each task's reward function; prints killed /
 # survived per module and the surviving mutants. `mutmut show NAME` shows one mutant's diff.
 #
 #   bash scripts/mutation.sh                 # the default scope below (~15-25 min on a loaded 2-core box)
-#   bash scripts/mutation.sh 'harness.metrics.*'   # any mutmut mutant-name globs
+#   bash scripts/mutation.sh 'harness.core.metrics.*'   # any mutmut mutant-name globs
 # Needs the dev extra (pip install -e '.[dev]': mutmut). Runs under `nice`; works in ./mutants (ignored by git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v mutmut >/dev/null || { echo "mutation.sh: mutmut is not installed: pip install -e '.[dev]'" >&2; exit 2; }
 
 DEFAULT=(
-  'harness.metrics.*'
-  'harness.results.*'
-  'harness.runner.x_compute_results*'
+  'harness.core.metrics.*'
+  'harness.core.results.*'
+  'harness.eval.runner.x_compute_results*'
   'benchmarks.scoring.*'
   'training.advantages.*'
   'benchmarks.maze_env.x_reward_from_counts*' 'benchmarks.maze_env.x_simulate*' 'benchmarks.maze_env.x_parse_moves*'

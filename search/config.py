@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from harness.seeding import derive_seed
+from harness.core.seeding import derive_seed
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchmarks import Benchmark, Problem
-from harness.seeding import derive_seed
+from harness.core.seeding import derive_seed
 from search.evaluator import Evaluation, TaskEvaluator
 from search.llm import ChatLLM
 

@@ -5,7 +5,7 @@ request ``seed`` derived from the run seed, the problem and the iteration, so a 
 (``vpo serve``, vLLM) gives the same child for the same iteration on a re-run.
 
 ``base_url`` may list several servers (``URL1,URL2``: a fleet of vLLM replicas behind no load
-balancer). Requests then go through the same :class:`harness.models.endpoints.EndpointPool` as
+balancer). Requests then go through the same :class:`harness.core.models.endpoints.EndpointPool` as
 ``vpo run``: least-in-flight routing, dead servers ejected and re-admitted after a health check, and
 a request that fails on one server is sent to another before the run gives up.
 """
@@ -40,7 +40,7 @@ class ChatLLM:
                  chat_template_args: dict[str, Any] | None = None):
         import openai
 
-        from harness.models.endpoints import EndpointPool, split_urls
+        from harness.core.models.endpoints import EndpointPool, split_urls
 
         urls = split_urls(base_url)
         if not urls:

@@ -18,8 +18,8 @@ def hardest(runs: Sequence[str | Path], n: int, task_name: str) -> list[str]:
     """Ids of the ``n`` problems with the lowest best@k (mean over ``runs``), ties by id."""
     import json
 
-    from harness.metrics import best_at_k
-    from harness.store import latest_rows
+    from harness.core.metrics import best_at_k
+    from harness.core.store import latest_rows
 
     totals: dict[str, list[float]] = {}
     for run in runs:

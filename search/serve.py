@@ -15,6 +15,7 @@ Binds to 127.0.0.1 by default: this is a research tool, not an authenticated ser
 """
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -27,9 +28,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Iterator, Sequence
 
-from harness.models.base import Backend
+from harness.core.models.base import Backend
 from search.serve_batcher import Batcher
 from search.serve_protocol import (  # noqa: F401  (re-exported: the server's public names)
     DEFAULT_MAX_TOKENS,
@@ -456,7 +457,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     if kind == "openai":
         raise ValueError("an openai: model is already a server; pass it to clients directly")
     if kind == "vllm":
-        from search.vllm_serve import serve_vllm
+        from search.server_process import serve_vllm
 
         return serve_vllm(spec, host=host, port=port, model_args=model_args or {}, served_name=served_name,
                           chat_template_args=chat_template_args or {}, log_path=log_path)
@@ -466,7 +467,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     import torch  # every local backend but mock is torch; the setting must precede the model load
 
     torch.set_num_threads(int(threads) if threads else default_threads())
-    from harness.models import load_backend
+    from harness.core.models import load_backend
 
     backend = load_backend(spec, model_args=model_args or {})
     name = served_name or spec
@@ -480,3 +481,72 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
         server.batcher.close()
         backend.close()
     return 0
+
+
+def _kv(text: str) -> dict[str, Any]:
+    """``k=v,k2=v2`` with int/float/bool coercion (``--model-args``, ``--chat-template-args``); a bad
+    value is one usage line from argparse, not a traceback."""
+    from harness.core.models import parse_model_args
+
+    try:
+        return parse_model_args(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def _positive(cast: Any) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            v = cast(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return v
+
+    return parse
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="hf:PATH_OR_ZOO | vllm:ID_OR_PATH (vLLM's own server) | mock:MODE")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1", help="default loopback only")
+    p.add_argument("--model-args", type=_kv, default={},
+                   help="backend arguments; for vllm: the flags of vLLM's server (tensor_parallel_size=2,"
+                        "max_model_len=4096, dtype=bfloat16, seed=0, enforce_eager=true ...)")
+    p.add_argument("--served-name", default=None, help="model id reported by /v1/models (default: the spec)")
+    p.add_argument("--chat-template-args", type=_kv, default={}, metavar="K=V,...",
+                   help="chat template arguments for every request (e.g. enable_thinking=false); a request's "
+                        "chat_template_kwargs field is merged over them")
+    p.add_argument("--max-batch", type=int, default=64, help="most sequences generated together (not vllm)")
+    p.add_argument("--threads", type=_positive(int), default=None,
+                   help="torch CPU threads (default: usable cores - 1, at least 1; not vllm)")
+    p.add_argument("--max-body-mb", type=_positive(float), default=4.0,
+                   help="largest request body in MiB; bigger ones get a 413 before they are read (not vllm)")
+    p.add_argument("--max-connections", type=_positive(int), default=512,
+                   help="open connections and in-flight requests; more get a 503 (not vllm)")
+    p.add_argument("--log", default=None, metavar="PATH", help="vllm: where vLLM's server writes its log "
+                                                               "(default: a file in the temp folder)")
+
+
+def serve_args(args: argparse.Namespace) -> int:
+    limits = Limits(max_body_bytes=int(args.max_body_mb * MiB), max_connections=args.max_connections)
+    return serve(args.model, host=args.host, port=args.port, model_args=args.model_args,
+                 served_name=args.served_name, max_batch=args.max_batch, threads=args.threads,
+                 limits=limits, chat_template_args=args.chat_template_args, log_path=args.log)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `vpo serve` child that `vpo evolve` starts (``python -m search.serve``)."""
+    p = argparse.ArgumentParser(prog="vpo serve")
+    add_serve_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return serve_args(args)
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError, ImportError, OSError) as exc:
+        print(f"vpo serve: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

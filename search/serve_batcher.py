@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from harness.models.base import Backend, GenRequest
+from harness.core.models.base import Backend, GenRequest
 from search.serve_protocol import Job
 
 

@@ -1,6 +1,6 @@
 """`vpo evolve` starts a server for local models: a child process on a free loopback port.
 
-``hf:``, zoo and ``mock:`` specs get `vpo serve` (``python -m harness.serve``); ``vllm:`` specs get
+``hf:``, zoo and ``mock:`` specs get `vpo serve` (``python -m search.serve``); ``vllm:`` specs get
 vLLM's own OpenAI server (search/vllm_serve.py). Either way the child is started in its own process
 group with a parent-death signal (Linux ``prctl``), so it goes away when the evolve run ends normally,
 on an error, on Ctrl-C, and even when the run is killed with -9. Readiness is an HTTP ``/health``
@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from harness.paths import REPO_ROOT
+from harness.core.paths import REPO_ROOT
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -88,7 +88,7 @@ class ManagedServer:
 
             return server_command(self.spec, host=self.host, port=int(self.port or 0), served_name=self.served_name,
                                   model_args=self.model_args, chat_template_args=self.chat_template_args)
-        cmd = [sys.executable, "-m", "harness.serve", "--model", self.spec, "--host", self.host,
+        cmd = [sys.executable, "-m", "search.serve", "--model", self.spec, "--host", self.host,
                "--port", str(self.port), "--max-batch", str(self.max_batch)]
         if self.served_name != self.spec:
             cmd += ["--served-name", self.served_name]
@@ -183,3 +183,45 @@ class ManagedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve_vllm(spec: str, *, host: str, port: int, model_args: dict[str, Any], served_name: str | None,
+               chat_template_args: dict[str, Any], log_path: str | None = None,
+               startup_timeout_s: float = 1800.0) -> int:
+    """`vpo serve` for a vllm: spec: start vLLM's server, print one ``ready`` line once ``/health``
+    answers, and stop it (its whole process group) on SIGINT/SIGTERM."""
+    import signal
+
+    srv = ManagedServer(spec, model_args=model_args, host=host, port=port, served_name=served_name,
+                        chat_template_args=chat_template_args, startup_timeout_s=startup_timeout_s,
+                        log_path=Path(log_path) if log_path else None)
+    srv.command()  # a missing vllm or a bad argument is one error line before anything starts
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        stopping.append(signum)
+        if srv.proc is not None and srv.proc.poll() is None:
+            try:
+                os.killpg(srv.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"vpo serve: starting vLLM's OpenAI server for {spec} (log: {srv.log_file})", file=sys.stderr, flush=True)
+    try:
+        srv.start()
+    except RuntimeError:
+        if stopping:  # Ctrl-C while it loaded
+            srv.stop()
+            return 130
+        raise
+    print(f"vpo serve: ready {srv.served_name} at {srv.base_url} (vLLM's OpenAI server; log: {srv.log_file})",
+          flush=True)
+    assert srv.proc is not None
+    rc = srv.proc.wait()
+    srv.stop()
+    if stopping:
+        return 0
+    print(f"vpo serve: vLLM's server exited with code {rc}; log: {srv.log_file}", file=sys.stderr)
+    return 1

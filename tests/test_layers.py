@@ -1,18 +1,22 @@
-"""The import graph has no arrow from a lower layer to a higher one.
+"""The folders are the layers, and the import graph has no arrow from a lower layer to a higher one.
 
-Layers, bottom to top (a module may import its own layer and the ones below it):
+Layers, bottom to top. A module may import its own layer package and the packages of lower layers;
+two packages on one layer are siblings and import neither each other:
 
-    0 infrastructure   harness.{paths, seeding, store, rows, config, metrics, results},
-                       harness.models.*, harness.sandbox.*, harness.executors.*
-    1 tasks            benchmarks.*                      (problems, prompts, parsers, rewards, scoring)
-    2 consumers        training.*, search.*, reports.*,  (built on infrastructure + tasks)
-                       harness.selection (its answer normalisers are the tasks')
-    3 orchestration    every other harness module: runner, cli, commands.*, demo, serve;
-                       training.val_eval (a driver of the runner)
-    4 tools            bench.*                           (anything but tests)
+    0 infrastructure  harness.core     paths, seeding, store, rows, config, metrics, results,
+                                       provenance, models/, sandbox/, executors/   (knows no task)
+    1 tasks           benchmarks       problems, prompts, parsers, rewards, scoring
+    2 evaluation      harness.eval     runner (a model on a task's problems -> a scored run folder),
+                                       selection (task-aware selected@k over stored pools)
+    3 consumers       training, search training; evolve (its orchestration and its loop), serve
+    4 reading         reports          reads every kind of run, evolve runs included
+    5 application     harness.app      the `vpo` CLI, commands/, demo, rescore, val_eval
+    6 tools           bench            anything but tests
 
-Every import counts, including the lazy ones inside functions: a lazy import is still an arrow, it
-only moves the cost. ``tests`` may import anything; nothing outside tests may import ``tests``.
+``harness`` itself (harness/__init__.py) is the public face, ``harness.run`` / ``harness.load_run``,
+resolved lazily; it sits on the layer of what it hands out. Every import counts, including the lazy
+ones inside functions: a lazy import is still an arrow, it only moves the cost. ``tests`` may import
+anything; nothing outside tests may import ``tests``. docs/layers.md explains the table.
 """
 from __future__ import annotations
 
@@ -24,25 +28,36 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "benchmarks", "training", "search", "reports", "bench")
 
-#: module prefix -> layer; the longest matching prefix wins
+#: layer package -> layer. A module's layer is its package's: there are no per-module exceptions.
 LAYERS: dict[str, int] = {
-    "harness.paths": 0, "harness.seeding": 0, "harness.store": 0, "harness.rows": 0, "harness.config": 0,
-    "harness.metrics": 0, "harness.results": 0, "harness.selection": 2, "harness.models": 0,
-    "harness.sandbox": 0, "harness.executors": 0, "harness.progress": 0,
+    "harness.core": 0,
     "benchmarks": 1,
-    "training": 2, "search": 2, "reports": 2,
-    "harness": 3, "training.val_eval": 3,
-    "bench": 4,
+    "harness.eval": 2,
+    "training": 3, "search": 3,
+    "reports": 4,
+    "harness.app": 5,
+    "bench": 6,
 }
-NAMES = {0: "infrastructure", 1: "tasks", 2: "consumers", 3: "orchestration", 4: "tools"}
+#: modules outside every layer package, with their layer
+FACADES: dict[str, int] = {"harness": 2}
+NAMES = {0: "infrastructure", 1: "tasks", 2: "evaluation", 3: "consumers", 4: "reading", 5: "application",
+         6: "tools"}
+
+
+def package_of(module: str) -> str | None:
+    """The layer package a module belongs to (the longest matching one), or a facade's own name."""
+    if module in FACADES:
+        return module
+    best = None
+    for pkg in LAYERS:
+        if (module == pkg or module.startswith(pkg + ".")) and (best is None or len(pkg) > len(best)):
+            best = pkg
+    return best
 
 
 def layer_of(module: str) -> int | None:
-    best = None
-    for prefix in LAYERS:
-        if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return None if best is None else LAYERS[best]
+    pkg = package_of(module)
+    return None if pkg is None else {**LAYERS, **FACADES}[pkg]
 
 
 def module_name(path: Path) -> str:
@@ -70,7 +85,7 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            for a in node.names:  # `from harness import metrics` imports the module harness.metrics
+            for a in node.names:  # `from harness.core import metrics` imports the module harness.core.metrics
                 sub = f"{base}.{a.name}"
                 out.append((node.lineno, sub if is_module(sub) else base))
     return out
@@ -80,39 +95,148 @@ def project_files() -> list[Path]:
     return sorted(f for pkg in PACKAGES if (ROOT / pkg).is_dir() for f in (ROOT / pkg).rglob("*.py"))
 
 
+def arrows() -> list[tuple[Path, int, str, str]]:
+    """(file, line, importing module, imported module) for every import of a project module."""
+    out = []
+    for f in project_files():
+        src = module_name(f)
+        for line, target in sorted(set(imports_of(f))):
+            if target.split(".")[0] in PACKAGES + ("tests",):
+                out.append((f, line, src, target))
+    return out
+
+
+def judge(src: str, dst: str) -> str | None:
+    """Why the arrow src -> dst is against the layering, or None when it is allowed."""
+    if dst.split(".")[0] == "tests":
+        return "only tests may import tests"
+    a, b = package_of(src), package_of(dst)
+    if a is None or b is None or a == b:
+        return None
+    la, lb = layer_of(src), layer_of(dst)
+    if a in FACADES and lb <= la:  # the face hands out what lies on its layer and below
+        return None
+    if lb > la:
+        return f"{NAMES[la]} {a} imports {NAMES[lb]} {b}, a higher layer"
+    if lb == la:
+        return f"{a} and {b} are siblings on the {NAMES[la]} layer"
+    return None
+
+
+def test_layer_packages_are_folders() -> None:
+    """Every layer is a package on disk, none inside another, and `harness/` holds nothing but its
+    floors and its face: a reader tells the ground floor from the roof by the path."""
+    for pkg in LAYERS:
+        assert (ROOT.joinpath(*pkg.split(".")) / "__init__.py").is_file(), f"{pkg}: not a package"
+    nested = [(a, b) for a in LAYERS for b in LAYERS if a != b and b.startswith(a + ".")]
+    assert not nested, f"layer packages inside layer packages: {nested}"
+    # a folder left with nothing but __pycache__ (after a checkout moved its files) is not code
+    code = [p for p in (ROOT / "harness").iterdir() if p.name != "__init__.py" and
+            (p.suffix == ".py" if p.is_file() else any(p.rglob("*.py")))]
+    stray = sorted(str(p.relative_to(ROOT)) for p in code if module_name(p.with_suffix("")) not in LAYERS)
+    assert not stray, f"harness/ holds {stray} outside its floors (harness/core, harness/eval, harness/app)"
+
+
 def test_every_module_has_a_layer() -> None:
-    missing = [module_name(f) for f in project_files() if layer_of(module_name(f)) is None]
-    assert not missing, f"classify these modules in tests/test_layers.py LAYERS: {missing}"
+    missing = [module_name(f) for f in project_files() if package_of(module_name(f)) is None]
+    assert not missing, f"these modules are in no layer package of tests/test_layers.py LAYERS: {missing}"
 
 
 def test_no_arrow_points_up() -> None:
-    bad = []
-    for f in project_files():
-        src = module_name(f)
-        own = layer_of(src)
-        for line, target in sorted(set(imports_of(f))):
-            top = target.split(".")[0]
-            if top == "tests":
-                bad.append(f"{f.relative_to(ROOT)}:{line}: {src} imports {target} (only tests may import tests)")
-                continue
-            if top not in PACKAGES:
-                continue
-            dst = layer_of(target)
-            if dst is not None and own is not None and dst > own:
-                bad.append(f"{f.relative_to(ROOT)}:{line}: {src} ({NAMES[own]}) imports {target} ({NAMES[dst]})")
+    """The module-level rule: every import, lazy ones included, goes down a layer or stays home."""
+    bad = [f"{f.relative_to(ROOT)}:{line}: {src} imports {dst} ({why})"
+           for f, line, src, dst in arrows() if (why := judge(src, dst))]
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("src,target,ok", [
-    ("harness.store", "harness.runner", False), ("benchmarks.maze", "harness.sandbox", True),
-    ("training.rl", "harness.cli", False), ("training.rl", "benchmarks.scoring", True),
-    ("harness.runner", "training.advantages", True), ("benchmarks.livecodebench", "training.rl", False),
+def folder_graph() -> dict[str, set[str]]:
+    """Layer package -> the layer packages it imports (its own left out)."""
+    graph: dict[str, set[str]] = {pkg: set() for pkg in {**LAYERS, **FACADES}}
+    for _, _, src, dst in arrows():
+        a, b = package_of(src), package_of(dst)
+        if a and b and a != b:
+            graph[a].add(b)
+    return graph
+
+
+def test_folders_import_only_downwards() -> None:
+    """The folder-level rule: between layer packages, every arrow goes to a strictly lower layer, so
+    the folder graph is acyclic and reads as the table in the docstring."""
+    bad = [f"{a} ({NAMES[layer_of(a)]}) -> {b} ({NAMES[layer_of(b)]})"
+           for a, dsts in sorted(folder_graph().items()) for b in sorted(dsts) if judge(a, b)]
+    assert not bad, "folders importing sideways or upwards:\n" + "\n".join(bad)
+
+
+def test_top_level_folders_follow_the_layers() -> None:
+    """Outside harness/ (which holds three floors) a top-level folder is one layer: training, search,
+    reports and bench import no folder above them, and benchmarks only the ground floor."""
+    graph = folder_graph()
+    assert graph["benchmarks"] <= {"harness.core"}
+    for pkg in ("training", "search", "reports", "bench"):
+        assert all(layer_of(b) < layer_of(pkg) for b in graph[pkg]), (pkg, graph[pkg])
+    assert "harness.app" not in set().union(*(v for k, v in graph.items() if k != "bench"))
+
+
+def file_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {module_name(f): set() for f in project_files()}
+    for _, _, src, dst in arrows():
+        if dst in graph and dst != src:
+            graph[src].add(dst)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (as the list of its nodes, first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    path: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        path.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return path[path.index(m):] + [m]
+            if m not in state and (c := visit(m)):
+                return c
+        path.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (c := visit(n)):
+            return c
+    return None
+
+
+def test_no_import_cycle_between_files() -> None:
+    """No two project files import each other, directly or round a longer loop (lazy imports count):
+    each file can be read, and moved, after the files it imports."""
+    cycle = find_cycle(file_graph())
+    assert cycle is None, "import cycle between files: " + " -> ".join(cycle)
+
+
+def test_find_cycle_finds_cycles() -> None:
+    """The cycle finder itself, on graphs with and without a loop."""
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"b"}}) == ["b", "b"]
+
+
+@pytest.mark.parametrize("src,dst,ok", [
+    ("harness.core.store", "harness.eval.runner", False), ("benchmarks.maze", "harness.core.sandbox", True),
+    ("training.rl", "harness.app.cli", False), ("training.rl", "benchmarks.scoring", True),
+    ("harness.app.cli", "training.advantages", True), ("benchmarks.livecodebench", "training.rl", False),
+    ("search.evolve", "harness.eval.runner", True), ("harness.eval.runner", "search.engine", False),
+    ("training.rl", "search.engine", False), ("search.engine", "training.rl", False),
+    ("reports.evolve", "search.metrics", True), ("search.engine", "reports.evolve", False),
+    ("harness.core.results", "harness.core.store", True), ("bench.scaleout", "harness.app.cli", True),
+    ("harness", "harness.eval.runner", True), ("harness.core.models.hf", "tests.fakes", False),
 ])
-def test_layer_order(src: str, target: str, ok: bool) -> None:
+def test_judge(src: str, dst: str, ok: bool) -> None:
     """The checker itself: known arrows are judged as the docstring says."""
-    assert (layer_of(target) <= layer_of(src)) is ok
+    assert (judge(src, dst) is None) is ok
 
 
-def test_relative_imports_resolve(tmp_path: Path) -> None:
-    f = ROOT / "harness" / "models" / "hf.py"
+def test_relative_imports_resolve() -> None:
+    f = ROOT / "harness" / "core" / "models" / "hf.py"
     assert all(t.split(".")[0] not in ("", ".") for _, t in imports_of(f))

@@ -57,7 +57,7 @@ def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: in
     rng = np.random.default_rng(seed)
     todo = [p for p in problems if p.id not in cached]
     try:
-        from harness.progress import progress as tqdm
+        from harness.core.progress import progress as tqdm
         it = tqdm(todo, desc="search targets", disable=len(todo) < 20)
     except ImportError:  # pragma: no cover
         it = todo
@@ -130,7 +130,7 @@ class Encoded:
 
 def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[list[dict[str, str]], str]]) -> Encoded:
     """Prompt rendered with the chat template; loss only on the completion and its end token."""
-    from harness.models.prompting import render_messages
+    from harness.core.models.prompting import render_messages
 
     seqs, labs = [], []
     for msgs, completion in pairs:

@@ -60,7 +60,7 @@ def eval_command(model_dir: str | Path, task: str, method: str, m: int, *, task_
 
 
 def generation_record(prompt_style: str, max_new_tokens_single: int, max_new_tokens_multi: int) -> dict:
-    """The keys of vpo_training.json's ``config`` that harness.models.zoo.generation_defaults reads."""
+    """The keys of vpo_training.json's ``config`` that harness.core.models.zoo.generation_defaults reads."""
     return {"prompt_style": prompt_style, "max_new_tokens_single": int(max_new_tokens_single),
             "max_new_tokens_multi": int(max_new_tokens_multi)}
 

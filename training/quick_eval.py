@@ -12,8 +12,8 @@ import torch
 
 from benchmarks import get_task
 from benchmarks.scoring import score_chain
-from harness.models.zoo import TINY_MAZE_DEFAULTS
-from harness.models.prompting import render_messages
+from harness.core.models.zoo import TINY_MAZE_DEFAULTS
+from harness.core.models.prompting import render_messages
 from training.model import load_checkpoint
 from training.rl import sample
 

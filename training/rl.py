@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from harness.progress import progress as tqdm
+from harness.core.progress import progress as tqdm
 
 from benchmarks import get_task
 from benchmarks.scoring import score_chain
-from harness.metrics import mean_pairwise_l1
-from harness.models.zoo import TINY_MAZE_DEFAULTS
-from harness.models.prompting import render_messages
+from harness.core.metrics import mean_pairwise_l1
+from harness.core.models.zoo import TINY_MAZE_DEFAULTS
+from harness.core.models.prompting import render_messages
 from training import advantages as A
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
 from training.data import augment
@@ -297,7 +297,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         if isinstance(v, bool):
             p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=v)
         elif isinstance(v, dict):
-            from harness.models import parse_model_args
+            from harness.core.models import parse_model_args
 
             p.add_argument(flag, type=parse_model_args, default=v)  # k=v,... as on the vpo command line
         elif v is None:

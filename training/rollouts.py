@@ -168,8 +168,8 @@ def batch_metrics(rewards: np.ndarray, d: np.ndarray, *, K: int = 100, alpha: fl
                   seed: int = 0) -> dict[str, float]:
     """Per-step curves over groups (groups, G, m, d_max): diversity (mean pairwise L1 of the group's
     answers) and the VPO test objective E_w[max w . r] with K seeded Dirichlet weights per group. Both
-    come from harness.metrics, so training curves and evaluation use the same definitions."""
-    from harness.metrics import mean_pairwise_l1, vpo_objective
+    come from harness.core.metrics, so training curves and evaluation use the same definitions."""
+    from harness.core.metrics import mean_pairwise_l1, vpo_objective
 
     rng = np.random.default_rng([seed, 7])
     div, obj = [], []

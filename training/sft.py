@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from harness.progress import progress as tqdm
+from harness.core.progress import progress as tqdm
 
 from benchmarks import get_task
-from harness.models.zoo import TINY_MAZE_DEFAULTS
+from harness.core.models.zoo import TINY_MAZE_DEFAULTS
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
 from training.data import augment, encode_pairs, make_examples, search_targets
 from training.model import build_model, build_tokenizer, load_checkpoint, save_checkpoint

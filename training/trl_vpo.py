@@ -162,7 +162,7 @@ def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, 
     harness's hf backend does) and the harness's plain rendering otherwise, so a policy is trained on
     the very text ``vpo run`` will show it.
     """
-    from harness.models.prompting import render_messages
+    from harness.core.models.prompting import render_messages
 
     templated = tokenizer is None or bool(getattr(tokenizer, "chat_template", None))
     rows = []

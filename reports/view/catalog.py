@@ -1,7 +1,7 @@
 """Find run folders under the given directories and summarise each for the index page.
 
 A run folder is any folder holding ``config.json`` (an evolve run's ``baseline/`` is one too). The
-summary comes from ``harness.results`` (results.json when current, the stored rows otherwise) and is
+summary comes from ``harness.core.results`` (results.json when current, the stored rows otherwise) and is
 cached per folder until one of its files changes, so reloading the index of many runs is cheap.
 A folder that cannot be read becomes one entry with ``status: damaged`` and the reason in one line.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.config import recorded_ks
-from harness.metrics import Estimate, mean_se
-from harness.results import RunResults, read_results
-from harness.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
+from harness.core.config import recorded_ks
+from harness.core.metrics import Estimate, mean_se
+from harness.core.results import RunResults, read_results
+from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
 from reports.view.samples import SampleIndex
 
 #: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders

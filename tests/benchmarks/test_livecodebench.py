@@ -16,7 +16,7 @@ from benchmarks import get_task
 from benchmarks.base import DataError, Problem
 from benchmarks.livecodebench import (
     LiveCodeBench, decode_private_tests, extract_code, normalized_ast, select_tests, split_chain)
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 from benchmarks.livecodebench_judge import stdout_matches, value_matches
 
 pytestmark = pytest.mark.timeout(180)
@@ -282,7 +282,7 @@ def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
 
 def test_runner_scores_a_chain(task):
     """The runner's per-chain scoring works with per-problem reward lengths and AST dedup."""
-    from harness.models.base import Generation
+    from harness.core.models.base import Generation
     from benchmarks.scoring import score_generation
 
     p = _problem("stdin", [("1 2", "3"), ("5 5", "10")])

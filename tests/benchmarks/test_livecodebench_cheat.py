@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.livecodebench import DEFAULT_FILE, LiveCodeBench
-from harness.paths import shared_data_dir
-from harness.sandbox import SandboxPool, detect_isolation
-from harness.sandbox.isolation import Isolation
+from harness.core.paths import shared_data_dir
+from harness.core.sandbox import SandboxPool, detect_isolation
+from harness.core.sandbox.isolation import Isolation
 
 DATA = shared_data_dir() / "livecodebench" / DEFAULT_FILE
 CHEAT = f'''```python

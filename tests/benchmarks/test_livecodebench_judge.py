@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from benchmarks.livecodebench_judge import (PASS, RTE, VERDICTS, WRONG, grade_program, judge_record,
                                             stdout_matches, value_matches)
-from harness.sandbox.sandbox import SandboxResult
+from harness.core.sandbox.sandbox import SandboxResult
 
 SPECIAL = ["sNaN", "-sNaN", "NaN", "-NaN", "nan", "Infinity", "-Infinity", "inf", "1e999999999999999999",
            "1e-999999999999999999", "9" * 5000, "0x10", "1_000", "\udcff", "\x00", "", " ", "\n", "3", "3.0",

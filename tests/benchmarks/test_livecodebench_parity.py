@@ -17,9 +17,9 @@ import pytest
 
 from benchmarks.livecodebench import LiveCodeBench
 from benchmarks.livecodebench_judge import LCB_CODE, TLE, stdout_matches
-from harness.paths import shared_data_dir
-from harness.sandbox import Limits, Sandbox, detect_isolation
-from harness.sandbox.sandbox import live_pids_of_uid
+from harness.core.paths import shared_data_dir
+from harness.core.sandbox import Limits, Sandbox, detect_isolation
+from harness.core.sandbox.sandbox import live_pids_of_uid
 
 DIR = shared_data_dir() / "livecodebench"
 TLE_CODE = LCB_CODE[TLE]  # -3

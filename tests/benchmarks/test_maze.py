@@ -497,7 +497,7 @@ def test_best_route_deterministic():
 
 
 def test_data_path_is_refused_not_ignored(tmp_path) -> None:
-    from harness.cli import main
+    from harness.app.cli import main
 
     rc = main(["run", "--task", "maze", "--model", "mock:moves", "--data-path", str(tmp_path / "mazes.jsonl"),
                "--limit", "1", "-n", "1", "--out", str(tmp_path / "r"), "--no-progress"])

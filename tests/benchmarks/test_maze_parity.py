@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks.maze import Maze
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 MAZES = shared_data_dir() / "maze" / "authors_mazes.jsonl"
 SCORES = shared_data_dir() / "maze" / "authors_scores.jsonl"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from benchmarks import DataError, get_task
 from benchmarks.musique import MuSiQue, cited_indices, format_answer
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 DATA = shared_data_dir() / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import get_task
 from benchmarks.musique import cited_indices, paper_cited, paper_reward
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from benchmarks import get_task
 from benchmarks.maze import MazeInstance, best_route
 from benchmarks.scoring import score_chain, score_generation
-from harness.models.base import Generation
-from harness.rows import ChainRow, RowError
+from harness.core.models.base import Generation
+from harness.core.rows import ChainRow, RowError
 
 
 @pytest.fixture(scope="module")

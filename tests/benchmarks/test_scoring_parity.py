@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from benchmarks import get_task
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 
 def _rows(task: str):

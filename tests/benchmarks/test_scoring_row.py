@@ -9,7 +9,7 @@ import pytest
 from benchmarks import get_task
 from benchmarks.eureqa import format_answer
 from benchmarks.scoring import score_chain, score_generation
-from harness.models.base import Generation
+from harness.core.models.base import Generation
 from tests.harness.test_pools import FIXTURE
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from benchmarks import DataError, get_task
 from benchmarks.toolrl import GITHUB_RAW, ToolRL, parse_calls, score_calls, sft_to_row, value_match
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 TEST_FILE = shared_data_dir() / "toolrl" / "rlla_4k_test.jsonl"
 SFT_FILE = shared_data_dir() / "toolrl" / "rlla_sft.jsonl"

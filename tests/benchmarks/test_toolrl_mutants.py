@@ -20,7 +20,7 @@ from benchmarks import get_task
 from benchmarks.base import Problem
 from benchmarks.toolrl import (align_calls, paper_calls, paper_reward, paper_score_calls, paper_structure,
                                paper_value_match, score_calls, value_match)
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 
 def call(name: str, **params) -> dict:

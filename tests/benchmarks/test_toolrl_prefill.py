@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import get_task
 from benchmarks.scoring import score_chain
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 
 ROWS = shared_data_dir() / "toolrl" / "authors_scores.jsonl"
 

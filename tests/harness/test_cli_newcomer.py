@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.commands.run import report_failures
-from harness.runner import RunConfig, run
+from harness.app.cli import main
+from harness.app.commands.run import report_failures
+from harness.eval.runner import RunConfig, run
 from tests.harness.scripted import ScriptedBackend
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import main
+from harness.app.cli import main
 
 
 def test_mistyped_flag_prints_the_subcommand_usage(capsys: pytest.CaptureFixture) -> None:

@@ -7,13 +7,13 @@ from typing import Iterator, Sequence
 
 import pytest
 
-import harness.runner as runner
+import harness.eval.runner as runner
 from benchmarks import get_task
 from benchmarks.maze import Maze
-from harness.config import ExecutionSpec, RunConfig
-from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
-from harness.results import read_results
-from harness.store import RunStoreError
+from harness.core.config import ExecutionSpec, RunConfig
+from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.core.results import read_results
+from harness.core.store import RunStoreError
 from tests.harness.scripted import ScriptedBackend
 
 
@@ -238,7 +238,7 @@ def test_openai_run_resumes_against_a_server_on_another_port(tmp_path: Path) -> 
     """A run cut short against one server is finished by the same command against the same model
     served on another port: only the missing chains are sampled, and config.json records the URL
     the run last used (a changed base_url used to be refused as another run)."""
-    from harness.cli import main
+    from harness.app.cli import main
     from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
     out = tmp_path / "run"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.demo import demo_config, demo_configs
-from harness.models import zoo
+from harness.app.demo import demo_config, demo_configs
+from harness.core.models import zoo
 
 
 def test_demo_protocol_is_the_papers_pool_of_30(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from dataclasses import fields, replace
 
 import pytest
 
-from harness.evolve import SECTIONS, EvolveConfig
+from search.evolve import SECTIONS, EvolveConfig
 
 
 def base(**kw) -> EvolveConfig:

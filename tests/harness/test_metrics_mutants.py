@@ -1,5 +1,5 @@
 """Metric edge cases against brute force: the tests that kill mutants scripts/mutation.sh found
-surviving in harness/metrics.py (pool-size grouping, undefined k, NaN handling, stderr, Estimate
+surviving in harness/core/metrics.py (pool-size grouping, undefined k, NaN handling, stderr, Estimate
 round trips, Pareto ties, summarize on pools of different sizes and dimensions)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from harness import metrics as M
+from harness.core import metrics as M
 
 
 def brute_best(x, k):

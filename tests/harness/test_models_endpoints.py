@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.models import load_backend
-from harness.models.endpoints import EndpointPool, split_urls
-from harness.runner import RunConfig, run
+from harness.core.models import load_backend
+from harness.core.models.endpoints import EndpointPool, split_urls
+from harness.eval.runner import RunConfig, run
 from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 
@@ -146,7 +146,7 @@ def test_run_over_two_servers_one_going_down_half_way(tmp_path: Path) -> None:
 
 
 def test_cli_accepts_several_base_urls(tmp_path: Path) -> None:
-    from harness.cli import main
+    from harness.app.cli import main
 
     with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
         rc = main(["run", "--task", "maze", "--model", "openai:fake", "--base-url", f"{a.base_url},{b.base_url}",

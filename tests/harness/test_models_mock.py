@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.models import load_backend
-from harness.models.base import GenRequest, SamplingConfig
-from harness.models.mock import answer_format
-from harness.results import load_run
-from harness.runner import RunConfig, run
+from harness.app.cli import main
+from harness.core.models import load_backend
+from harness.core.models.base import GenRequest, SamplingConfig
+from harness.core.models.mock import answer_format
+from harness.core.results import load_run
+from harness.eval.runner import RunConfig, run
 
 
 def test_answer_format_read_from_the_prompt() -> None:

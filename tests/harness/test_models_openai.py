@@ -6,10 +6,10 @@ from collections import defaultdict
 
 import pytest
 
-from harness.models.base import GenRequest, SamplingConfig
-from harness.models.openai_server import OpenAIServerBackend
-from harness.models.prompting import render_messages
-from harness.seeding import derive_seed
+from harness.core.models.base import GenRequest, SamplingConfig
+from harness.core.models.openai_server import OpenAIServerBackend
+from harness.core.models.prompting import render_messages
+from harness.core.seeding import derive_seed
 from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 pytestmark = pytest.mark.timeout(60)

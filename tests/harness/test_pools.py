@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from benchmarks.eureqa import format_answer
-from harness.metrics import VPO_K, dirichlet_weights
-from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
-from harness.results import load_run
-from harness.runner import RunConfig, run
+from harness.core.metrics import VPO_K, dirichlet_weights
+from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.core.results import load_run
+from harness.eval.runner import RunConfig, run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "benchmarks" / "fixtures" / "eureqa_synthetic.jsonl"
 

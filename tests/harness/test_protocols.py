@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.protocols import PAPER, PROTOCOLS, resolve
+from harness.eval.protocols import PAPER, PROTOCOLS, resolve
 
 
 def res(task: str, **kw):
@@ -55,13 +55,13 @@ def test_unknown_protocol_or_task_is_one_line():
 
 
 def test_cli_names_match():
-    from harness.commands.run import PROTOCOL_NAMES
+    from harness.app.commands.run import PROTOCOL_NAMES
 
     assert PROTOCOL_NAMES == PROTOCOLS
 
 
 def test_vpo_run_records_the_resolved_settings(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.cli import main
+    from harness.app.cli import main
 
     out = tmp_path / "paper"
     assert main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "--protocol", "paper",

@@ -1,6 +1,6 @@
 """The summarising code and the results reader field by field, on runs with varied scores and failed
 chains: the tests that kill mutants scripts/mutation.sh found surviving in runner.compute_results and
-harness/results.py (renamed keys, dropped rows, a break for a continue, ignored fields)."""
+harness/core/results.py (renamed keys, dropped rows, a break for a continue, ignored fields)."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from benchmarks import get_task
-from harness.results import RunResults, load_run, read_results
-from harness.runner import RunConfig, run
-from harness.store import RESULTS, RunStoreError
+from harness.core.results import RunResults, load_run, read_results
+from harness.eval.runner import RunConfig, run
+from harness.core.store import RESULTS, RunStoreError
 from tests.harness.test_pools import FIXTURE, EntityBackend
 
 
@@ -54,7 +54,7 @@ def test_results_fields(partial_run):
     for name in ("pass@1", "mean_scalar", "diversity", "pareto_fraction", "vpo_objective"):
         assert mt[name]["n"] == len(ids) - 1, name  # ... in every metric (no phantom zero candidate)
     assert set(mt["components"]) == set(get_task("eureqa").component_names)
-    from harness.metrics import METRIC_SEED
+    from harness.core.metrics import METRIC_SEED
 
     assert raw["config"]["identity"]["metric_seed"] == METRIC_SEED
 

@@ -8,11 +8,11 @@ from typing import Iterator, Sequence
 
 import pytest
 
-from harness.cli import main
-from harness.models.base import GenRequest, Generation, SamplingConfig
-from harness.results import load_run
-from harness.runner import RunConfig, run
-from harness.store import RESULTS, SAMPLES, RunStore, RunStoreError, iter_samples
+from harness.app.cli import main
+from harness.core.models.base import GenRequest, Generation, SamplingConfig
+from harness.core.results import load_run
+from harness.eval.runner import RunConfig, run
+from harness.core.store import RESULTS, SAMPLES, RunStore, RunStoreError, iter_samples
 from tests.harness.scripted import ScriptedBackend
 
 
@@ -124,7 +124,7 @@ def test_unwritable_out_is_one_line(tmp_path: Path, capsys) -> None:
 
 def test_full_disk_is_one_line_and_keeps_rows(tmp_path: Path, monkeypatch, capsys) -> None:
     import errno
-    import harness.store as store_mod
+    import harness.core.store as store_mod
 
     real_open = open
     writes = {"n": 0}
@@ -351,7 +351,7 @@ class EventfulExecutor:
 
 
 def test_replica_events_are_recorded_in_config_json_and_shown(tmp_path: Path, capsys) -> None:
-    from harness.executors.local import LocalExecutor
+    from harness.core.executors.local import LocalExecutor
 
     c = cfg(tmp_path)
     ex = EventfulExecutor(LocalExecutor(backend=ScriptedBackend()))
@@ -370,8 +370,8 @@ def test_replica_events_are_recorded_in_config_json_and_shown(tmp_path: Path, ca
 
 def test_ray_executor_reports_losses_and_restarts(tmp_path: Path) -> None:
     """RayExecutor._replace (what a dead actor triggers) emits the events, with no cluster needed."""
-    from harness.executors import BackendSpec, ExecutorConfig
-    from harness.executors.ray_executor import RayExecutor
+    from harness.core.executors import BackendSpec, ExecutorConfig
+    from harness.core.executors.ray_executor import RayExecutor
 
     ex = RayExecutor(BackendSpec("mock:moves", None, {}), ExecutorConfig(kind="ray", replicas=2, max_restarts=1))
     ex.actors, ex._generation = [object(), object()], [1, 1]

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from benchmarks import get_task
-from harness.models.base import Backend, GenRequest, Generation, SamplingConfig
-from harness.paths import shared_data_dir
-from harness.runner import RunConfig, run
-from harness.store import load_run
+from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from harness.core.paths import shared_data_dir
+from harness.eval.runner import RunConfig, run
+from harness.core.results import load_run
 
 
 class FixedAnswers(Backend):

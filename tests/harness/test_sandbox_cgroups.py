@@ -1,4 +1,4 @@
-"""The per-candidate budget (harness/sandbox/cgroups.py): where the groups go, what they limit, that
+"""The per-candidate budget (harness/core/sandbox/cgroups.py): where the groups go, what they limit, that
 they bind across processes, tmpfs and memfds, and that grading is refused without them.
 
 This machine and CI run as root with cgroup v1 memory and pids controllers: tests that need a
@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from harness.sandbox import Limits, Sandbox, SandboxUnavailable, cgroups, detect_isolation
-from harness.sandbox.cgroups import CandidateGroup, Part, Setup
+from harness.core.sandbox import Limits, Sandbox, SandboxUnavailable, cgroups, detect_isolation
+from harness.core.sandbox.cgroups import CandidateGroup, Part, Setup
 
 pytestmark = pytest.mark.timeout(120)
 MiB = 1 << 20
@@ -166,7 +166,7 @@ def test_memory_budget_counts_memfds_and_every_process(setup, attack):
 def test_zygote_killed_by_the_candidates_oom_is_a_verdict_not_a_crash():
     """The zygote shares the slot's group: if the OOM killer picks it, the run is the candidate's
     memory_limit (and the next run gets a new zygote); a zygote lost any other way is still an error."""
-    from harness.sandbox.zygote import ZygoteError
+    from harness.core.sandbox.zygote import ZygoteError
 
     class FakeGroup:
         def __init__(self, kills: int):

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.livecodebench_judge import CE, MLE, RTE, TLE, WRONG, grade_program, run_limits
-from harness.sandbox import Limits, Sandbox, detect_isolation
-from harness.sandbox.sandbox import kill_uid, live_pids_of_uid
+from harness.core.sandbox import Limits, Sandbox, detect_isolation
+from harness.core.sandbox.sandbox import kill_uid, live_pids_of_uid
 
 TIMEOUT_S = 1.0
 MARGIN_S = 4.0  # process start-up + namespace teardown on a loaded 2-core machine

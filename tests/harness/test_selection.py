@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from harness import selection
-from harness.selection import Pool, answer_key, selected_at_k, visible_mask
+from harness.eval import selection
+from harness.eval.selection import Pool, answer_key, selected_at_k, visible_mask
 
 
 def brute(pool: Pool, k: int, strategy: str) -> float:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import load_run
+from harness.core.results import load_run
 
 
 @pytest.mark.integration
 def test_smollm2_maze_run_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "smol"
-    cmd = [sys.executable, "-m", "harness.cli", "run", "--task", "maze", "--model", "hf:smollm2-135m",
+    cmd = [sys.executable, "-m", "harness.app.cli", "run", "--task", "maze", "--model", "hf:smollm2-135m",
            "--limit", "2", "-n", "2", "-m", "3", "--k", "1,2,6", "--max-tokens", "64", "--no-progress",
            "--model-args", "batch_size=4", "--out", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
-from harness.runner import RunConfig, run
-from harness.store import load_run
+from harness.core.paths import REPO_ROOT
+from harness.eval.runner import RunConfig, run
+from harness.core.results import load_run
 from tests.integration.vllm_server import VLLMServer, group_members, require_vllm_python
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import load_run
+from harness.core.results import load_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "benchmarks" / "fixtures"
 
@@ -46,7 +46,7 @@ def test_smollm2_five_items_m3(task: str, tmp_path: Path) -> None:
     split, extra, max_tokens = CASES[task]
     out = tmp_path / task
     limit = "5"
-    cmd = [sys.executable, "-m", "harness.cli", "run", "--task", task, "--split", split, "--model", "hf:smollm2-135m",
+    cmd = [sys.executable, "-m", "harness.app.cli", "run", "--task", task, "--split", split, "--model", "hf:smollm2-135m",
            "--limit", limit, "-n", "1", "-m", "3", "--k", "1,3", "--max-tokens", str(max_tokens), "--no-progress",
            "--model-args", "batch_size=5", "--out", str(out), *extra]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)

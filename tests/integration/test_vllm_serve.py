@@ -16,7 +16,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from harness.paths import REPO_ROOT
+from harness.core.paths import REPO_ROOT
 from search.server_process import free_port
 from tests.integration.vllm_server import VLLM_DTYPE, cpu_env, group_members, require_vllm_python
 
@@ -30,7 +30,7 @@ def test_vpo_serve_vllm_spec_runs_vllms_own_server(tmp_path: Path) -> None:
     py = require_vllm_python()
     port, log = free_port(), tmp_path / "vllm.log"
     env = {**cpu_env(), "VPO_VLLM_PYTHON": str(py), "PYTHONPATH": str(REPO_ROOT)}
-    cmd = [sys.executable, "-m", "harness.cli", "serve", "--model", SPEC, "--port", str(port), "--log", str(log),
+    cmd = [sys.executable, "-m", "harness.app.cli", "serve", "--model", SPEC, "--port", str(port), "--log", str(log),
            "--model-args", f"max_model_len=512,enforce_eager=true,dtype={VLLM_DTYPE},seed=0",
            "--chat-template-args", "enable_thinking=false"]
     out = open(tmp_path / "serve.out", "w+")

@@ -19,9 +19,9 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
     problems = task.load("test", limit=n_problems + problem_offset)[problem_offset:]
     from benchmarks.maze import MazeInstance, best_route
 
-    from harness.config import RunConfig
-    from harness.models.base import SamplingConfig
-    from harness.runner import build_config_record, compute_results
+    from harness.core.config import RunConfig
+    from harness.core.models.base import SamplingConfig
+    from harness.eval.runner import build_config_record, compute_results
 
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
@@ -101,7 +101,7 @@ def write_evolve(folder: Path, good: float, limit: int = 4, iterations: int = 3,
     """A real `vpo evolve` folder (task prompt mode) against a loopback server that answers with
     ``maze_mixed_responder``, with its plain-sampling ``baseline/``."""
     from benchmarks import get_task
-    from harness.evolve import EvolveConfig, run_evolve
+    from search.evolve import EvolveConfig, run_evolve
     from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
     problems = get_task("maze").load("test", limit=limit)

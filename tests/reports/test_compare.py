@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.metrics import best_at_k
+from harness.core.metrics import best_at_k
 from reports.compare import compare_runs, format_table, paired_bootstrap, to_csv, to_json
 from reports.pools import RunPools
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
+from harness.app.cli import main
 
 TOL = 1e-6
 

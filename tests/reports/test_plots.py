@@ -7,8 +7,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from harness.results import load_run
-from harness.runner import RunConfig, run
+from harness.core.results import load_run
+from harness.eval.runner import RunConfig, run
 from reports.plots import best_at_k_figure, plot_best_at_k, plot_diversity
 from tests.harness.scripted import ScriptedBackend
 from tests.harness.test_pools import FIXTURE, EntityBackend

@@ -10,9 +10,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.results import load_run
-from harness.runner import RunConfig, run
+from harness.app.cli import main
+from harness.core.results import load_run
+from harness.eval.runner import RunConfig, run
 from reports.plots import PLOT_METRICS, expand_metrics, load_plot_runs, metric_figure
 from tests.harness.scripted import ScriptedBackend
 from tests.harness.test_pools import FIXTURE, EntityBackend

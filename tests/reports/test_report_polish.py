@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from harness.cli import main  # noqa: E402
+from harness.app.cli import main  # noqa: E402
 from reports.report import BAND_LABEL, FONT_SCALE, _polish  # noqa: E402
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cli import main
-from harness.selection import selected_at_k
+from harness.app.cli import main
+from harness.eval.selection import selected_at_k
 from reports.pools import load_pools
 
 
@@ -79,9 +79,9 @@ def test_public_tests_with_private_tests_ranks_on_the_public_ones(tmp_path):
     """test_source=all: the kept tests are sorted by size, so public and private ones interleave;
     the selection must follow each test's origin, not its position."""
     from benchmarks import get_task
-    from harness.config import RunConfig
-    from harness.models.base import SamplingConfig
-    from harness.runner import build_config_record
+    from harness.core.config import RunConfig
+    from harness.core.models.base import SamplingConfig
+    from harness.eval.runner import build_config_record
 
     def tests(sizes):
         return json.dumps([{"input": "x" * s, "output": "1", "testtype": "stdin"} for s in sizes])

@@ -8,7 +8,7 @@ import json
 import random
 from pathlib import Path
 
-from harness.store import RunStore, dumps
+from harness.core.store import RunStore, dumps
 
 #: a completion that would script the page if it were ever parsed as HTML
 HOSTILE = ('<script>window.__pwned = 1</script><img src="/x-hostile" onerror="window.__pwned = 2">'
@@ -106,7 +106,7 @@ def _maze_responder(m: int):
 
 def evolve_run(root: Path, iterations: int = 5, m: int = 2, limit: int = 2) -> Path:
     """A real `vpo evolve` run (OpenEvolve database, islands, parents) against a scripted server."""
-    from harness.evolve import EvolveConfig, run_evolve
+    from search.evolve import EvolveConfig, run_evolve
     from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(_maze_responder(m)) as srv:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from harness.evolve import EvolveConfig, run_evolve
-from harness.store import latest_rows
+from search.evolve import EvolveConfig, run_evolve
+from harness.core.store import latest_rows
 from search.engine import schedule
 from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
@@ -109,7 +109,7 @@ def assert_same(a: dict, b: dict) -> None:
 
 
 def cli(url: str, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
+    return [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
             "--base-url", url, "--limit", "2", "--iterations", "14", "-m", "1", "--prompt-mode", "evolve",
             "--prompt-style", "compact", "--out", str(out), "--no-progress", "--no-baseline", "--lag", "4", *extra]
 
@@ -200,7 +200,7 @@ def test_parallel_keeps_w_requests_in_flight_within_the_cap(tmp_path: Path) -> N
 
 
 def test_parallel_above_the_lag_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.cli import main
+    from harness.app.cli import main
 
     rc = main(["evolve", "--task", "maze", "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1",
                "--lag", "2", "--parallel", "3", "--out", str(tmp_path / "e"), "--no-progress"])

@@ -10,7 +10,7 @@ import pytest
 from benchmarks import Problem, get_task
 from benchmarks.maze_env import MazeInstance
 from benchmarks.maze_search import best_route_detail
-from harness.paths import shared_data_dir
+from harness.core.paths import shared_data_dir
 from search.evaluator import TaskEvaluator, default_feature_dimensions
 from search.solved import maze_optimal_scalar, solved_fn
 

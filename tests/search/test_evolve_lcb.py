@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import shared_data_dir
-from harness.evolve import EvolveConfig, run_evolve
+from harness.core.paths import shared_data_dir
+from search.evolve import EvolveConfig, run_evolve
 from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
 #: problems of the offline test split whose graded solutions include public-test failures and passes

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.evolve import EvolveConfig, run_evolve
+from search.evolve import EvolveConfig, run_evolve
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def test_task_mode_rows_checkpoints_and_curves(tmp_path: Path) -> None:
     hardest = select(f"hardest:2@{folder / 'baseline'}", probs, "maze")
     assert len(hardest) == 2
     # `vpo show` reads it like any run folder
-    from harness.cli import main
+    from harness.app.cli import main
 
     assert main(["show", str(folder)]) == 0
 
@@ -87,7 +87,7 @@ def test_task_mode_rows_checkpoints_and_curves(tmp_path: Path) -> None:
 def test_killed_run_resumes_without_double_counting(tmp_path: Path) -> None:
     out = tmp_path / "evo"
     with ScriptedOpenAIServer(maze_routes_responder(3), delay_s=0.03) as srv:
-        cmd = [sys.executable, "-m", "harness.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
+        cmd = [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
                "--base-url", srv.base_url, "--limit", "3", "--iterations", "12", "-m", "3", "--prompt-mode",
                "task", "--prompt-style", "compact", "--out", str(out), "--no-progress", "--no-baseline",
                "--concurrency", "3"]
@@ -111,7 +111,7 @@ def test_killed_run_resumes_without_double_counting(tmp_path: Path) -> None:
         after = _rows(out)
         # nothing written before the kill is lost or changed
         assert after[: len(before)] == before
-        from harness.store import latest_rows
+        from harness.core.store import latest_rows
 
         latest = latest_rows(out)
         assert len(latest) == 3 * 13 * 3
@@ -130,7 +130,7 @@ def test_killed_run_resumes_without_double_counting(tmp_path: Path) -> None:
 
 
 def test_unreachable_server_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.cli import main
+    from harness.app.cli import main
     from search.server_process import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
@@ -212,7 +212,7 @@ def test_same_seed_same_run(tmp_path: Path) -> None:
 
 
 def test_plot_draws_evolve_runs(tmp_path: Path) -> None:
-    from harness.cli import main
+    from harness.app.cli import main
 
     with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:
         f1 = run_evolve(_cfg(srv.base_url, tmp_path / "a", limit=2, iterations=3))
@@ -225,7 +225,7 @@ def test_plot_draws_evolve_runs(tmp_path: Path) -> None:
 def test_server_errors_end_the_run_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """A server that keeps failing (HTTP 500 after the client's retries) stops the run with one
     line; the rows written before stay, and the same command resumes."""
-    from harness.cli import main
+    from harness.app.cli import main
 
     state = {"n": 0}
     ok = maze_routes_responder(3)

@@ -29,8 +29,8 @@ def test_template_args_are_sent_as_chat_template_kwargs() -> None:
 
 
 def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.evolve
-    from harness.cli import main
+    import search.evolve
+    from harness.app.cli import main
 
     seen = []
 
@@ -38,7 +38,7 @@ def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None
         seen.append(cfg)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(harness.evolve, "run_evolve", fake_run)
+    monkeypatch.setattr(search.evolve, "run_evolve", fake_run)
     assert main(["evolve", "--task", "maze", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
                  "--chat-template-args", "enable_thinking=false,x=2"]) == 130
     cfg = seen[0]
@@ -50,7 +50,7 @@ def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None
 def test_an_evolve_run_sends_them_with_every_mutation_and_baseline_request(tmp_path) -> None:
     import json
 
-    from harness.evolve import EvolveConfig, run_evolve
+    from search.evolve import EvolveConfig, run_evolve
     from tests.fakes.scripted_openai import maze_routes_responder
 
     with ScriptedOpenAIServer(maze_routes_responder(1)) as srv:

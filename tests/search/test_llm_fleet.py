@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.evolve import EvolveConfig, run_evolve
+from search.evolve import EvolveConfig, run_evolve
 from search.config import build_config
 from search.llm import ChatLLM, LLMUnreachable
 from search.server_process import free_port

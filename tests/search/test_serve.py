@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 
-from harness.models.base import GenRequest, SamplingConfig
+from harness.core.models.base import GenRequest, SamplingConfig
 from search.serve import ModelServer
 from tests.fakes.scripted_backend import ScriptedBackend
 
@@ -147,7 +147,7 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
 
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "evo"
-    cmd = [sys.executable, "-m", "harness.cli", "evolve", "--task", "maze", "--model", "mock:moves",
+    cmd = [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--model", "mock:moves",
            "--model-args", "latency_s=0.05", "--limit", "2", "--iterations", "2000", "--no-baseline",
            "--no-progress", "--out", str(out)]
     # stderr to a file, not a pipe nobody reads: a full pipe would block the child's writes and with
@@ -161,7 +161,7 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
     deadline = time.time() + 120
     while time.time() < deadline and not ((out / "samples.jsonl").exists() and (out / "samples.jsonl").stat().st_size):
         time.sleep(0.1)
-    servers = [c for c in _children(proc.pid) if b"harness.serve" in open(f"/proc/{c}/cmdline", "rb").read()]
+    servers = [c for c in _children(proc.pid) if b"search.serve" in open(f"/proc/{c}/cmdline", "rb").read()]
     assert len(servers) == 1
     if how == "ctrl-c":
         proc.send_signal(signal.SIGINT)
@@ -248,7 +248,7 @@ def test_hf_replies_do_not_depend_on_batch_mates() -> None:
     import torch
 
     from benchmarks import get_task
-    from harness.models import load_backend
+    from harness.core.models import load_backend
     from search.serve import default_threads
 
     threads = torch.get_num_threads()

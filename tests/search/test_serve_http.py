@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from harness.models.base import GenRequest
+from harness.core.models.base import GenRequest
 from search.serve import Limits, ModelServer, default_threads
 from tests.fakes.scripted_backend import ScriptedBackend
 from tests.search.test_serve_protocol import BAD_CHAT, BAD_COMPLETION

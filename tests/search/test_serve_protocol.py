@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from harness.models.base import SamplingConfig
+from harness.core.models.base import SamplingConfig
 from search.serve_protocol import (
     DEFAULT_MAX_TOKENS,
     BadRequest,

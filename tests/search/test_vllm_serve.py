@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
+from harness.core.paths import REPO_ROOT
 from search import vllm_serve
 from search.server_process import ManagedServer
 from search.vllm_serve import find_vllm_python, flag_args, server_command

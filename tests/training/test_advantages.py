@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import metrics
+from harness.core import metrics
 from training import advantages as A
 
 rng0 = np.random.default_rng(0)

@@ -10,8 +10,8 @@ from benchmarks.maze import Maze
 
 @pytest.mark.parametrize("name,m", [("maze-tiny-evo-vpo", 3), ("maze-tiny-evo-grpo", 1)])
 def test_operator_answers_a_mutation_prompt_with_parseable_routes(name, m):
-    from harness.models import GenRequest, SamplingConfig, load_backend
-    from harness.models.zoo import generation_defaults
+    from harness.core.models import GenRequest, SamplingConfig, load_backend
+    from harness.core.models.zoo import generation_defaults
 
     task = Maze()
     problems = task.load("val", limit=3)

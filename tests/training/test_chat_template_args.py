@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cli import main
+from harness.app.cli import main
 
 
 def test_verl_launch_carries_the_template_args_into_verls_config(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness.cli import main
+from harness.app.cli import main
 
 
 @pytest.mark.parametrize("argv, msg", [

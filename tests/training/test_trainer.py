@@ -22,7 +22,7 @@ def maze():
 def test_tokenizer_roundtrip_chat_template_and_phrases(tmp_path, maze):
     from transformers import AutoTokenizer
 
-    from harness.models.prompting import render_messages
+    from harness.core.models.prompting import render_messages
 
     tok = build_tokenizer()
     p = maze.load("train", limit=1)[0]
@@ -127,8 +127,8 @@ def test_ppo_loss_moves_probability_towards_positive_advantages():
 
 @pytest.mark.parametrize("method", ["grpo", pytest.param("vpo", marks=pytest.mark.integration)])
 def test_rl_steps_checkpoint_loads_in_hf_backend_and_is_deterministic(tmp_path, method):
-    from harness.models.base import GenRequest, SamplingConfig
-    from harness.models.hf import HFBackend
+    from harness.core.models.base import GenRequest, SamplingConfig
+    from harness.core.models.hf import HFBackend
     from training.rl import RLConfig, train_rl
 
     ckpt, _ = _sft(tmp_path, 3)
@@ -172,7 +172,7 @@ def test_save_checkpoint_is_small_safetensors(tmp_path):
 
 
 def test_cli_registers_train_and_demo():
-    from harness.cli import build_parser
+    from harness.app.cli import build_parser
 
     p = build_parser()
     a = p.parse_args(["train", "--method", "max_at_k", "--rl-steps", "3"])

@@ -16,7 +16,7 @@ import torch
 
 pytest.importorskip("trl")
 
-from harness.cli import main  # noqa: E402
+from harness.app.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # lr 1e-4 so four steps move the weights well past float noise (the equality below is then meaningful)
@@ -28,7 +28,7 @@ KILLER = """
 import os, signal, sys
 from transformers import TrainerCallback
 import training.trl_vpo as T
-from harness.cli import main
+from harness.app.cli import main
 
 class Kill(TrainerCallback):          # kill -9 after step 3: checkpoint-2 is on disk, step 3 is lost
     def on_step_end(self, args, state, control, **kw):

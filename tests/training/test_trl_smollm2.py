@@ -13,7 +13,7 @@ pytest.importorskip("trl")
 @pytest.mark.integration
 def test_trl_vpo_on_toolrl_with_smollm2(tmp_path):
     from benchmarks import get_task
-    from harness.cli import main
+    from harness.app.cli import main
     from training.trl_vpo import TRLVPOConfig, train_trl
 
     # kept small for CI: 2 rounds of 1 prompt x G = 2 chains, no reference model (beta 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cli import main
+from harness.app.cli import main
 from training import verl_plan as V
 
 REPO = Path(__file__).resolve().parents[2]

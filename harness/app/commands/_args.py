@@ -1,0 +1,60 @@
+"""Argument types shared by several commands."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)``; argparse turns the error into one usage line."""
+    try:
+        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 1,2,4,8, got {text!r}")
+    if not vals:
+        raise argparse.ArgumentTypeError("expected at least one k")
+    return vals
+
+
+def tau_list(text: str) -> tuple[float, ...]:
+    """``"0.1,0.5,0.9"`` -> Cover@tau thresholds, each in (0, 1]."""
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated rates like 0.1,0.5,0.9, got {text!r}")
+    bad = [v for v in vals if not 0.0 < v <= 1.0]
+    if not vals or bad:
+        raise argparse.ArgumentTypeError(f"each tau must be in (0, 1], got {text!r}")
+    return vals
+
+
+def kv(text: str) -> dict[str, Any]:
+    """``"k=v,k2=v2"`` with int/float/bool coercion (lm-eval's ``--model_args`` convention)."""
+    from harness.core.models import parse_model_args
+
+    try:
+        return parse_model_args(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def add_unsafe_sandbox(p: argparse.ArgumentParser) -> None:
+    """``--unsafe-sandbox`` on every command that grades generated code."""
+    p.add_argument("--unsafe-sandbox", action="store_true",
+                   help="grade generated code even where the sealed sandbox (namespaces, pivot_root, "
+                        "seccomp) cannot be set up: rlimits and a separate uid only (no per-candidate memory budget); recorded in results")
+
+
+def apply_unsafe_sandbox(args: argparse.Namespace) -> None:
+    if getattr(args, "unsafe_sandbox", False):
+        from harness.core.sandbox import allow_unsafe
+
+        allow_unsafe(True)
+
+
+def add_chat_template_args(p: argparse.ArgumentParser) -> None:
+    """``--chat-template-args k=v,...`` on every command that prompts a chat model (run, evolve, train)."""
+    p.add_argument("--chat-template-args", type=kv, default=None, metavar="K=V,...",
+                   help="keyword arguments of the model's chat template, coerced like --model-args; e.g. "
+                        "enable_thinking=false renders Qwen3 prompts without thinking, as the paper ran them "
+                        "(hf/vllm: passed to the template; openai: sent as chat_template_kwargs). Part of the run")

@@ -1,0 +1,100 @@
+"""`vpo evolve`: evolutionary test-time search over a task's problems on OpenEvolve's engine
+(orchestration in search/evolve.py, the search itself in search/)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("evolve", help="evolutionary test-time search (OpenEvolve) over a task's problems")
+    p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
+    p.add_argument("--model", required=True, help="openai:NAME (with --base-url) | hf:PATH_OR_ZOO | vllm:ID "
+                                                  "(hf/vllm/zoo models are served by a `vpo serve` child)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models; "
+                   "URL1,URL2,... spreads the calls over a fleet of servers (dead ones are ejected)")
+    p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,... for the served model")
+    p.add_argument("--problems", default="all", help="all | ID,ID,... | hardest:N@RUN_FOLDER[,RUN2]")
+    p.add_argument("--iterations", type=int, default=20, help="iterations per problem (plus iteration 0, the seed)")
+    p.add_argument("-m", "--answers", dest="m", type=int, default=1, help="answers (children) per LLM call")
+    p.add_argument("--prompt-mode", choices=["evolve", "task"], default="evolve",
+                   help="evolve: OpenEvolve's templates with the task in the system message; task: the task's own prompt")
+    p.add_argument("--config", dest="config_path", default=None, help="OpenEvolve YAML for everything the flags do not set")
+    p.add_argument("--out", default=None, help="run folder (default: runs/evo-<task>-<model>-<mode>-m<m>-<hash>)")
+    p.add_argument("--split", default="test", help="split the problems come from")
+    p.add_argument("--limit", type=int, default=None, help="only the first N problems (after ranking, for hardest:)")
+    p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... as in `vpo run`")
+    p.add_argument("--data-path", default=None, help="local data file/folder (task-specific)")
+    p.add_argument("--prompt-style", default=None,
+                   help="full | compact (task-specific; default: the zoo model's trained style, else full)")
+    p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="completion budget per call (default: the zoo model's trained budget, else 1024)")
+    p.add_argument("--seed", type=int, default=0, help="run seed: OpenEvolve's seed and every request seed derive from it")
+    add_chat_template_args(p)
+    p.add_argument("--concurrency", type=int, default=8,
+                   help="LLM requests in flight at once over all problems (and problems evolved at once)")
+    p.add_argument("--lag", type=int, default=8,
+                   help="iteration i draws its parent from the database holding iterations 0..i-LAG (default 8; "
+                        "1 = strictly sequential); part of the run's identity, and the most --parallel can be")
+    p.add_argument("--parallel", type=int, default=None,
+                   help="iterations of one problem in flight (default: evaluator.parallel_evaluations from "
+                        "--config, else --lag); only speed: the rows do not depend on it")
+    p.add_argument("--serve-threads", type=int, default=1,
+                   help="torch threads of the `vpo serve` child (hf/vllm/zoo models; 0 = torch's default)")
+    p.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, help="seconds per LLM request")
+    p.add_argument("--no-baseline", action="store_true", help="skip plain sampling at the same candidate budget")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_unsafe_sandbox(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from search.evolve import EvolveConfig, run_evolve
+    from search.llm import LLMUnreachable
+
+    apply_unsafe_sandbox(args)
+    cfg = EvolveConfig(task=args.task, model=args.model, problems=args.problems, iterations=args.iterations,
+                       m=args.m, prompt_mode=args.prompt_mode, config_path=args.config_path, out=args.out,
+                       split=args.split, limit=args.limit, task_options=args.task_args, data_path=args.data_path,
+                       prompt_style=args.prompt_style, base_url=args.base_url, model_args=args.model_args,
+                       temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,
+                       chat_template_args=dict(args.chat_template_args or {}),
+                       concurrency=args.concurrency, baseline=not args.no_baseline, timeout_s=args.timeout_s,
+                       serve_threads=args.serve_threads, progress=not args.no_progress, lag=args.lag,
+                       parallel=args.parallel)
+    try:
+        folder = run_evolve(cfg)
+    except LLMUnreachable as exc:
+        print(f"vpo evolve: error: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("vpo evolve: interrupted; the rows so far are kept, re-run the same command to resume",
+              file=sys.stderr)
+        return 130
+    res = json.loads((folder / "results.json").read_text())
+    print(format_summary([res]))
+    print(f"\nrun folder: {folder}")
+    return 0
+
+
+def format_summary(results: Sequence[dict[str, Any]]) -> str:
+    """Solved fraction of evolve runs next to plain sampling at the same budget."""
+    head = ["model", "mode", "m", "iterations", "candidates", "solved (evolve)", "solved (sampling)"]
+    lines = []
+    for r in results:
+        ev = r["evolve"]["solved"]
+        b = (r.get("baseline") or {}).get("solved")
+        cell = lambda e: "-" if not e or e.get("mean") is None else f"{e['mean']:.3f}±{e['stderr']:.3f}"  # noqa: E731
+        lines.append([r["model"], r["prompt_mode"], str(r["m"]), str(r["iterations"]), str(r["pool_size"]),
+                      cell(ev), cell(b)])
+    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+
+

@@ -1,0 +1,143 @@
+"""`vpo run`: sample a pool per problem, score it, write a resumable run folder."""
+from __future__ import annotations
+
+import argparse
+
+from harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
+
+EXAMPLES = """\
+vpo run --task maze --model mock:moves --limit 5 -n 4 -m 3          # no model: exercises the harness
+vpo run --task maze --model hf:maze-tiny-vpo --limit 20 -n 10 -m 3 --out runs/vpo
+vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhost:8000/v1 -n 10 -m 3
+vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 30 samples
+vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("run", help="sample a pool per problem, score it, write a run folder (resumable)")
+    p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
+    p.add_argument("--model", required=True,
+                   help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME | mock:moves (zoo: smollm2-135m, ...)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (openai backend)")
+    p.add_argument("--model-args", type=kv, default={}, help="backend arguments k=v,k2=v2")
+    p.add_argument("--split", default="test", help="which split of the task (see `vpo ls`)")
+    p.add_argument("--data-path", default=None, help="local data file/folder or hub id (task-specific)")
+    p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... (e.g. reward_mode=convex_bonus)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    p.add_argument("--prompt-style", default=None,
+                   help="full | compact (task-specific); default: the model's own (bundled checkpoints), else full")
+    p.add_argument("-n", "--num-chains", dest="n", type=int, default=None,
+                   help="chains per problem (default: 10); --protocol paper: ceil(30 / m), a pool of 30")
+    p.add_argument("-m", "--answers", dest="m", type=int, default=None,
+                   help="answers per chain (1 = single-answer prompt); pool = n*m candidates "
+                        "(default: 1); --protocol paper: 3")
+    p.add_argument("--protocol", choices=PROTOCOL_NAMES, default=None,
+                   help="paper: the paper's per-task temperature, top-p, token budget, m, pool of 30 and chat "
+                        "template arguments (enable_thinking=false) in one flag; explicit flags override it")
+    p.add_argument("--k", dest="ks", type=int_list, default=None,
+                   help="best@k / pass@k values, e.g. 1,2,4,8,16,30 (default: those of 1,2,4,8,16,30 within the "
+                        "pool n*m). Not part of the run: other ks on a finished run only recompute the metrics")
+    p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
+    p.add_argument("--top-p", type=float, default=None, help="default: the task's paper setting")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="completion budget; default: the model's own (bundled checkpoints), else 1024")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed; every chain's seed derives from it")
+    add_chat_template_args(p)
+    p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
+    p.add_argument("--score-workers", type=int, default=1, help="threads grading chains (code tasks)")
+    p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
+    p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
+    p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_unsafe_sandbox(p)
+    from harness.core.executors.cli_args import add_executor_arguments
+
+    add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ...
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.app.commands.show import format_table
+    from harness.core.executors.cli_args import executor_config
+    from harness.core.metrics import default_ks
+    from harness.core.results import load_run
+    from harness.eval.runner import RunConfig, run as run_eval
+
+    apply_unsafe_sandbox(args)
+
+    apply_protocol(args)
+    ks = args.ks or default_ks(args.n * args.m)
+    apply_model_defaults(args)
+    cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
+                    data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
+                    n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+                    seed=args.seed, chat_template_args=args.chat_template_args, base_url=args.base_url,
+                    model_args=args.model_args, out=args.out, protocol=args.protocol,
+                    concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
+                    retry_errors=args.retry_errors, progress=not args.no_progress,
+                    executor=executor_config(args))
+    folder = run_eval(cfg)
+    print(format_table([load_run(folder)]))
+    print(f"\nrun folder: {folder}")
+    return report_failures(folder)
+
+
+PROTOCOL_NAMES = ("paper",)  # harness.eval.protocols.PROTOCOLS, spelled here so `vpo --help` imports nothing
+
+
+def apply_protocol(args: argparse.Namespace) -> None:
+    """Fill the sampling flags left open from ``--protocol`` (explicit flags win), else plain defaults."""
+    import sys
+
+    from harness.eval.protocols import describe, resolve
+
+    got = resolve(args.protocol, args.task, m=args.m, n=args.n, temperature=args.temperature, top_p=args.top_p,
+                  max_tokens=args.max_tokens, chat_template_args=getattr(args, "chat_template_args", None),
+                  task_args=args.task_args)
+    args.m, args.n, args.temperature, args.top_p = got["m"], got["n"], got["temperature"], got["top_p"]
+    args.max_tokens, args.chat_template_args, args.task_args = got["max_tokens"], got["chat_template_args"], got["task_args"]
+    if args.protocol is not None:
+        print(f"[vpo] {describe(args.protocol, args.task)}", file=sys.stderr)
+
+
+def apply_model_defaults(args: argparse.Namespace) -> None:
+    """Prompt style and token budget the model was trained with, where the flags leave them open
+    (the bundled Maze policies with the full prompt and 1024 tokens overflow their 512-token context)."""
+    import sys
+
+    from harness.core.models.zoo import generation_defaults
+
+    found = generation_defaults(args.model) if args.prompt_style is None or args.max_tokens is None else None
+    if found is not None:
+        d, source = found
+        if args.prompt_style is None:
+            args.prompt_style = d.prompt_style
+        if args.max_tokens is None:
+            args.max_tokens = d.max_tokens(args.m)
+        print(f"[vpo] {args.model}: prompt style {args.prompt_style}, max tokens {args.max_tokens} "
+              f"(from {source}; --prompt-style / --max-tokens override)", file=sys.stderr)
+    args.prompt_style = args.prompt_style or "full"
+    args.max_tokens = args.max_tokens or 1024
+
+
+def report_failures(folder) -> int:
+    """When chains failed, say how many and show the first error; every chain failed is exit 1
+    (a server that is down, a wrong URL or model name) instead of a table of "-" and exit 0."""
+    import sys
+
+    from harness.core.store import latest_rows
+
+    rows = latest_rows(folder)
+    failed = [r for r in rows if r.get("error")]
+    if not failed:
+        return 0
+    first = failed[0]
+    where = f"{first['problem_id']} chain {first['chain_index']}"
+    msg = " ".join(str(first["error"]).split())[:300]
+    if len(failed) == len(rows):
+        print(f"vpo run: error: all {len(rows)} chains failed; first error ({where}): {msg}", file=sys.stderr)
+        return 1
+    print(f"vpo run: warning: {len(failed)} of {len(rows)} chains failed and are left out of the metrics; "
+          f"first error ({where}): {msg}. Re-run with --retry-errors to sample them again.", file=sys.stderr)
+    return 0

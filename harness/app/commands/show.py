@@ -1,0 +1,159 @@
+"""`vpo show`: a table of one or more runs' metrics (mean ± standard error)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from dataclasses import replace
+from typing import Any, Sequence
+
+from harness.app.commands._args import int_list, tau_list
+
+EXAMPLES = """\
+vpo show runs/smol runs/other
+vpo show runs/demo/*              # files that are not runs are skipped
+vpo show runs/smol --k 1,3,10     # other ks, computed from the stored rows (nothing sampled)
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("show", help="table of a run's metrics")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (written by vpo run / demo / rescore)")
+    p.add_argument("--json", action="store_true", help="print results.json")
+    p.add_argument("--k", dest="ks", type=int_list, default=None,
+                   help="read best@k / pass@k at these ks, computed from the stored rows (default: the run's own)")
+    p.add_argument("--tau", dest="taus", type=tau_list, default=None,
+                   help="Cover@tau thresholds: share of problems whose pass rate is >= tau (default 0.1,0.5,0.9)")
+    p.add_argument("--select", default="majority,random",
+                   help="selection strategies for a selected@k table under the main one ('' for none)")
+    return p
+
+
+def _cell(e: Any) -> str:
+    return f"{e.mean:.3f}±{e.stderr:.3f}" if e is not None and e.defined else "-"
+
+
+def format_table(runs: Sequence[Any]) -> str:
+    """best@k / pass@k / diversity of runs (LoadedRun) side by side (mean ± standard error)."""
+    if not runs:
+        return "(no runs)"
+    ks = sorted({k for r in runs if r.summary is not None for k in r.summary.ks})
+    pass_ks = sorted(set(ks[:1] + ks[-1:]))
+    taus = sorted({t for r in runs if r.summary is not None for t in r.summary.cover})
+    head = ["run", "task", "pool"] + [f"best@{k}" for k in ks] + [f"pass@{k}" for k in pass_ks] + \
+        [f"pass^{k}" for k in ks[-1:]] + [f"cover@{t:g}" for t in taus] + ["diversity", "errors"]
+    lines = []
+    for r in runs:
+        res = r.summary
+        if res is None:
+            task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
+            lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
+            continue
+        name = r.path.name + (" (partial)" if res.raw.get("partial") else
+                              " (recomputed)" if res.raw.get("stale_results") else "")
+        lines.append([name, res.task, res.pool_shape]
+                     + [_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(k)) for k in pass_ks]
+                     + [_cell(res.pass_all.get(k)) for k in ks[-1:]] + [_cell(res.cover.get(t)) for t in taus]
+                     + [_cell(res.diversity), str(res.n_errors)])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.core.results import load_run, run_kind
+
+    from harness.core.store import CONFIG
+
+    # `vpo show runs/demo/*` also matches plots and notes: skip what is not a run folder, say so
+    paths = [r for r in args.runs if (Path(r) / CONFIG).is_file()]
+    for r in args.runs:
+        if r not in paths:
+            print(f"vpo show: skipping {r}: not a run folder (no {CONFIG})", file=sys.stderr)
+    if not paths:
+        raise ValueError(f"none of the {len(args.runs)} paths is a run folder (a folder with {CONFIG})")
+    evolve_paths = [r for r in paths if run_kind(r) == "evolve"]
+    paths = [r for r in paths if r not in evolve_paths]
+    loaded = [load_run(r) for r in paths]
+    from harness.core.results import results_at
+
+    for i, r in enumerate(loaded):
+        if r.summary is not None and r.summary.raw.get("stale_results"):
+            print(f"{r.path}: results.json was computed from other rows than samples.jsonl holds now: ignored, "
+                  f"metrics recomputed from the {len(r.chains)} chains stored", file=sys.stderr)
+        if r.results is None:  # running or interrupted: the rows stored so far
+            loaded[i] = r = replace(r, summary=results_at(r.path, args.ks))
+            if r.summary is None and len(loaded) == 1 and not evolve_paths:
+                raise ValueError(f"{r.path}: samples.jsonl holds no rows yet (nothing sampled): nothing to show")
+            done = f"metrics over the {len(r.chains)} chains stored so far" if r.summary else "no chains stored"
+            print(f"{r.path}: no results.json yet (still running, or interrupted: re-run the same command to "
+                  f"resume); {done}", file=sys.stderr)
+        elif args.ks or args.taus or (r.summary is not None and not r.summary.cover):
+            # other ks or taus, or a results.json from before pass^k / Cover@tau: metrics over the
+            # stored pools, nothing is sampled
+            loaded[i] = replace(r, summary=results_at(r.path, list(args.ks) if args.ks else None, args.taus))
+    evolved = _load_evolve(evolve_paths, alone=len(evolve_paths) == 1 and not loaded)
+    if args.json:
+        print(json.dumps([r.results for r in loaded] + [_evolve_json(e, args.ks) for e in evolved], indent=2))
+        return 0
+    blocks = []
+    if loaded:
+        blocks.append(format_table(loaded))
+    if evolved:  # the search's own table at candidate budgets, next to plain sampling (its baseline/)
+        from reports.evolve import format_budget_table
+
+        blocks += [format_budget_table(e, args.ks) for e in evolved]
+    events = [ln for r in [*loaded, *evolved] for ln in format_events(r.path)]
+    if events:
+        blocks.append("\n".join(events))
+    strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
+    if strategies and loaded:  # selection without an oracle, next to best@k (reports/selected.py)
+        from reports.selected import format_selected
+
+        blocks.append(format_selected([r.path for r in loaded], strategies, ks=args.ks))
+    print("\n\n".join(blocks))
+    return 0
+
+
+def _load_evolve(paths: Sequence[str], alone: bool = False) -> list[Any]:
+    from reports.evolve import load_evolve, require_candidates
+
+    runs = [load_evolve(p) for p in paths]
+    if alone:  # one search that has evaluated nothing: one line, not a table of dashes
+        require_candidates(runs[0], "show")
+    return runs
+
+
+def _evolve_json(run: Any, ks: Sequence[int] | None) -> dict[str, Any]:
+    """results.json of an evolve run (when written, and computed from the rows now stored) with the
+    budget table computed from its rows."""
+    from harness.core.results import results_stale
+    from harness.core.store import RESULTS
+    from reports.evolve import budget_table
+
+    path = Path(run.path) / RESULTS
+    stale = results_stale(run.path)
+    try:
+        base = json.loads(path.read_text(encoding="utf-8")) if path.is_file() and not stale else {}
+    except ValueError:
+        base = {}
+    return {**(base if isinstance(base, dict) else {}), "kind": "evolve", "path": str(run.path),
+            "partial": run.partial, "stale_results": stale, "solved_definition": run.solved_definition,
+            "budgets": budget_table(run, ks)}
+
+
+def format_events(folder: str | Path) -> list[str]:
+    """Lines for the execution events config.json records (Ray replicas lost and restarted)."""
+    from harness.core.store import RunStore
+
+    events = RunStore(folder).events()
+    if not events:
+        return []
+    out = [f"{Path(folder).name}: {len(events)} execution event{'s' if len(events) != 1 else ''} "
+           "(config.json execution.events)"]
+    for e in events:
+        what = e.get("event", "?")
+        detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("event", "time"))
+        out.append(f"  {e.get('time', '?')}  {what}" + (f"  {detail}" if detail else ""))
+    return out

@@ -1,0 +1,203 @@
+"""What a run is: :class:`RunConfig` = task + model + sampling (its identity) + execution (how it ran).
+
+The ks at which best@k / pass@k are read (``sampling.ks``) are not part of the identity: they are
+metrics over the stored pool, so other ks on a finished run only recompute results.json.
+
+Two invocations with equal task, model and sampling sections (plus the recorded problem data and
+model weights, see ``harness.eval.runner``) are the same run: the second resumes the first. Everything
+in :class:`ExecutionSpec` may change between a run and its resumption. The split follows OpenEvolve's
+nested config dataclasses: each section is a plain dataclass that serialises with ``asdict``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from harness.core.executors.config import ExecutorConfig
+from harness.core.metrics import default_ks
+
+#: config.json layout version; older folders (flat config) are refused for resume with a clear message
+CONFIG_FORMAT = 2
+
+
+@dataclass
+class TaskSpec:
+    """Which problems and how they are posed."""
+
+    name: str
+    split: str = "test"
+    options: dict[str, Any] = field(default_factory=dict)
+    data_path: str | None = None
+    limit: int | None = None
+    prompt_style: str = "full"
+
+
+@dataclass
+class ModelSpec:
+    """Which model answers: a backend spec (``hf:PATH``, ``vllm:ID``, ``openai:NAME``, ``mock:...``).
+
+    The server URL of an ``openai:`` model is not here: where a model is served (host, port) says
+    nothing about what it answers, so it is :attr:`ExecutionSpec.base_url` and a run resumes against
+    the same served model on another port. The served model's name (the spec) stays identity."""
+
+    spec: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SamplingSpec:
+    """The pool: n chains x m answers per problem, how they are sampled and at which k they are read."""
+
+    m: int = 1  # answers per chain; 1 = the single-answer prompt
+    n: int = 10  # chains per problem
+    #: where best@k / pass@k are read: not identity (see NOT_IDENTITY). None: those of DEFAULT_KS that
+    #: the pool n*m can estimate, so a small pool never fails on ks nobody asked for
+    ks: tuple[int, ...] | None = None
+    temperature: float | None = None  # None: the task's default from the paper
+    top_p: float | None = None
+    max_tokens: int = 1024
+    seed: int = 0
+    #: the chat template's keyword arguments (``{"enable_thinking": False}`` for Qwen3 as the paper ran
+    #: it): they change the prompt the model sees, so they are identity (left out of it while empty, so
+    #: runs from before the field existed keep their identity and folder name)
+    chat_template_args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ks = default_ks(self.n * self.m) if self.ks is None else tuple(self.ks)
+
+
+@dataclass
+class ExecutionSpec:
+    """How the run is executed; never part of its identity (may change on resume)."""
+
+    out: str | None = None
+    #: OpenAI-compatible server URL(s) of an ``openai:`` model (see :class:`ModelSpec`)
+    base_url: str | None = None
+    #: the protocol preset the sampling settings came from (``paper``), recorded for provenance; the
+    #: settings it chose are in the sampling section, which is what identifies the run
+    protocol: str | None = None
+    concurrency: int = 32
+    flush_every: int = 16
+    retry_errors: bool = False
+    score_workers: int = 1
+    progress: bool = True
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # local | ray (replicas, ...)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.executor, dict):  # read back from config.json
+            self.executor = ExecutorConfig(**self.executor)
+
+
+#: the sections that identify a run, in config.json order
+IDENTITY_SECTIONS = ("task", "model", "sampling")
+#: fields of those sections that do not: the ks are metrics computed from the stored rows, so a finished
+#: run read at other ks is the same run (config.json keeps them at top level, ``"ks"``)
+#: ``model.base_url`` was identity in older folders; listed so their resume check ignores it
+NOT_IDENTITY = ("sampling.ks", "model.base_url")
+#: identity fields left out while empty (added after runs existed: an empty value keeps old identities)
+OMIT_WHEN_EMPTY = ("sampling.chat_template_args",)
+_SECTIONS = {"task": TaskSpec, "model": ModelSpec, "sampling": SamplingSpec, "execution": ExecutionSpec}
+#: flat keyword -> (section, field) where the flat name differs from the field name (EvolveConfig too)
+ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),
+            "model_args": ("model", "args")}
+
+
+def recorded_ks(config: dict[str, Any]) -> list[int]:
+    """The ks a config.json record reads its metrics at: top-level ``ks``, or ``identity.sampling.ks``
+    in folders written before the ks left the identity; [] when neither is there."""
+    ks = config.get("ks")
+    if ks is None:
+        ks = ((config.get("identity") or {}).get("sampling") or {}).get("ks")
+    return [int(k) for k in ks or []]
+
+
+@dataclass
+class RunConfig:
+    task: TaskSpec
+    model: ModelSpec
+    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    execution: ExecutionSpec = field(default_factory=ExecutionSpec)
+
+    @classmethod
+    def of(cls, **flat: Any) -> "RunConfig":
+        """Build from flat keywords (``task=, model=, n=, m=, out=, ...``): every field name is unique
+        across sections, plus ``task``/``task_options``/``model``/``model_args`` for the names."""
+        where = {f.name: (sec, f.name) for sec, dc in _SECTIONS.items() for f in fields(dc)}
+        where.update(ALIASES)
+        parts: dict[str, dict[str, Any]] = {sec: {} for sec in _SECTIONS}
+        for key, value in flat.items():
+            if key not in where:
+                raise TypeError(f"RunConfig.of() got an unknown field {key!r}; known: {', '.join(sorted(where))}")
+            sec, name = where[key]
+            parts[sec][name] = value
+        if "name" not in parts["task"] or "spec" not in parts["model"]:
+            raise TypeError("RunConfig.of() needs task= and model=")
+        if "ks" in parts["sampling"]:
+            parts["sampling"]["ks"] = tuple(parts["sampling"]["ks"])
+        return cls(**{sec: dc(**parts[sec]) for sec, dc in _SECTIONS.items()})
+
+    def validate(self) -> None:
+        s = self.sampling
+        if s.m < 1:
+            raise ValueError(f"m (answers per chain) must be >= 1, got {s.m}")
+        if s.n < 1:
+            raise ValueError(f"n (chains per problem) must be >= 1, got {s.n}")
+        if not s.ks or any(k < 1 for k in s.ks):
+            raise ValueError(f"every k must be >= 1, got {list(s.ks)}")
+        too_big = [k for k in s.ks if k > s.n * s.m]
+        if too_big:  # best@k / pass@k of k > pool size are undefined (they came out NaN)
+            raise ValueError(f"k = {', '.join(map(str, too_big))} exceeds the pool of {s.n * s.m} candidates per "
+                             f"problem (n={s.n} chains x m={s.m} answers); use k <= {s.n * s.m} or raise -n / -m")
+        if not isinstance(s.chat_template_args, dict) or not all(isinstance(k, str) and k for k in s.chat_template_args):
+            raise ValueError(f"chat_template_args must map names to values (k=v,...), got {s.chat_template_args!r}")
+        if self.task.limit is not None and self.task.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.task.limit}")
+        self.execution.executor.validate()
+
+    def identity(self) -> dict[str, Any]:
+        """The sections that make a run what it is (JSON-ready), less :data:`NOT_IDENTITY`."""
+        from harness.core.models import identity_args
+
+        out = {sec: asdict(getattr(self, sec)) for sec in IDENTITY_SECTIONS}
+        out["model"]["args"] = identity_args(self.model.spec, self.model.args)  # not timeouts, keys, batch sizes
+        for dotted in NOT_IDENTITY:
+            sec, name = dotted.split(".")
+            out[sec].pop(name, None)
+        for dotted in OMIT_WHEN_EMPTY:
+            sec, name = dotted.split(".")
+            if not out[sec].get(name):
+                out[sec].pop(name, None)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.identity()
+        out["sampling"]["ks"] = list(self.sampling.ks)
+        out["sampling"]["chat_template_args"] = dict(self.sampling.chat_template_args)
+        out["model"]["args"] = dict(self.model.args)
+        out["execution"] = asdict(self.execution)
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "RunConfig":
+        missing = [sec for sec in ("task", "model") if not isinstance(d.get(sec), dict)]
+        if missing:
+            raise ValueError(f"not a nested run config (no {missing[0]!r} section): written by an older vpo-harness?")
+        kw: dict[str, Any] = {}
+        for sec, dc in _SECTIONS.items():
+            known = {f.name for f in fields(dc)}
+            kw[sec] = dc(**{k: v for k, v in (d.get(sec) or {}).items() if k in known})
+        kw["sampling"].ks = tuple(kw["sampling"].ks)
+        return cls(**kw)
+
+    def default_out(self) -> Path:
+        """A deterministic folder name from the identity, so repeating a command resumes the same run."""
+        h = hashlib.sha1(json.dumps(self.identity(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        model = self.model.spec.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
+        return Path("runs") / f"{self.task.name}-{model}-m{self.sampling.m}-n{self.sampling.n}-{h}"
+
+    @property
+    def pool_size(self) -> int:
+        return self.sampling.n * self.sampling.m

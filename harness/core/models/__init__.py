@@ -1,0 +1,163 @@
+"""Backend factory: lm-eval style specs (``hf:PATH``, ``vllm:ID``, ``openai:NAME``, ``mock:MODE``) -> a Backend.
+
+Heavy libraries (torch, transformers, vllm, openai) are imported only by the backend module that is
+actually asked for, so ``vpo --help`` and the CPU-only test suite never pay for (or need) them.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, check_args
+
+__all__ = [
+    "Backend",
+    "GenRequest",
+    "Generation",
+    "SamplingConfig",
+    "KNOWN_BACKENDS",
+    "EXECUTION_ARGS",
+    "identity_args",
+    "accepted_args",
+    "check_args",
+    "load_backend",
+    "parse_model_args",
+    "parse_spec",
+    "register_backend",
+]
+
+Factory = Callable[[str, "str | None", dict[str, Any]], Backend]
+
+#: --model-args that change how requests are made, never what a chain's text is: they may differ when a
+#: run is resumed, and they are not written into the run's identity (``api_key`` is never written at all)
+EXECUTION_ARGS: dict[str, frozenset[str]] = {
+    "openai": frozenset({"concurrency", "max_retries", "timeout", "deadline", "backoff_base", "backoff_max",
+                         "api_key", "eject_after", "cooldown_s"}),
+    "hf": frozenset({"batch_size"}),  # each chain has its own seeded sampler: text independent of the batch
+    "mock": frozenset({"latency_s"}),
+}
+
+
+def identity_args(spec: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The model args that identify a run (``args`` less the backend's :data:`EXECUTION_ARGS`)."""
+    skip = EXECUTION_ARGS.get(spec.split(":", 1)[0], frozenset())
+    return {k: v for k, v in (args or {}).items() if k not in skip}
+
+
+def _coerce(value: str) -> Any:
+    """``"8"`` -> 8, ``"0.9"`` -> 0.9, ``"true"`` -> True, ``"none"`` -> None, else the string.
+
+    Same spirit as lm-eval's ``--model_args``: users type one flat string on the command line."""
+    low = value.strip().lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value.strip()
+
+
+def parse_model_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
+    """``"k=v,k2=v2"`` -> ``{"k": v, "k2": v2}`` with int/float/bool/None coercion.
+
+    A dict is passed through (copied) so callers can hand in either form."""
+    if args is None:
+        return {}
+    if isinstance(args, dict):
+        return dict(args)
+    if not isinstance(args, str):
+        raise TypeError(f"model_args must be a dict or a 'k=v,k2=v2' string, got {type(args).__name__}")
+    out: dict[str, Any] = {}
+    for part in args.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"bad model_args entry {part!r}: expected key=value (in {args!r})")
+        key, value = part.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise ValueError(f"bad model_args entry {part!r}: empty key (in {args!r})")
+        out[key] = _coerce(value)
+    return out
+
+
+def accepted_args(cls: type, exclude: tuple[str, ...] = ("self", "model", "model_args")) -> list[str]:
+    """The keyword arguments a backend class takes: its ``__init__`` signature is the one list."""
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in params if p.name not in exclude and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _make_hf(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
+    from harness.core.models.hf import HFBackend
+
+    check_args("hf", args, accepted_args(HFBackend))
+    return HFBackend(model, **args)
+
+
+def _make_vllm(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
+    from harness.core.models.vllm_offline import VLLMOfflineBackend
+
+    return VLLMOfflineBackend(model, model_args=args)
+
+
+def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
+    from harness.core.models.openai_server import OpenAIServerBackend
+
+    url = base_url or args.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL")
+    if not url:
+        raise ValueError(
+            f"openai:{model} needs a server URL: pass base_url (e.g. http://127.0.0.1:8000/v1) "
+            "or set OPENAI_BASE_URL"
+        )
+    check_args("openai", args, accepted_args(OpenAIServerBackend, ("self", "model", "base_url")))
+    return OpenAIServerBackend(model, base_url=url, **args)
+
+
+def _make_mock(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
+    from harness.core.models.mock import MockBackend
+
+    check_args("mock", args, accepted_args(MockBackend, ("self", "mode")))
+    return MockBackend(model, **args)
+
+
+_FACTORIES: dict[str, Factory] = {"hf": _make_hf, "vllm": _make_vllm, "openai": _make_openai, "mock": _make_mock}
+KNOWN_BACKENDS: tuple[str, ...] = tuple(_FACTORIES)
+
+
+def register_backend(prefix: str, factory: Factory) -> None:
+    """Plug in another backend kind (test doubles, experimental engines) without editing this file."""
+    global KNOWN_BACKENDS
+    _FACTORIES[prefix] = factory
+    KNOWN_BACKENDS = tuple(_FACTORIES)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """``"hf:smollm2-135m"`` -> ``("hf", "smollm2-135m")``; errors name the known backends."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ValueError(
+            f"bad model spec {spec!r}: expected BACKEND:MODEL with BACKEND one of {', '.join(_FACTORIES)} "
+            "(e.g. hf:smollm2-135m, vllm:Qwen/Qwen3-1.7B, openai:gpt-4o-mini)"
+        )
+    kind, model = spec.split(":", 1)
+    kind = kind.strip().lower()
+    model = model.strip()
+    if kind not in _FACTORIES:
+        raise ValueError(f"unknown backend {kind!r} in spec {spec!r}; known backends: {', '.join(_FACTORIES)}")
+    if not model:
+        raise ValueError(f"model spec {spec!r} names no model after '{kind}:'")
+    return kind, model
+
+
+def load_backend(spec: str, *, base_url: str | None = None, model_args: dict[str, Any] | str | None = None) -> Backend:
+    """Build the backend a spec names. Zoo names (``smollm2-135m``...) are resolved by hf/vllm."""
+    kind, model = parse_spec(spec)
+    return _FACTORIES[kind](model, base_url, parse_model_args(model_args))

@@ -1,0 +1,455 @@
+"""Any OpenAI-compatible server (vLLM / SGLang servers, hosted APIs) as a Backend.
+
+Why it looks the way it does:
+- Long evals hit flaky servers: 429s, 5xx, timeouts, dropped sockets, half-written JSON. We retry
+  those ourselves (exponential backoff with full jitter, so many workers don't retry in lock-step)
+  and the client's own retries are off (``max_retries=0``) so attempts are counted in one place.
+- A failure that survives every retry becomes a ``Generation`` with ``error`` set; nothing escapes
+  and kills a multi-hour run. The runner decides later whether to re-run errored chains.
+- The runner is synchronous but wants each chain as soon as it finishes (crash-resume appends to
+  disk), so an asyncio loop runs on a background thread and finished chains cross over a queue.
+- Concurrency is bounded by a semaphore (servers queue or 429 beyond their batch size anyway).
+
+``use_n``: with ``n > 1`` a server samples all k chains of a prompt in one request, sharing the
+prompt's prefill. One seed then covers the whole group (``seeds[0]``), so a chain's text depends on
+which chains were requested together; with ``use_n=False`` each chain is its own request with its
+own seed and is reproducible on its own (what resume of a partial group needs). ``"auto"`` uses
+``n`` and falls back to per-chain requests once a server rejects ``n`` or returns too few choices.
+
+Chat-template arguments (``SamplingConfig.chat_template_args``, e.g. Qwen3's ``enable_thinking``) go
+in the chat request body as ``chat_template_kwargs``, the field vLLM and SGLang servers read (merged
+over any ``chat_template_kwargs`` in ``extra_body``); in completions mode they go to the local
+tokenizer's template instead.
+
+Only SamplingConfig's fields are sent; a vLLM server may still add the checkpoint's own sampling
+defaults (its ``--generation-config``), which the local hf/vllm backends deliberately do not.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from harness.core.models.endpoints import EndpointPool, split_urls
+from harness.core.models.prompting import render_messages
+
+_DONE = object()
+
+
+class GarbageResponse(Exception):
+    """A 2xx reply we cannot read (bad JSON, no choices). Retried like a 5xx: usually transient."""
+
+
+class RequestDeadline(Exception):
+    """An attempt ran past its wall-clock deadline (a slow or trickling server). Retried."""
+
+
+class _TooFewChoices(Exception):
+    """The server ignored ``n``; the request is redone per chain."""
+
+
+@dataclass
+class _Unit:
+    """One request to send: a whole group (n > 1) or a single chain."""
+
+    req: GenRequest
+    chain_indices: tuple[int, ...]
+    seeds: tuple[int, ...]
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    resp = getattr(exc, "response", None)
+    headers = getattr(resp, "headers", None)
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+class OpenAIServerBackend(Backend):
+    """Chat or completions endpoint of an OpenAI-compatible server."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        mode: str = "chat",
+        concurrency: int = 32,
+        max_retries: int = 6,
+        timeout: float = 600.0,
+        deadline: float | None = None,
+        use_n: bool | str = "auto",
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        api_key: str | None = None,
+        tokenizer: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+        send_seed: bool = True,
+        eject_after: int = 3,
+        cooldown_s: float = 10.0,
+    ) -> None:
+        if mode not in ("chat", "completions"):
+            raise ValueError(f"mode must be 'chat' or 'completions', got {mode!r}")
+        if use_n not in ("auto", True, False):
+            raise ValueError(f"use_n must be 'auto', true or false, got {use_n!r}")
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        # several comma-separated URLs: requests are spread over them (harness/core/models/endpoints.py)
+        self.base_urls = split_urls(self.base_url) or [None]
+        self.eject_after, self.cooldown_s = int(eject_after), float(cooldown_s)
+        self.mode = mode
+        self.concurrency = int(concurrency)
+        self.max_retries = int(max_retries)
+        self.timeout = float(timeout)
+        # the client's timeout is per read: a server trickling a byte a second never trips it, so
+        # every attempt also gets a wall-clock deadline (default: the timeout) and is retried past it
+        self.deadline = float(deadline) if deadline is not None else self.timeout
+        if self.deadline <= 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+        self.use_n = use_n
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.extra_body = dict(extra_body or {})
+        self.send_seed = bool(send_seed)
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self._tokenizer_path = tokenizer
+        self._tokenizer: Any = None
+        if tokenizer is not None:
+            from transformers import AutoTokenizer  # lazy: only completions mode with a local template
+
+            from harness.core.models import zoo
+
+            self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve_local(tokenizer))
+        # Learned once per backend: flips to False when the server refuses n > 1.
+        self._n_ok: bool = use_n is not False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pool: EndpointPool | None = None
+        self._rng = random.Random()
+        self.stats = {"requests": 0, "retries": 0, "errors": 0}
+
+    # ---- the loop thread -------------------------------------------------------------------------
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is not None:
+            return self._loop
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="openai-backend-loop", daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        return loop
+
+    async def _get_pool(self) -> EndpointPool:
+        # Built on the loop thread: the async HTTP pools belong to the loop that created them.
+        if self._pool is None:
+            from openai import AsyncOpenAI
+
+            pool = EndpointPool(
+                self.base_urls,
+                lambda url: AsyncOpenAI(api_key=self._api_key, base_url=url, max_retries=0, timeout=self.timeout),
+                eject_after=self.eject_after, cooldown_s=self.cooldown_s,
+                health_timeout_s=min(self.timeout, 10.0))
+            await pool.start()
+            self._pool = pool
+        return self._pool
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None:
+            return
+        if self._pool is not None:
+            try:
+                asyncio.run_coroutine_threadsafe(self._pool.aclose(), loop).result(timeout=10)
+            except Exception:  # closing is best effort: the process may be shutting down
+                pass
+            self._pool = None
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout=10)
+        loop.close()
+        self._loop = self._thread = None
+
+    # ---- public API ------------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        import openai
+
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "base_url": self.base_url,
+            "args": {
+                "mode": self.mode,
+                "concurrency": self.concurrency,
+                "max_retries": self.max_retries,
+                "timeout": self.timeout,
+                "deadline": self.deadline,
+                "use_n": self.use_n,
+                "tokenizer": self._tokenizer_path,
+                "extra_body": self.extra_body,
+                "send_seed": self.send_seed,
+                "eject_after": self.eject_after,
+                "cooldown_s": self.cooldown_s,
+            },
+            "library": {"openai": openai.__version__},
+        }
+
+    def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
+        requests = list(requests)
+        if not requests:
+            return
+        loop = self._ensure_loop()
+        out: queue.Queue = queue.Queue()
+        future = asyncio.run_coroutine_threadsafe(self._run_all(requests, sampling, out), loop)
+        try:
+            while True:
+                item = out.get()
+                if item is _DONE:
+                    break
+                yield item
+            future.result()  # surfaces bugs in this module instead of silently dropping chains
+        finally:
+            if not future.done():  # consumer stopped early: stop sending requests
+                future.cancel()
+
+    # ---- async core ------------------------------------------------------------------------------
+
+    async def _run_all(self, requests: list[GenRequest], sampling: SamplingConfig, out: queue.Queue) -> None:
+        try:
+            await self._get_pool()
+            sem = asyncio.Semaphore(self.concurrency)
+            for req in requests:  # validate everything before the first request goes out
+                if len(req.chain_indices) != len(req.seeds):
+                    raise ValueError(f"{req.problem_id}: {len(req.chain_indices)} chain indices but {len(req.seeds)} seeds")
+            tasks = []
+            for req in requests:
+                if not req.chain_indices:
+                    continue
+                if self._n_ok and len(req.chain_indices) > 1:
+                    units = [_Unit(req, req.chain_indices, req.seeds)]
+                else:
+                    units = [_Unit(req, (c,), (s,)) for c, s in zip(req.chain_indices, req.seeds)]
+                for unit in units:
+                    tasks.append(asyncio.ensure_future(self._run_unit(unit, sampling, sem, out)))
+            try:
+                await asyncio.gather(*tasks)
+            finally:
+                for t in tasks:
+                    t.cancel()
+        finally:
+            out.put(_DONE)
+
+    async def _run_unit(self, unit: _Unit, sampling: SamplingConfig, sem: asyncio.Semaphore, out: queue.Queue) -> None:
+        if len(unit.chain_indices) > 1 and self._n_ok:
+            try:
+                for gen in await self._attempts(unit, sampling, sem):
+                    out.put(gen)
+                return
+            except _TooFewChoices:
+                self._n_ok = False
+
+        async def single(c: int, s: int) -> None:
+            for gen in await self._attempts(_Unit(unit.req, (c,), (s,)), sampling, sem):
+                out.put(gen)
+
+        await asyncio.gather(*(single(c, s) for c, s in zip(unit.chain_indices, unit.seeds)))
+
+    def _backoff(self, attempt: int, exc: BaseException) -> float:
+        """Full jitter: uniform in [0, min(cap, base * 2^attempt)]; a server's Retry-After wins."""
+        delay = self._rng.uniform(0.0, min(self.backoff_max, self.backoff_base * (2**attempt)))
+        hint = _retry_after(exc)
+        if hint is not None:
+            delay = max(delay, min(hint, self.backoff_max))
+        return delay
+
+    def _retryable(self, exc: BaseException) -> bool:
+        import openai
+
+        if isinstance(exc, (GarbageResponse, json.JSONDecodeError, openai.APIResponseValidationError)):
+            return True
+        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError,
+                            RequestDeadline)):
+            return True
+        status = _status(exc)
+        if status is not None:
+            return status in (408, 409, 429) or status >= 500
+        return False
+
+    def _rejects_n(self, exc: BaseException, n: int) -> bool:
+        """A 400/422 to a request with n > 1 under use_n=auto: the server does not do n."""
+        return self.use_n == "auto" and n > 1 and _status(exc) in (400, 422)
+
+    async def _attempts(self, unit: _Unit, sampling: SamplingConfig, sem: asyncio.Semaphore) -> list[Generation]:
+        n = len(unit.chain_indices)
+        t0 = time.perf_counter()
+        last: BaseException | None = None
+        attempts = 0
+        for attempt in range(self.max_retries + 1):
+            attempts = attempt + 1
+            try:
+                async with sem:
+                    self.stats["requests"] += 1
+                    try:
+                        gens = await asyncio.wait_for(self._once(unit, sampling), self.deadline)
+                    except asyncio.TimeoutError:
+                        raise RequestDeadline(f"no complete reply within the {self.deadline:g} s deadline "
+                                              "(model_args deadline=...)") from None
+                elapsed = time.perf_counter() - t0
+                for g in gens:
+                    g.attempts = attempts
+                    g.latency_s = elapsed
+                return gens
+            except _TooFewChoices:
+                raise
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below; unknown ones become errors
+                last = exc
+                if self._rejects_n(exc, n):
+                    raise _TooFewChoices() from exc
+                if not self._retryable(exc) or attempt == self.max_retries:
+                    break
+                self.stats["retries"] += 1
+                await asyncio.sleep(self._backoff(attempt, exc))
+        self.stats["errors"] += n
+        msg = f"{type(last).__name__}: {last}"[:500] if last is not None else "unknown error"
+        elapsed = time.perf_counter() - t0
+        return [
+            Generation(
+                problem_id=unit.req.problem_id,
+                chain_index=c,
+                text="",
+                error=msg,
+                attempts=attempts,
+                latency_s=elapsed,
+                extra={"seed": s},
+            )
+            for c, s in zip(unit.chain_indices, unit.seeds)
+        ]
+
+    def _prompt_text(self, req: GenRequest, sampling: SamplingConfig | None = None) -> str:
+        return render_messages(req.messages, self._tokenizer, template_kwargs(sampling) if sampling else None)
+
+    def _extra_body(self, sampling: SamplingConfig) -> dict[str, Any]:
+        """``extra_body`` plus, in chat mode, the template arguments as ``chat_template_kwargs``."""
+        body = dict(self.extra_body)
+        tmpl = template_kwargs(sampling)
+        if tmpl and self.mode == "chat":
+            given = body.get("chat_template_kwargs")
+            body["chat_template_kwargs"] = {**(given if isinstance(given, dict) else {}), **tmpl}
+        return body
+
+    async def _once(self, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
+        pool = await self._get_pool()
+        async with pool.use() as ep:
+            gens = await self._send(ep.client, unit, sampling)
+        if pool.managed:
+            for g in gens:
+                g.extra["endpoint"] = ep.url
+        return gens
+
+    def endpoint_stats(self) -> dict[str, Any]:
+        """Per endpoint: requests, failures, ejections, re-admissions, admitted now."""
+        return self._pool.describe() if self._pool is not None else {}
+
+    async def _send(self, client: Any, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
+        n = len(unit.chain_indices)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if sampling.stop:
+            kwargs["stop"] = list(sampling.stop)
+        if n > 1:
+            kwargs["n"] = n
+        if self.send_seed:
+            kwargs["seed"] = int(unit.seeds[0])
+        extra_body = self._extra_body(sampling)
+        if extra_body:
+            kwargs["extra_body"] = extra_body
+        if self.mode == "chat":
+            resp = await client.chat.completions.create(messages=unit.req.messages, **kwargs)
+        else:
+            resp = await client.completions.create(prompt=self._prompt_text(unit.req, sampling), **kwargs)
+        return self._to_generations(unit, resp)
+
+    def _to_generations(self, unit: _Unit, resp: Any) -> list[Generation]:
+        n = len(unit.chain_indices)
+        choices = getattr(resp, "choices", None)
+        if isinstance(resp, (str, bytes)) or not isinstance(choices, list) or not choices:
+            raise GarbageResponse(f"no choices in response: {str(resp)[:200]!r}")
+        try:
+            ordered = sorted(choices, key=lambda ch: ch.index if isinstance(ch.index, int) else 0)
+            texts = []
+            for ch in ordered:
+                reasoning = None
+                if self.mode == "chat":
+                    text = ch.message.content if ch.message is not None else None
+                    # vLLM/SGLang reasoning parsers split thinking out of content; keep it for audits
+                    reasoning = getattr(ch.message, "reasoning_content", None) or getattr(ch.message, "reasoning", None)
+                else:
+                    text = ch.text
+                if text is None:
+                    # a 200 without text is not an empty answer: scoring it would be a silent zero
+                    raise GarbageResponse(f"choice {getattr(ch, 'index', '?')} has null "
+                                          f"{'message.content' if self.mode == 'chat' else 'text'} "
+                                          f"(finish_reason {ch.finish_reason!r})")
+                if not isinstance(text, str):
+                    raise GarbageResponse(f"choice text is {type(text).__name__}")
+                texts.append((text, ch.finish_reason, reasoning if isinstance(reasoning, str) else None))
+        except (AttributeError, TypeError) as exc:
+            raise GarbageResponse(f"malformed choices: {exc}") from exc
+        if len(texts) < n:
+            if self.use_n == "auto" and n > 1:
+                raise _TooFewChoices()
+            raise GarbageResponse(f"asked for n={n}, got {len(texts)} choices")
+        usage = getattr(resp, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        completion_tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
+        gens = []
+        for i, (c, s) in enumerate(zip(unit.chain_indices, unit.seeds)):
+            text, finish, reasoning = texts[i]
+            extra: dict[str, Any] = {"seed": int(unit.seeds[0]) if n > 1 else int(s)}
+            if reasoning:
+                extra["reasoning"] = reasoning
+            if n > 1:
+                # The server reports one completion-token total for all n choices; splitting it
+                # would invent numbers, so each chain carries the shared total instead.
+                extra["group_n"] = n
+                extra["group_usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+            gens.append(
+                Generation(
+                    problem_id=unit.req.problem_id,
+                    chain_index=c,
+                    text=text,
+                    prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
+                    completion_tokens=completion_tokens if n == 1 and isinstance(completion_tokens, int) else None,
+                    finish_reason=finish if isinstance(finish, str) else None,
+                    extra=extra,
+                )
+            )
+        return gens

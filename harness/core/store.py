@@ -1,0 +1,361 @@
+"""The run store: one run = one folder, append-only, resumable.
+
+    RUN/config.json     ``identity`` (what the run is: checked on resume) + the record of how it ran
+    RUN/samples.jsonl   one row per chain, appended in batches (fsync'ed every few seconds and at the end)
+    RUN/results.json    metrics with standard errors (rewritten from samples at the end)
+
+A crash can only ever cut the last line of samples.jsonl; on resume that partial line is truncated
+away, every complete row is kept, and only the missing chains are generated again. Rows are keyed by
+(problem_id, chain_index); if a key appears twice (``--retry-errors``) the later row wins.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from harness.core.config import NOT_IDENTITY
+from harness.core.models import identity_args
+from harness.core.rows import check_row
+
+CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
+#: results.json field: the size of samples.jsonl the metrics were computed from (stale when it differs)
+SAMPLES_BYTES = "samples_bytes"
+
+#: the config.json section that identifies a run; every other key may differ on resume
+IDENTITY = "identity"
+
+
+class RunStoreError(RuntimeError):
+    pass
+
+
+#: config.json is rewritten whole; events may come from a dispatch thread while the main one records
+_EVENT_LOCK = threading.Lock()
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer, np.bool_)):
+        return o.item()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def dumps(obj: Any) -> str:
+    """One JSON line, UTF-8 safe: text a server sent with lone surrogates (``"\\ud800"``) cannot be
+    encoded as UTF-8, so such a value is written with ``\\u`` escapes instead (json reads it back
+    exactly); everything else keeps readable non-ASCII."""
+    text = json.dumps(obj, default=_json_default, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, default=_json_default, ensure_ascii=True)
+    return text
+
+
+def _io_error(path: Path, exc: OSError) -> RunStoreError:
+    """An unwritable or full run folder as one line naming the file."""
+    why = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+           errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+           errno.EROFS: "read-only file system"}.get(exc.errno or 0, exc.strerror or str(exc))
+    return RunStoreError(f"{path}: cannot write ({why}); choose another --out folder or free space, "
+                         "then re-run the same command to resume")
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        text = json.dumps(obj, default=_json_default, indent=2, ensure_ascii=False)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: escape them (see dumps)
+            data = json.dumps(obj, default=_json_default, indent=2, ensure_ascii=True).encode("utf-8")
+        tmp.write_bytes(data + b"\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise _io_error(path, exc) from exc
+
+
+class RunStore:
+    """Append-only writer of one run folder."""
+
+    def __init__(self, folder: str | Path, flush_every: int = 16, fsync_interval_s: float = 2.0):
+        self.folder = Path(folder)
+        self.flush_every = max(1, int(flush_every))
+        # write() already survives a killed process (the page cache keeps it); fsync only guards
+        # against power loss, so it is paced by time instead of paid on every batch
+        self.fsync_interval_s = fsync_interval_s
+        self._last_fsync = 0.0
+        self._buf: list[str] = []
+        self._fh = None
+        self._lock_fh = None
+
+    # ---- one writer per folder --------------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the folder's writer lock (``flock`` on RUN/.lock, released by the kernel if the process
+        dies). A second ``vpo run`` on the same folder would sample every chain again; it is refused."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fh = open(self.folder / LOCK, "a+")
+        except OSError as exc:
+            raise _io_error(self.folder / LOCK, exc) from exc
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise RunStoreError(f"{self.folder}: another vpo run is writing this folder ({holder}); wait for "
+                                "it to finish, or use another --out folder") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        self._lock_fh = fh
+
+    def unlock(self) -> None:
+        if self._lock_fh is not None:
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    # ---- config -----------------------------------------------------------------------------------
+    def init(self, config: dict[str, Any]) -> bool:
+        """Create the folder or check it holds the same run (equal ``identity``). Returns True when resuming."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _io_error(self.folder, exc) from exc
+        cfg_path = self.folder / CONFIG
+        if cfg_path.exists():
+            old = self.read_config()
+            if IDENTITY not in old:
+                raise RunStoreError(
+                    f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' section); "
+                    "it can still be read (vpo show, vpo plot) but not resumed: use another --out folder")
+            a, b = _flatten(old[IDENTITY]), _flatten(config[IDENTITY])
+            for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
+                a.pop(key, None)
+                b.pop(key, None)
+            for d in (a, b):  # execution-only model args (timeouts, batch sizes) in older folders
+                if isinstance(d.get("model.args"), dict):
+                    d["model.args"] = identity_args(str(d.get("model.spec", "")), d["model.args"])
+            diff = sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k)))
+            if diff and not self.samples_bytes():
+                # nothing sampled under the old settings (a typo in --model, a server that was down):
+                # the folder holds no run yet, so the corrected command starts it instead of being refused
+                write_json_atomic(cfg_path, config)
+                return False
+            if diff:
+                detail = "; ".join(f"{k}: {_short(a.get(k))} -> {_short(b.get(k))}" for k in diff[:5])
+                raise RunStoreError(
+                    f"{cfg_path}: the run folder holds a different run (fields {', '.join(diff)} differ: {detail}). "
+                    "Use another --out folder, or the same settings to resume.")
+            return True
+        write_json_atomic(cfg_path, config)
+        return False
+
+    def read_config(self) -> dict[str, Any]:
+        cfg_path = self.folder / CONFIG
+        try:
+            return json.loads(cfg_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RunStoreError(f"{cfg_path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+
+    def update_record(self, **fields: Any) -> None:
+        """Set top-level config.json fields outside the identity (the ks metrics are read at)."""
+        cfg = self.read_config()
+        if any(_canon(cfg.get(k)) != _canon(v) for k, v in fields.items()):
+            cfg.update(fields)
+            write_json_atomic(self.folder / CONFIG, cfg)
+
+    def results_ks(self) -> list[int] | None:
+        """The ks results.json holds best@k for (None without a readable results.json)."""
+        try:
+            metrics = json.loads((self.folder / RESULTS).read_text(encoding="utf-8")).get("metrics") or {}
+        except (OSError, ValueError):
+            return None
+        return sorted(int(k[5:]) for k in metrics if k.startswith("best@") and k[5:].isdigit())
+
+    def record_backend(self, description: dict[str, Any]) -> None:
+        """Add the backend's ``describe()`` to config.json (a list: one entry per distinct backend that
+        sampled into this folder). Not part of the identity: a resume may use another server."""
+        cfg = self.read_config()
+        seen = cfg.setdefault("backends", [])
+        if not seen or _canon(seen[-1]) != _canon(description):
+            seen.append(description)
+            write_json_atomic(self.folder / CONFIG, cfg)
+
+    def append_event(self, event: dict[str, Any]) -> None:
+        """Add one execution event (a Ray replica lost, a replacement started) to config.json's
+        ``execution.events``, stamped with the UTC time, as one atomic rewrite: a run killed right
+        after still says what happened to it. Not part of the identity, so a resume keeps the list."""
+        import datetime as _dt
+
+        stamped = {"time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **event}
+        with _EVENT_LOCK:
+            cfg = self.read_config()
+            ex = cfg.get("execution")
+            if not isinstance(ex, dict):
+                ex = cfg["execution"] = {} if ex is None else {"value": ex}
+            events = ex.get("events")
+            ex["events"] = (list(events) if isinstance(events, list) else []) + [stamped]
+            write_json_atomic(self.folder / CONFIG, cfg)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The execution events config.json records (oldest first); [] when none."""
+        try:
+            ex = self.read_config().get("execution")
+        except OSError:
+            return []
+        events = ex.get("events") if isinstance(ex, dict) else None
+        return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+
+    # ---- samples ----------------------------------------------------------------------------------
+    def repair(self) -> int:
+        """Cut a partial last line left by a crash; returns the number of bytes dropped."""
+        path = self.folder / SAMPLES
+        if not path.exists():
+            return 0
+        data = path.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return 0
+        cut = data.rfind(b"\n") + 1
+        with open(path, "r+b") as fh:
+            fh.truncate(cut)
+        return len(data) - cut
+
+    def done_keys(self, include_errors: bool = True) -> set[tuple[str, int]]:
+        keys: set[tuple[str, int]] = set()
+        for row in iter_samples(self.folder / SAMPLES):
+            key = (row["problem_id"], int(row["chain_index"]))
+            if include_errors or not row.get("error"):
+                keys.add(key)
+            else:
+                keys.discard(key)
+        return keys
+
+    def append(self, row: dict[str, Any]) -> None:
+        self._buf.append(dumps(row) + "\n")
+        if len(self._buf) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buf:
+            return
+        path = self.folder / SAMPLES
+        try:
+            if self._fh is None:
+                self._fh = open(path, "ab")
+            # bytes, written whole: a full disk can cut at most this batch's last line (cut on resume)
+            self._fh.write("".join(self._buf).encode("utf-8"))
+            self._fh.flush()
+            self._buf.clear()
+            now = time.monotonic()
+            if now - self._last_fsync >= self.fsync_interval_s:
+                os.fsync(self._fh.fileno())
+                self._last_fsync = now
+        except OSError as exc:
+            raise _io_error(path, exc) from exc
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            if self._fh is not None:
+                try:
+                    os.fsync(self._fh.fileno())
+                    self._fh.close()
+                except OSError as exc:
+                    raise _io_error(self.folder / SAMPLES, exc) from exc
+                finally:
+                    self._fh = None
+
+    def samples_bytes(self) -> int:
+        path = self.folder / SAMPLES
+        return path.stat().st_size if path.exists() else 0
+
+    def results_current(self) -> bool:
+        """results.json exists and was computed from the rows now on disk (same samples.jsonl size)."""
+        path = self.folder / RESULTS
+        if not path.exists():
+            return False
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return old.get(SAMPLES_BYTES) == self.samples_bytes()
+
+    def invalidate_results(self) -> None:
+        """Remove results.json before new rows are appended: a run killed after its last row but before
+        the metrics are rewritten then has no stale metrics, and the next run recomputes them."""
+        try:
+            (self.folder / RESULTS).unlink(missing_ok=True)
+        except OSError as exc:
+            raise _io_error(self.folder / RESULTS, exc) from exc
+
+    def write_results(self, results: dict[str, Any]) -> None:
+        write_json_atomic(self.folder / RESULTS, {**results, SAMPLES_BYTES: self.samples_bytes()})
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=_json_default)
+
+
+def _short(v: Any, limit: int = 80) -> str:
+    text = repr(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"sampling": {"n": 4}}`` -> ``{"sampling.n": 4}`` so a mismatch names the exact field."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v and k not in ("options", "args"):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def iter_samples(path: Path) -> Iterable[dict[str, Any]]:
+    """Rows of samples.jsonl; a malformed complete line is an error naming file and line.
+
+    Read as bytes and decoded line by line: a crash can cut the last line inside a multi-byte
+    character, and that partial tail must be skipped, not fail the whole file's decoding."""
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.endswith(b"\n"):
+                return  # partial tail of a crashed writer: ignored here, cut by RunStore.repair
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise RunStoreError(f"{path}: line {lineno}: not valid UTF-8 (byte {exc.start})") from exc
+            except json.JSONDecodeError as exc:
+                raise RunStoreError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from exc
+            problem = check_row(row)
+            if problem:
+                raise RunStoreError(f"{path}: line {lineno}: {problem}")
+            yield row
+
+
+def latest_rows(folder: str | Path) -> list[dict[str, Any]]:
+    """One row per (problem, chain): the last one written."""
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in iter_samples(Path(folder) / SAMPLES):
+        rows[(row["problem_id"], int(row["chain_index"]))] = row
+    return list(rows.values())

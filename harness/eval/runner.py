@@ -1,0 +1,201 @@
+"""The runner: problems -> prompts -> chains -> answers -> reward vectors -> metrics, resumably.
+
+A pool of n chains x m answers is n*m candidates (one chain counts as m samples, as in the paper).
+Generation streams from the backend; scoring runs beside it in worker threads so a slow grader
+(the code sandbox) never stalls the model; every finished chain is appended to samples.jsonl.
+"""
+from __future__ import annotations
+
+from collections import Counter
+import datetime as _dt
+import functools
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks import Benchmark, Problem, get_task
+from benchmarks.scoring import score_generation
+from harness.core import metrics
+from harness.core.executors import BackendSpec, ChainScorer, Executor, make_executor
+from harness.core.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
+from harness.core.models.base import Backend, GenRequest, SamplingConfig, chat_template_args
+from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
+from harness.core.results import summarize_rows
+from harness.core.rows import ChainRow
+from harness.core.seeding import derive_seed
+from harness.core.store import RunStore, latest_rows
+
+DEFAULT_KS = metrics.DEFAULT_KS
+__all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec", "DEFAULT_KS", "run",
+           "problems_fingerprint", "build_config_record", "compute_results"]
+
+
+def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfig, problems: Sequence[Problem],
+                        problems_source: str) -> dict[str, Any]:
+    """config.json: ``identity`` (what the run is; checked on resume) and the record of how it ran."""
+    identity = cfg.identity()
+    identity.update(
+        resolved_sampling={"temperature": sampling.temperature, "top_p": sampling.top_p,
+                           "max_tokens": sampling.max_tokens},
+        task_info=task.describe(), components=list(task.component_names),
+        problems={"n": len(problems), "sha256": problems_fingerprint(problems), "source": problems_source,
+                  "ids": [p.id for p in problems]},
+        model_fingerprint=model_fingerprint(cfg.model.spec), metric_seed=metrics.METRIC_SEED,
+    )
+    return {
+        "format": CONFIG_FORMAT, "identity": identity, "execution": asdict(cfg.execution),
+        "ks": list(cfg.sampling.ks),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(), "git": git_hash(), "command": sys.argv,
+    }
+
+
+def make_prompt(task: Benchmark, problem: Problem, cfg: RunConfig) -> list[dict[str, str]]:
+    style = cfg.task.prompt_style
+    if cfg.sampling.m == 1:
+        return task.prompt(problem, style=style)
+    return task.multi_prompt(problem, cfg.sampling.m, style=style)
+
+
+def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], cfg: RunConfig,
+                    config_record: dict[str, Any]) -> dict[str, Any]:
+    """results.json from the rows on disk (the latest row of every (problem, chain))."""
+    s = cfg.sampling
+    raw_rows = latest_rows(folder)
+    summary, n_errors = summarize_rows(raw_rows, [p.id for p in problems], task.d, list(s.ks),
+                                       list(task.component_names), config_record["identity"]["metric_seed"])
+    rows = [ChainRow.from_json(r) for r in raw_rows]
+    tokens = [r.completion_tokens or 0 for r in rows if r.ok]
+    return {
+        "task": cfg.task.name, "split": cfg.task.split, "model": cfg.model.spec, "m": s.m, "n": s.n,
+        "pool_size": cfg.pool_size, "metrics": summary,
+        "n_chains": len(rows), "n_errors": n_errors,
+        "mean_completion_tokens": float(np.mean(tokens)) if tokens else None,
+        "config": config_record,
+    }
+
+
+def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Problem] | None = None,
+        executor: Executor | None = None) -> Path:
+    """Run (or resume) an evaluation; returns the run folder. A finished run is a no-op.
+
+    ``problems`` replaces the task's own split (validation sets, search candidates); the config then
+    records them as given, with their fingerprint and ids, so the folder says what it ran.
+    ``backend`` or ``executor`` (borrowed: not closed here) replace the ones ``cfg`` would build.
+    """
+    cfg.validate()
+    with get_task(cfg.task.name, **cfg.task.options) as task:
+        source = "given" if problems is not None else "loaded"
+        if problems is None:
+            problems = task.load(cfg.task.split, path=cfg.task.data_path, limit=cfg.task.limit)
+        if not problems:
+            raise ValueError(f"task {cfg.task.name!r} split {cfg.task.split!r} has no problems")
+        dup, count = Counter(p.id for p in problems).most_common(1)[0]
+        if count > 1:  # chains are keyed by problem id: two problems would merge
+            raise ValueError(f"problem id {dup!r} appears {count} times in the problems to run; ids must be unique")
+        return _run(cfg, task, list(problems), source, backend, executor)
+
+
+def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None,
+         executor: Executor | None) -> Path:
+    s, ex = cfg.sampling, cfg.execution
+    sampling = SamplingConfig(
+        temperature=task.default_temperature if s.temperature is None else s.temperature,
+        top_p=task.default_top_p if s.top_p is None else s.top_p,
+        max_tokens=s.max_tokens,
+        chat_template_args=chat_template_args(s.chat_template_args),
+    )
+    folder = Path(ex.out) if ex.out else cfg.default_out()
+    store = RunStore(folder, flush_every=ex.flush_every)
+    record = build_config_record(cfg, task, sampling, problems, source)
+    store.lock()  # one writer per folder: a second `vpo run` here is refused, not run twice
+    try:
+        return _run_locked(cfg, task, problems, backend, executor, sampling, folder, store, record)
+    finally:
+        store.unlock()
+
+
+def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,
+                executor: Executor | None, sampling: SamplingConfig, folder: Path, store: RunStore,
+                record: dict[str, Any]) -> Path:
+    from harness.core.progress import progress as tqdm
+
+    s, ex = cfg.sampling, cfg.execution
+    resuming = store.init(record)
+    if resuming:
+        dropped = store.repair()
+        if dropped:
+            print(f"[vpo] {folder}: dropped a partial last line ({dropped} bytes) left by an interrupted run",
+                  file=sys.stderr)
+    done = store.done_keys(include_errors=not ex.retry_errors)
+    by_id = {p.id: p for p in problems}
+    requests: list[GenRequest] = []
+    for p in problems:
+        todo = [c for c in range(s.n) if (p.id, c) not in done]
+        if todo:
+            requests.append(GenRequest(p.id, make_prompt(task, p, cfg), tuple(todo),
+                                       tuple(derive_seed(s.seed, p.id, c) for c in todo)))
+    n_todo = sum(len(r.chain_indices) for r in requests)
+    store.update_record(ks=list(s.ks))  # the ks are metrics, not identity: a resume may read others
+    if n_todo == 0 and store.results_current():
+        if store.results_ks() == sorted(s.ks):
+            print(f"[vpo] {folder}: run already complete", file=sys.stderr)
+            return folder
+        print(f"[vpo] {folder}: run already complete; metrics recomputed at k = {','.join(map(str, s.ks))} "
+              "from the stored rows (nothing sampled)", file=sys.stderr)
+    if n_todo:
+        store.invalidate_results()  # until the rows below are summarised again, there are no metrics
+        if resuming:
+            print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
+        own_executor = executor is None
+        if executor is None:
+            args = dict(cfg.model.args)
+            if cfg.model.spec.startswith("openai:"):  # --concurrency is a default; explicit model_args win
+                args.setdefault("concurrency", ex.concurrency)
+            executor = make_executor(ex.executor, BackendSpec(cfg.model.spec, cfg.execution.base_url, args),
+                                     backend=backend, score_workers=ex.score_workers)
+        # a replica rebuilds the task from its name and options (a Benchmark does not travel)
+        scorer = ChainScorer(functools.partial(get_task, cfg.task.name, **cfg.task.options), s.m,
+                             score_generation, task=task)
+        bar_gen = tqdm(total=n_todo, desc="generate", unit="chain", disable=not ex.progress)
+        bar_score = tqdm(total=n_todo, desc="score", unit="chain", disable=not ex.progress)
+        # backends that decode in batches (hf) report tokens as they go, so the bar moves (with a rate
+        # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
+        bar_tok = live = None
+
+        def keep(row: Any) -> None:
+            store.append(row.to_json())
+            bar_score.update(1)
+
+        rows = None
+        try:
+            executor.start(scorer)
+            store.record_backend(executor.describe_backend())
+            if hasattr(executor, "on_event"):  # Ray replica losses and restarts go into config.json
+                executor.on_event = store.append_event
+            live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
+            if hasattr(live, "on_tokens") and ex.progress:
+                bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
+                               unit_scale=True)
+                live.on_tokens = bar_tok.update
+            # on an interrupt or a failure elsewhere, chains already generated and scored are kept
+            rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update, on_leftover=keep)
+            for row in rows:
+                keep(row)
+        finally:
+            if rows is not None:
+                rows.close()
+            if own_executor:
+                executor.close()
+            store.close()
+            bar_gen.close()
+            bar_score.close()
+            if bar_tok is not None:
+                bar_tok.close()
+                live.on_tokens = None
+    results = compute_results(folder, task, problems, cfg, record)
+    store.write_results(results)
+    return folder

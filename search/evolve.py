@@ -1,0 +1,415 @@
+"""`vpo evolve`: evolutionary test-time search over a task's problems, one run folder.
+
+    RUN/config.json        the evolve settings (checked on resume, like `vpo run`)
+    RUN/openevolve.yaml    the effective OpenEvolve config
+    RUN/samples.jsonl      one row per evaluated candidate (problem, iteration, island, parent, answer,
+                           reward vector, scalar, passed, solved, tokens, timings)
+    RUN/openevolve/<problem>/checkpoints/checkpoint_<it>/   OpenEvolve's checkpoints
+    RUN/baseline/          plain sampling of the same model at the same candidate budget (a `vpo run`)
+    RUN/results.json       curves (solved vs iteration / candidates, best vs iteration) + the baseline's
+
+Re-running the same command after a crash continues every problem from its last checkpoint and the
+rows written after it; a finished run is a no-op.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks import Problem, get_task
+from harness.core.store import RunStore, latest_rows, write_json_atomic
+
+CODE_TASKS = {"livecodebench"}
+
+
+@dataclass
+class EvolveConfig:
+    task: str
+    model: str
+    problems: str = "all"
+    iterations: int = 20
+    m: int = 1
+    prompt_mode: str = "evolve"
+    config_path: str | None = None
+    out: str | None = None
+    split: str = "test"
+    limit: int | None = None
+    task_options: dict[str, Any] = field(default_factory=dict)
+    data_path: str | None = None
+    prompt_style: str | None = None   # None: the zoo model's trained style, else "full"
+    base_url: str | None = None
+    model_args: dict[str, Any] = field(default_factory=dict)
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None     # None: the zoo model's trained budget, else 1024
+    seed: int = 0
+    chat_template_args: dict[str, Any] = field(default_factory=dict)  # sent as chat_template_kwargs
+    concurrency: int = 8
+    baseline: bool = True
+    lag: int = 8                      # iteration i draws from the database holding iterations <= i - lag
+    parallel: int | None = None       # iterations of one problem in flight (None: the YAML's, else lag)
+    timeout_s: float = 300.0
+    serve_threads: int = 1
+    progress: bool = True
+
+    def validate(self) -> None:
+        if self.iterations < 0:
+            raise ValueError(f"--iterations must be >= 0, got {self.iterations}")
+        if self.m < 1:
+            raise ValueError(f"-m must be >= 1, got {self.m}")
+        if self.prompt_mode not in ("evolve", "task"):
+            raise ValueError(f"--prompt-mode must be evolve or task, got {self.prompt_mode!r}")
+        if self.concurrency < 1:
+            raise ValueError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if self.lag < 1:
+            raise ValueError(f"--lag must be >= 1, got {self.lag}")
+        if self.parallel is not None:
+            check_parallel(self.parallel, self.lag, "--parallel")
+        if self.model.startswith("openai:") and not self.base_url:
+            raise ValueError(f"{self.model} needs --base-url (an OpenAI-compatible server)")
+
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """The settings split as a `vpo run` config is (task / model / sampling) plus the search's own
+        (evolve) and how it runs (execution). Everything but execution is the run's identity: the
+        folder name and the resume check both read it from here, so they cannot disagree."""
+        from harness.core.config import ALIASES
+
+        values = asdict(self)
+        out = {sec: {ALIASES.get(name, (sec, name))[1]: values[name] for name in names}
+               for sec, names in SECTIONS.items()}
+        # readers of run folders (vpo ls/show/report) expect a run's pool shape in sampling
+        out["sampling"].update(n=self.iterations + 1, ks=[1])
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        from harness.core.models import identity_args
+
+        out = {sec: v for sec, v in self.sections().items() if sec != "execution"}
+        out["model"]["args"] = identity_args(self.model, self.model_args)  # not timeouts, keys, batch sizes
+        if not out["sampling"].get("chat_template_args"):  # folders from before the field keep their identity
+            out["sampling"].pop("chat_template_args", None)
+        return out
+
+    def default_out(self) -> Path:
+        """A deterministic folder from the identity, so repeating a command resumes the same run."""
+        import hashlib
+
+        from harness.core.store import dumps
+
+        h = hashlib.sha1(dumps(self.identity()).encode()).hexdigest()[:8]
+        model = self.model.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
+        return Path("runs") / f"evo-{self.task}-{model}-{self.prompt_mode}-m{self.m}-{h}"
+
+
+#: every EvolveConfig field, by section (config.json names follow harness.core.config.ALIASES, as in `vpo
+#: run`). A field missing here fails tests/harness/test_evolve_config.py, so a new setting must be
+#: declared identity or execution.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "task": ("task", "split", "task_options", "data_path", "limit", "prompt_style"),
+    "model": ("model", "model_args"),
+    "sampling": ("m", "temperature", "top_p", "max_tokens", "seed", "chat_template_args"),
+    "evolve": ("problems", "iterations", "prompt_mode", "config_path", "baseline"),
+    "execution": ("out", "base_url", "progress", "concurrency", "serve_threads", "timeout_s"),
+}
+# the parallel schedule (search/engine.py): the lag decides which database state each iteration
+# draws from, so it identifies the run; how many iterations are in flight does not
+SECTIONS["evolve"] += ("lag",)
+SECTIONS["execution"] += ("parallel",)
+
+
+def check_parallel(w: Any, lag: int, where: str) -> int:
+    """W iterations of one problem in flight need W <= lag (iteration i waits for i - lag)."""
+    if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+        raise ValueError(f"{where} must be an integer >= 1, got {w!r}")
+    if w > lag:
+        raise ValueError(f"{where} {w} exceeds --lag {lag}: iteration i waits for iteration i-{lag}, so at most "
+                         f"{lag} iterations of a problem can be in flight; raise --lag (it changes the rows) "
+                         f"or lower {where}")
+    return w
+
+
+def resolve_parallel(cfg: EvolveConfig, user_cfg: dict[str, Any], config_path: str | None) -> int:
+    """--parallel, else the OpenEvolve YAML's evaluator.parallel_evaluations, else the lag."""
+    if cfg.parallel is not None:
+        return check_parallel(cfg.parallel, cfg.lag, "--parallel")
+    from_yaml = (user_cfg.get("evaluator") or {}).get("parallel_evaluations")
+    if from_yaml is not None:
+        return check_parallel(from_yaml, cfg.lag, f"{config_path}: evaluator.parallel_evaluations")
+    return cfg.lag
+
+
+def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg: dict[str, Any],
+            sampling: dict[str, float], parallel: int | None = None) -> dict[str, Any]:
+    """config.json in the store's format: ``identity`` (checked on resume) + how it ran."""
+    from harness.core.config import CONFIG_FORMAT
+    from harness.core.metrics import METRIC_SEED
+    from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
+
+    execution = {**cfg.sections()["execution"], "base_url": cfg.base_url, "model_args": dict(cfg.model_args)}
+    if parallel is not None:
+        execution["parallel"] = parallel
+    identity = dict(
+        **cfg.identity(), kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
+        components=list(task.component_names), openevolve_user_config=user_cfg,
+        problems={"n": len(problems), "sha256": problems_fingerprint(problems), "ids": [p.id for p in problems]},
+        model_fingerprint=model_fingerprint(cfg.model), metric_seed=METRIC_SEED)
+    return {"format": CONFIG_FORMAT, "kind": "evolve", "identity": identity, "execution": execution,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "versions": {**versions(), "openevolve": _oe_version()}, "git": git_hash(), "command": sys.argv}
+
+
+def _oe_version() -> str:
+    import importlib.metadata as md
+
+    return md.version("openevolve")
+
+
+def _rows_by_problem(folder: Path, iterations: int) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in latest_rows(folder):
+        if "iteration" in r and int(r["iteration"]) <= iterations:
+            out.setdefault(r["problem_id"], []).append(r)
+    return out
+
+
+def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem], iterations: int) -> bool:
+    from search.engine import complete_iterations
+
+    return all(iterations in complete_iterations(rows.get(p.id, [])) and
+               len(complete_iterations(rows.get(p.id, []))) == iterations + 1 for p in problems)
+
+
+def _apply_model_defaults(cfg: EvolveConfig) -> None:
+    """Prompt style and token budget a zoo model was trained with, where the flags left them open."""
+    from harness.core.models.zoo import generation_defaults
+
+    found = generation_defaults(cfg.model)
+    d = found[0] if found is not None else None
+    if cfg.prompt_style is None:
+        cfg.prompt_style = d.prompt_style if d is not None else "full"
+    if cfg.max_tokens is None:
+        cfg.max_tokens = d.max_tokens(cfg.m) if d is not None else 1024
+
+
+def run_evolve(cfg: EvolveConfig) -> Path:
+    """Run or resume an evolve run; returns its folder."""
+    from search import config as oecfg
+    from search.evaluator import default_feature_dimensions
+    from search.problems import select
+
+    cfg.validate()
+    _apply_model_defaults(cfg)
+    task = get_task(cfg.task, **cfg.task_options)
+    try:
+        loaded = task.load(cfg.split, path=cfg.data_path,
+                           limit=cfg.limit if not cfg.problems.startswith("hardest:") else None)
+        problems = select(cfg.problems, loaded, cfg.task)
+        if cfg.limit is not None and cfg.problems.startswith("hardest:"):
+            problems = problems[: cfg.limit]
+        if not problems:
+            raise ValueError(f"task {cfg.task!r} split {cfg.split!r}: no problems selected")
+        user_cfg = oecfg.read_yaml(cfg.config_path) if cfg.config_path else {}
+        parallel = resolve_parallel(cfg, user_cfg, cfg.config_path)
+        temperature = task.default_temperature if cfg.temperature is None else cfg.temperature
+        top_p = task.default_top_p if cfg.top_p is None else cfg.top_p
+        folder = Path(cfg.out) if cfg.out else cfg.default_out()
+        store = RunStore(folder, flush_every=10**9)
+        record = _record(cfg, task, problems, user_cfg, {"temperature": temperature, "top_p": top_p}, parallel)
+        resuming = store.init(record)
+        if resuming and store.repair():
+            print(f"[vpo] {folder}: dropped a partial last line left by an interrupted run", file=sys.stderr)
+        rows = _rows_by_problem(folder, cfg.iterations)
+        finished = _finished(rows, problems, cfg.iterations)
+        base_done = not cfg.baseline or (folder / "baseline" / "results.json").exists()
+        if finished and base_done and (folder / "results.json").exists():
+            print(f"[vpo] {folder}: evolve run already complete", file=sys.stderr)
+            return folder
+        server = None
+        base_url = cfg.base_url
+        model_name = cfg.model.split(":", 1)[1] if cfg.model.startswith("openai:") else cfg.model
+        from search.server_process import ManagedServer, needs_server
+
+        try:
+            if needs_server(cfg.model) and not (finished and base_done):
+                print(f"[vpo] starting vpo serve for {cfg.model} ...", file=sys.stderr)
+                served_args = dict(cfg.model_args)
+                if cfg.model.startswith("hf:"):  # one forward pass for all problems in flight
+                    served_args.setdefault("batch_size", max(16, cfg.concurrency))
+                server = ManagedServer(cfg.model, model_args=served_args, threads=cfg.serve_threads,
+                                       max_batch=max(64, cfg.concurrency * cfg.m),
+                                       log_path=folder / "serve.log").start()
+                base_url = server.base_url
+            if not finished:
+                feature_dims = default_feature_dimensions(task)
+                oe = oecfg.build_config(user_cfg, task_name=cfg.task, feature_dims=feature_dims,
+                                        code=cfg.task in CODE_TASKS, iterations=cfg.iterations, seed=cfg.seed,
+                                        model_name=model_name, api_base=base_url or "", temperature=temperature,
+                                        top_p=top_p, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s)
+                oecfg.write_effective(oe, folder)
+                if resuming:
+                    n_done = sum(len(v) for v in rows.values())
+                    print(f"[vpo] {folder}: resuming, {n_done} candidates already evaluated", file=sys.stderr)
+                asyncio.run(_evolve_all(cfg, task, problems, oe, base_url or "", model_name, store, folder, rows,
+                                        parallel))
+            if cfg.baseline and not base_done:
+                _baseline(cfg, folder, base_url or "", model_name, temperature, top_p, problems)
+        finally:
+            if server is not None:
+                server.stop()
+        results = compute_results(folder, cfg, task, problems, record)
+        store.write_results(results)
+        return folder
+    finally:
+        close = getattr(task, "close", None)
+        if close is not None:
+            close()
+
+
+async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], oe: Any, base_url: str,
+                      model_name: str, store: RunStore, folder: Path, rows: dict[str, list[dict[str, Any]]],
+                      parallel: int = 1) -> None:
+    """Every problem's evolution in one event loop: at most ``concurrency`` problems at once, each
+    with up to ``parallel`` iterations in flight, and at most ``concurrency`` LLM requests in flight
+    over all of them. None of these limits changes a row (search/engine.py's schedule)."""
+    from harness.core.progress import progress as tqdm
+
+    from search.engine import EvolveSettings, ProblemEvolution
+    from search.llm import ChatLLM
+    from search.solved import solved_fn
+
+    llm = ChatLLM(base_url, model_name, api_key=oe.llm.api_key or "EMPTY", timeout_s=cfg.timeout_s,
+                  temperature=oe.llm.temperature, top_p=oe.llm.top_p, max_tokens=cfg.max_tokens,
+                  chat_template_args=cfg.chat_template_args)
+    llm.check()
+    total = len(problems) * (cfg.iterations + 1)
+    overall = tqdm(total=total, desc="evolve", unit="it", disable=not cfg.progress, position=0)
+    state: dict[str, tuple[int, float, bool]] = {}
+    bars: dict[str, Any] = {}
+
+    seen: dict[str, set[int]] = {}
+
+    def on_iteration(pid: str, it: int, best: float, solved: bool) -> None:
+        its = seen.setdefault(pid, set())  # iterations finish out of order when several are in flight
+        if it not in its:
+            its.add(it)
+            overall.update(1)
+        state[pid] = (len(its), best, solved)
+        bar = bars.get(pid)
+        if bar is not None:
+            bar.n = len(its)
+            bar.set_postfix(best=f"{best:.3f}", solved=solved, refresh=False)
+            bar.refresh()
+        overall.set_postfix(solved=f"{sum(s for _, _, s in state.values())}/{len(problems)}",
+                            best=f"{np.mean([b for _, b, _ in state.values()]):.3f}", refresh=True)
+
+    def write_rows(new: list[dict[str, Any]]) -> None:
+        for r in new:
+            store.append(r)
+        store.flush()
+
+    settings = EvolveSettings(task=task, config=oe, llm=llm, iterations=cfg.iterations, m=cfg.m,
+                              prompt_mode=cfg.prompt_mode, prompt_style=cfg.prompt_style, seed=cfg.seed,
+                              checkpoint_root=folder / "openevolve", write_rows=write_rows, solved=solved_fn(task),
+                              on_iteration=on_iteration, code=cfg.task in CODE_TASKS, lag=cfg.lag,
+                              parallel=parallel, llm_slots=asyncio.Semaphore(cfg.concurrency))
+    sem = asyncio.Semaphore(cfg.concurrency)
+    slots = list(range(1, cfg.concurrency + 1))
+
+    async def one(p: Problem) -> None:
+        async with sem:
+            slot = slots.pop(0)
+            bars[p.id] = tqdm(total=cfg.iterations + 1, desc=p.id[-14:], unit="it", leave=False,
+                              position=slot, disable=not cfg.progress)
+            try:
+                await ProblemEvolution(settings, p).run(rows.get(p.id, []))
+            finally:
+                bars.pop(p.id).close()
+                slots.append(slot)
+
+    t0 = time.perf_counter()
+    try:
+        await asyncio.gather(*(one(p) for p in problems))
+    finally:
+        store.close()
+        overall.close()
+        await llm.aclose()
+    print(f"[vpo] evolve: {len(problems)} problems x {cfg.iterations + 1} iterations in "
+          f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+
+def _baseline(cfg: EvolveConfig, folder: Path, base_url: str, model_name: str, temperature: float, top_p: float,
+              problems: Sequence[Problem]) -> Path:
+    """Plain sampling of the same model with the task prompt, the same number of candidates per
+    problem as the evolve run evaluates: (iterations + 1) chains of m answers. The served model is
+    reached through the openai backend, but the baseline's identity names the model itself (the
+    server's port is not part of what the run is)."""
+    from harness.core.config import RunConfig
+    from harness.core.models import load_backend
+    from harness.eval.runner import run
+
+    rc = RunConfig.of(task=cfg.task, model=cfg.model, split=cfg.split, task_options=cfg.task_options,
+                      data_path=cfg.data_path, prompt_style=cfg.prompt_style, m=cfg.m, n=cfg.iterations + 1,
+                      ks=(1,), temperature=temperature, top_p=top_p, max_tokens=cfg.max_tokens, seed=cfg.seed + 1,
+                      chat_template_args=dict(cfg.chat_template_args),
+                      out=str(folder / "baseline"), progress=cfg.progress)
+    backend = load_backend(f"openai:{model_name}", base_url=base_url,
+                           model_args={"concurrency": max(1, cfg.concurrency), "timeout": cfg.timeout_s})
+    try:
+        return run(rc, backend=backend, problems=list(problems))
+    finally:
+        backend.close()
+
+
+def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
+                    record: dict[str, Any]) -> dict[str, Any]:
+    from harness.core import metrics as hm
+    from search.engine import complete_iterations
+    from search.metrics import baseline_curves, evolve_curves
+    from search.solved import TOL, thresholds
+
+    by_p = _rows_by_problem(folder, cfg.iterations)
+    rows = [r for p in problems for rs in complete_iterations(by_p.get(p.id, [])).values() for r in rs]
+    ids = [p.id for p in problems]
+    curves = evolve_curves(rows, ids, cfg.iterations)
+    pools, scal, passes = [], [], []
+    for pid in ids:
+        rs = [r for r in rows if r["problem_id"] == pid]
+        pools.append(np.array([r["rewards"][0] for r in rs], dtype=float) if rs else np.zeros((0, 1)))
+        scal.append(np.array([r["scalars"][0] for r in rs], dtype=float))
+        passes.append(np.array([r["passed"][0] for r in rs], dtype=bool))
+    budget = (cfg.iterations + 1) * cfg.m
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= budget]
+    if budget not in ks:
+        ks.append(budget)
+    summary = hm.summarize(pools, scal, passes, ks, task.component_names, objective_seed=hm.METRIC_SEED)
+    thr = thresholds(task, list(problems))
+    baseline = None
+    bfolder = folder / "baseline"
+    if (bfolder / "samples.jsonl").exists():
+        def solved(pid: str, s: float, ok: bool) -> bool:
+            return s >= thr[pid] - TOL if thr is not None else ok
+
+        baseline = baseline_curves(latest_rows(bfolder), ids, solved, budget)
+    tokens = [r.get("completion_tokens") or 0 for r in rows]
+    return {
+        "kind": "evolve", "task": cfg.task, "split": cfg.split, "model": cfg.model, "m": cfg.m,
+        "n": cfg.iterations + 1, "iterations": cfg.iterations, "prompt_mode": cfg.prompt_mode,
+        "pool_size": budget, "metrics": summary, "n_chains": len(rows), "n_errors": 0,
+        "mean_completion_tokens": float(np.sum(tokens) / max(1, len({(r['problem_id'], r['iteration']) for r in rows}))),
+        "solved_definition": "optimal scalar (exact maze search)" if thr is not None else "passed (every component 1)",
+        "thresholds": thr, "evolve": curves, "baseline": baseline,
+        "timing": {"llm_s": float(sum(r.get("latency_s") or 0 for r in rows)),
+                   "grading_s": float(sum(r.get("score_s") or 0 for r in rows))},
+        "config": record,
+    }
+
+
+def write_results(folder: Path, results: dict[str, Any]) -> None:
+    write_json_atomic(folder / "results.json", results)
