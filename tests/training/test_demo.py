@@ -27,7 +27,7 @@ def test_demo_runs_on_bundled_checkpoints(tmp_path, capsys):
         assert metrics[name]["best@1"]["mean"] <= metrics[name]["best@30"]["mean"] + 1e-9
     assert (tmp_path / "best_at_k.png").exists() and (tmp_path / "diversity.png").exists()
     report = (tmp_path / "report.html").read_text()
-    assert "<h2>Paired comparison</h2>" in report and report.count("data:image/png;base64,") == 4
+    assert "<h2>Paired comparison</h2>" in report and report.count("data:image/png;base64,") == 5
 
 
 @pytest.mark.parametrize("name", ["maze-tiny-vpo", "maze-tiny-grpo"])
