@@ -100,10 +100,7 @@ def pass_at_k(correct: np.ndarray | Sequence[Sequence[bool]], k: int) -> np.ndar
         if n < k or n == 0:
             continue
         c = (mat > 0.5).sum(axis=1)
-        i = np.arange(1, n + 1, dtype=float)
-        logs = np.zeros(n)
-        np.log1p(-k / i, out=logs, where=i > k)  # factors with i <= k are never used
-        cum = np.concatenate([[0.0], np.cumsum(logs)])  # cum[j] = sum_{i<=j}
+        cum = _tail_log_products(n, k)  # factors with i <= k are never used
         fail = n - c
         res = np.ones(len(ix))
         ok = fail >= k  # otherwise every k-subset holds a correct one
