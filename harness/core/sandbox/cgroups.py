@@ -38,6 +38,24 @@ PREFIX = "vpo-"
 _COUNTER = itertools.count()
 
 
+def kill_until_gone(find: Any, rounds: int = 10, pause_s: float = 0.02) -> int:
+    """SIGKILL every pid ``find()`` returns until it returns none (or ``rounds`` passes): a forking
+    program adds processes while the sweep runs. Returns how many kills were sent."""
+    n = 0
+    for _ in range(rounds):
+        victims = find()
+        if not victims:
+            break
+        for p in victims:
+            try:
+                os.kill(p, signal.SIGKILL)
+                n += 1
+            except OSError:
+                pass
+        time.sleep(pause_s)
+    return n
+
+
 @dataclass(frozen=True)
 class Part:
     """Where one controller lives for this process: hierarchy version and the harness's own group."""
@@ -360,18 +378,7 @@ class CandidateGroup:
                     _write(k, "1")
                 except OSError:
                     pass
-        for _ in range(50):
-            pids = self.tasks()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    n += 1
-                except OSError:
-                    pass
-            time.sleep(0.005)
-        return n
+        return n + kill_until_gone(self.tasks, rounds=50, pause_s=0.005)
 
     def remove(self) -> None:
         """Kill what is left and remove the groups (a dying task may keep one busy briefly). Called

@@ -142,20 +142,7 @@ def live_pids_with_tag(tag: str) -> list[int]:
     return _live_pids(tagged)
 
 
-def _kill_until_gone(find: Callable[[], list[int]]) -> int:
-    n = 0
-    for _ in range(10):
-        victims = find()
-        if not victims:
-            break
-        for p in victims:
-            try:
-                os.kill(p, signal.SIGKILL)
-                n += 1
-            except OSError:
-                pass
-        time.sleep(0.02)
-    return n
+_kill_until_gone = cgroups.kill_until_gone
 
 
 def kill_tagged(tag: str) -> int:
