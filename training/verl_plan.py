@@ -33,17 +33,17 @@ def resolve_model(spec: str) -> str:
     from harness.core.models import zoo
 
     s = spec.split(":", 1)[1] if spec.split(":", 1)[0] in ("hf", "vllm") and ":" in spec else spec
-    if zoo.is_zoo_name(s):
-        return str(Path(zoo.resolve(s)).resolve())
-    p = Path(s).expanduser()
-    if p.exists():
-        if not (p / "config.json").is_file():
-            raise ValueError(f"--init {spec}: {p} has no config.json (not a Hugging Face model folder)")
-        return str(p.resolve())
-    if "/" not in s or s.startswith(("/", ".", "~")):
+    try:  # the classification `vpo run` uses: zoo name, existing folder, or org/name hub id
+        found = zoo.resolve_local(s)
+    except (ValueError, FileNotFoundError) as exc:
         raise ValueError(f"--init {spec}: not a zoo model ({', '.join(sorted(zoo.ZOO))}), a local folder, "
-                         "or a hub id like Qwen/Qwen3-4B")
-    return s
+                         f"or a hub id like Qwen/Qwen3-4B ({exc})") from None
+    p = Path(found)
+    if not p.exists():
+        return found  # a hub id
+    if not (p / "config.json").is_file():
+        raise ValueError(f"--init {spec}: {p} has no config.json (not a Hugging Face model folder)")
+    return str(p.resolve())
 
 
 def load_tokenizer(model: str) -> tuple[Any, int | None]:
