@@ -6,15 +6,15 @@ product: a (B, P) matrix of resample counts times a (P, M) matrix of per-problem
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core.metrics import DEFAULT_TAUS
+from harness.core.metrics import DEFAULT_TAUS, Estimate
+from harness.core.seeds import unit_label
+from reports.tables import Cell, format_number, latex_escape, write_table
 from reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
 #: config fields that must agree between compared runs (reward mode lives in the task options)
@@ -103,6 +103,16 @@ class Row:
     baseline_se: float = float("nan")
     run_se: float = float("nan")
     diff_se: float = float("nan")
+    # seed groups (pairs are (problem, seed)): standard errors between the per-seed means, over n_seeds
+    baseline_seed_se: float = float("nan")
+    run_seed_se: float = float("nan")
+    diff_seed_se: float = float("nan")
+    n_seeds: int = 1
+
+    def estimate(self, side: str) -> Estimate:
+        """``baseline``, ``run`` or ``diff`` as an estimate (mean, s.e. and the between-seed s.e.)."""
+        mean = {"baseline": self.baseline_mean, "run": self.run_mean, "diff": self.diff}[side]
+        return Estimate(mean, getattr(self, f"{side}_se"), self.n, getattr(self, f"{side}_seed_se"), self.n_seeds)
 
 
 @dataclass
@@ -152,6 +162,18 @@ def _se(x: np.ndarray) -> float:
     return float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else (0.0 if x.size else float("nan"))
 
 
+def _seed_ses(unit_seed: np.ndarray, ok: np.ndarray, a: np.ndarray, b: np.ndarray, d: np.ndarray) -> dict[str, Any]:
+    """Row fields of the between-seed standard errors: the s.e. of the per-seed means (each seed's
+    mean over its pairs where the metric is defined) of each side and of the difference."""
+    seeds = [s for s in dict.fromkeys(unit_seed.tolist()) if (ok & (unit_seed == s)).any()]
+    if len(seeds) < 2:
+        return {"n_seeds": max(len(seeds), 1)}
+    out: dict[str, Any] = {"n_seeds": len(seeds)}
+    for name, x in (("baseline", a), ("run", b), ("diff", d)):
+        out[f"{name}_seed_se"] = _se(np.array([x[ok & (unit_seed == s)].mean() for s in seeds]))
+    return out
+
+
 def default_metric_names(runs: Sequence[RunPools], ks: Sequence[int], strategies: Sequence[str],
                          taus: Sequence[float], budgets: Sequence[int]) -> list[str]:
     """Every metric compare reports by default, in table order."""
@@ -174,14 +196,24 @@ def default_ks(runs: Sequence[RunPools]) -> list[int]:
     return ks
 
 
-def solved_only(a: RunPools, b: RunPools, shared: list[str]) -> dict[str, Any]:
+def pair_keys(runs: Sequence[RunPools]) -> list[list[str]]:
+    """What pairs the entries of the runs: the problem id, or (problem, seed) when a seed group is
+    among them (a single run then counts as its own seed)."""
+    if not any(r.seeds for r in runs):
+        return [list(r.problem_ids) for r in runs]
+    seed = lambda r: int(r.facts.get("seed") or 0)  # noqa: E731
+    return [[unit_label(p, s) for p, s in (r.units or [(p, seed(r)) for p in r.problem_ids])] for r in runs]
+
+
+def solved_only(a: RunPools, b: RunPools, shared: list[str], keys_a: Sequence[str] | None = None,
+                keys_b: Sequence[str] | None = None) -> dict[str, Any]:
     """Problems one side solves and the other does not, on the whole pool (the largest k).
 
     Solved = some candidate passes; for tasks where no candidate of either run ever passes (Maze:
     a pass is impossible by construction), solved = the pool reaches the best scalar either run
-    reaches on that problem."""
-    ia = {p: i for i, p in enumerate(a.problem_ids)}
-    ib = {p: i for i, p in enumerate(b.problem_ids)}
+    reaches on that problem. ``keys_a``/``keys_b``: the pairing keys (:func:`pair_keys`)."""
+    ia = {p: i for i, p in enumerate(a.problem_ids if keys_a is None else keys_a)}
+    ib = {p: i for i, p in enumerate(b.problem_ids if keys_b is None else keys_b)}
     any_pass = any(a.passed[ia[p]].any() or b.passed[ib[p]].any() for p in shared)
     a_only, b_only = [], []
     for p in shared:
@@ -214,13 +246,14 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
     budgets = list(common_budgets(runs) if budgets is None else budgets)
     per_run = [per_problem_metrics(r, ks, ["oracle", *strategies], seed, obj_seed, taus, budgets) for r in runs]
     base, base_m = runs[0], per_run[0]
-    ia = {p: i for i, p in enumerate(base.problem_ids)}
+    keys = pair_keys(runs)
+    ia = {p: i for i, p in enumerate(keys[0])}
     names = list(metric_names) if metric_names else default_metric_names(runs, ks, strategies, taus, budgets)
     rows: list[Row] = []
     shared_n, solved = {}, {}
     for j, (run, rm) in enumerate(zip(runs[1:], per_run[1:]), 1):
-        ib = {p: i for i, p in enumerate(run.problem_ids)}
-        shared = [p for p in base.problem_ids if p in ib]
+        ib = {p: i for i, p in enumerate(keys[j])}
+        shared = [p for p in keys[0] if p in ib]
         shared_n[run.label] = len(shared)
         ia_idx = np.array([ia[p] for p in shared], dtype=int)
         ib_idx = np.array([ib[p] for p in shared], dtype=int)
@@ -228,41 +261,38 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
         b = np.stack([rm[nm][ib_idx] for nm in names]) if shared else np.zeros((len(names), 0))
         d = b - a
         lo, hi = paired_bootstrap(d, resamples, seed + j)
+        # the seed of each pair (a seed group): the between-seed s.e. goes next to the one over pairs
+        unit_seed = np.array([int(p.rsplit("#seed-", 1)[1]) for p in shared]) if base.seeds or run.seeds else None
         for i, nm in enumerate(names):
             ok = ~np.isnan(d[i])
             di = d[i][ok]
             metric, k = _metric_k(nm)
+            by_seed = _seed_ses(unit_seed, ok, a[i], b[i], d[i]) if unit_seed is not None else {}
             rows.append(Row(metric, k, base.label, run.label, int(ok.sum()),
                             float(a[i][ok].mean()) if ok.any() else float("nan"),
                             float(b[i][ok].mean()) if ok.any() else float("nan"),
                             float(di.mean()) if ok.any() else float("nan"), float(lo[i]), float(hi[i]),
                             int((di > TIE_TOL).sum()), int((np.abs(di) <= TIE_TOL).sum()),
-                            int((di < -TIE_TOL).sum()), _se(a[i][ok]), _se(b[i][ok]), _se(di)))
-        solved[run.label] = solved_only(base, run, shared)
+                            int((di < -TIE_TOL).sum()), _se(a[i][ok]), _se(b[i][ok]), _se(di), **by_seed))
+        solved[run.label] = solved_only(base, run, shared, keys[0], keys[j])
     return Comparison(rows, shared_n, {r.label: len(r.problem_ids) for r in runs}, solved, ks, strategies,
                       resamples, seed)
 
 
 # ---------------------------------------------------------------------------------------------------
-# output
-def _f(x: float, nd: int = 3, sign: bool = False) -> str:
-    if x != x:
-        return "-"
-    return f"{x:+.{nd}f}" if sign else f"{x:.{nd}f}"
-
-
+# output: every format through the one table writer (reports.tables)
 def format_table(comp: Comparison) -> str:
-    """Terminal table: one line per metric and run, then the problem counts and the one-sided solves."""
+    """Terminal table: one line per metric and run (each side and the difference as mean ± s.e., and
+    ``s±`` the between-seed s.e. for seed groups), then the problem counts and the one-sided solves."""
     head = ["metric", "k", "run", "n", "baseline", "run mean", "diff", "95% CI", "win/tie/loss"]
-    lines = [[display_name(r.metric, r.k), "" if r.k is None else str(r.k), r.run, str(r.n), _f(r.baseline_mean), _f(r.run_mean),
-              _f(r.diff, sign=True), f"[{_f(r.ci_low, sign=True)}, {_f(r.ci_high, sign=True)}]",
-              f"{r.wins}/{r.ties}/{r.losses}"] for r in comp.rows]
-    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    rows = [[display_name(r.metric, r.k), "" if r.k is None else str(r.k), r.run, str(r.n), r.estimate("baseline"),
+             r.estimate("run"), Cell(r.estimate("diff"), sign=True),
+             f"[{format_number(r.ci_low, sign=True)}, {format_number(r.ci_high, sign=True)}]",
+             f"{r.wins}/{r.ties}/{r.losses}"] for r in comp.rows]
     base = comp.rows[0].baseline if comp.rows else "?"
-    out = [f"baseline: {base}; differences are run - baseline, paired over shared problems, "
-           f"95% bootstrap CI ({comp.resamples} resamples, seed {comp.seed})", fmt.format(*head)]
-    out += [fmt.format(*ln) for ln in lines]
+    pairs = "(problem, seed) pairs" if any(r.n_seeds > 1 for r in comp.rows) else "shared problems"
+    out = [f"baseline: {base}; differences are run - baseline, paired over {pairs}, "
+           f"95% bootstrap CI ({comp.resamples} resamples, seed {comp.seed})", write_table(head, rows, align="l" * 9)]
     for run, n in comp.shared.items():
         note = f"{run}: {n} shared problems (baseline has {comp.totals[base]}, run has {comp.totals[run]})"
         so = comp.solved_only[run]
@@ -275,13 +305,9 @@ def format_table(comp: Comparison) -> str:
 
 
 def to_csv(comp: Comparison) -> str:
-    buf = io.StringIO()
+    """One row per metric, k and run with every :class:`Row` field (undefined numbers empty)."""
     fields = list(Row.__dataclass_fields__)
-    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    w.writeheader()
-    for r in comp.rows:
-        w.writerow(asdict(r))
-    return buf.getvalue()
+    return write_table(fields, [[getattr(r, f) for f in fields] for r in comp.rows], "csv")
 
 
 def to_json(comp: Comparison) -> str:
@@ -299,72 +325,37 @@ def to_json(comp: Comparison) -> str:
 
 # ---------------------------------------------------------------------------------------------------
 # paper tables: mean ± s.e. and the CI in one cell, the better side bold when the CI excludes 0
-#: stands for ± in the shared cells until a writer renders it (a character no label holds)
-_PM = "\x00"
-
-
-def _pf(x: float, nd: int, sign: bool = False) -> str:
-    """:func:`_f` without a "-0.000" from rounding noise."""
-    return _f(0.0 if x == x and abs(x) < 0.5 * 10.0 ** -nd else x, nd, sign)
-
-
-def _paper_rows(comp: Comparison, nd: int) -> tuple[list[str], list[list[tuple[str, bool]]]]:
-    """Header and cells (text, bold) shared by the LaTeX and Markdown writers. ± and the interval are
-    written as :data:`_PM`, which each writer renders its own way."""
+def _paper_rows(comp: Comparison, nd: int) -> tuple[list[str], list[list[Any]], str]:
+    """Header, cells and column alignment shared by the LaTeX and Markdown writers."""
     runs = list(dict.fromkeys(r.run for r in comp.rows))
     base = comp.rows[0].baseline if comp.rows else "baseline"
     run_head = runs[0] if len(runs) == 1 else "run mean"
     head = ["metric"] + (["run"] if len(runs) > 1 else []) + [base, run_head, "difference [95% CI]", "n"]
     out = []
     for r in comp.rows:
-        better_run, better_base = r.ci_low > 0, r.ci_high < 0
-        cell = lambda m, e, sign=False: (f"{_pf(m, nd, sign)}{_PM}{_pf(e, nd)}" if m == m else "-")  # noqa: E731
-        diff = cell(r.diff, r.diff_se, True) + (
-            f" [{_pf(r.ci_low, nd, True)}, {_pf(r.ci_high, nd, True)}]" if r.ci_low == r.ci_low else "")
-        row = [(display_name(r.metric, r.k), False)] + ([(r.run, False)] if len(runs) > 1 else [])
-        row += [(cell(r.baseline_mean, r.baseline_se), better_base), (cell(r.run_mean, r.run_se), better_run),
-                (diff, False), (str(r.n), False)]
+        ci = (f" [{format_number(r.ci_low, nd, True)}, {format_number(r.ci_high, nd, True)}]"
+              if r.ci_low == r.ci_low else "")
+        row: list[Any] = [display_name(r.metric, r.k)] + ([r.run] if len(runs) > 1 else [])
+        row += [Cell(r.estimate("baseline"), bold=r.ci_high < 0), Cell(r.estimate("run"), bold=r.ci_low > 0),
+                Cell(r.estimate("diff"), sign=True, note=ci), str(r.n)]
         out.append(row)
-    return head, out
-
-
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    first = 2 if len(runs) > 1 else 1
+    return head, out, "l" * first + "r" * (len(head) - first)
 
 
 def to_latex(comp: Comparison, nd: int = 3) -> str:
     """A booktabs tabular (needs \\usepackage{booktabs}): one row per metric and run, each side's
     mean $\\pm$ s.e. over the paired problems, the difference $\\pm$ its paired s.e. and the 95%
     bootstrap CI in one cell; the better side bold where the CI excludes 0 (higher is better)."""
-    head, rows = _paper_rows(comp, nd)
-    def tex(text: str, bold: bool) -> str:
-        body = latex_escape(text).replace(_PM, " $\\pm$ ")
-        return f"\\textbf{{{body}}}" if bold else body
-    cols = "l" * (2 if head[1] == "run" else 1) + "r" * (len(head) - (2 if head[1] == "run" else 1))
-    lines = [f"% vpo compare: run - baseline over shared problems; 95% paired bootstrap CI ({comp.resamples} "
-             f"resamples, seed {comp.seed}); bold: the CI excludes 0",
-             f"\\begin{{tabular}}{{{cols}}}", "\\toprule", " & ".join(latex_escape(h) for h in head) + " \\\\",
-             "\\midrule"]
-    lines += [" & ".join(tex(t, b) for t, b in row) + " \\\\" for row in rows]
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines)
+    head, rows, align = _paper_rows(comp, nd)
+    note = (f"vpo compare: run - baseline over shared problems; 95% paired bootstrap CI ({comp.resamples} "
+            f"resamples, seed {comp.seed}); bold: the CI excludes 0")
+    return write_table(head, rows, "latex", nd=nd, align=align, notes=[note])
 
 
 def to_markdown(comp: Comparison, nd: int = 3) -> str:
     """A GitHub/pandoc pipe table with the cells of :func:`to_latex` (± as the character, bold as **)."""
-    head, rows = _paper_rows(comp, nd)
-    def md(text: str, bold: bool) -> str:
-        body = text.replace("|", "\\|").replace(_PM, " ± ")
-        return f"**{body}**" if bold and body != "-" else body
-    first = 2 if head[1] == "run" else 1
-    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in head) + " |",
-             "|" + "|".join(":---" if i < first else "---:" for i in range(len(head))) + "|"]
-    lines += ["| " + " | ".join(md(t, b) for t, b in row) + " |" for row in rows]
-    lines.append("")
-    lines.append(f"Run minus baseline over shared problems; mean ± standard error; 95% paired bootstrap CI "
-                 f"({comp.resamples} resamples, seed {comp.seed}); bold: the CI excludes 0 (higher is better).")
-    return "\n".join(lines)
+    head, rows, align = _paper_rows(comp, nd)
+    note = (f"Run minus baseline over shared problems; mean ± standard error; 95% paired bootstrap CI "
+            f"({comp.resamples} resamples, seed {comp.seed}); bold: the CI excludes 0 (higher is better).")
+    return write_table(head, rows, "markdown", nd=nd, align=align, notes=[note])

@@ -20,6 +20,7 @@ from harness.core.metrics import mean_se
 from harness.core.results import run_kind
 from harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 from reports.compare import TIE_TOL, Comparison, Row, paired_bootstrap
+from reports.tables import as_estimate, write_table
 from search.metrics import candidate_budgets, evolve_at_budgets, evolve_candidates, sampling_at_budgets
 
 BASELINE = "baseline"
@@ -215,12 +216,6 @@ def budget_table(run: EvolveRun, budgets: Sequence[int] | None = None) -> list[d
     return out
 
 
-def _cell(e: dict[str, Any] | None) -> str:
-    if not e or not e.get("n") or e.get("mean") != e.get("mean"):
-        return "-"
-    return f"{e['mean']:.3f}±{e['stderr']:.3f}"
-
-
 def format_budget_table(run: EvolveRun, budgets: Sequence[int] | None = None) -> str:
     f = run.facts
     n_done = sum(run.candidates.get(p, (np.zeros(0),))[0].size >= run.budget for p in run.problem_ids)
@@ -229,17 +224,16 @@ def format_budget_table(run: EvolveRun, budgets: Sequence[int] | None = None) ->
             f"{f.get('iterations')} iterations = {run.budget} candidates per problem; "
             f"{len(run.problem_ids)} problems ({n_done} finished); solved = {run.solved_definition}")
     cols = ["candidates", "solved (evolve)", "solved (sampling)", "best (evolve)", "best (sampling)"]
-    lines = [[str(r["candidates"]), _cell(r["solved"]), _cell(r.get("baseline_solved")), _cell(r["best"]),
-              _cell(r.get("baseline_best"))] for r in budget_table(run, budgets)]
-    widths = [max(len(x) for x in col) for col in zip(cols, *lines)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    cell = lambda e: as_estimate(e) if e else "-"  # noqa: E731
+    lines = [[str(r["candidates"]), cell(r["solved"]), cell(r.get("baseline_solved")), cell(r["best"]),
+              cell(r.get("baseline_best"))] for r in budget_table(run, budgets)]
     if run.baseline is not None:
         note = (f"sampling: plain sampling of the same model at the same budget ({run.baseline.path}); "
                 "mean ± s.e. over problems; best = best task scalar among the candidates")
     else:
         note = (f"sampling: - ({run.path / BASELINE} missing: re-run the evolve command without --no-baseline "
                 "to compare against plain sampling at the same budget)")
-    return "\n".join([head, fmt.format(*cols)] + [fmt.format(*ln) for ln in lines] + [note])
+    return "\n".join([head, write_table(cols, lines, align="l" * len(cols)), note])
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -66,6 +66,11 @@ class RunPools:
     n_errors: int = 0
     chain_sizes: list[np.ndarray] = field(default_factory=list)  # (chains_p,) answers per chain
     chain_tokens: list[np.ndarray] = field(default_factory=list)  # (chains_p,) completion tokens (NaN: unknown)
+    #: (problem id, sampling seed) of each entry. A seed group (harness.core.seeds) holds one entry
+    #: per problem and seed, its ``problem_ids`` then being unit labels (``p3#seed-1``); comparisons
+    #: involving a group pair entries by (problem, seed)
+    units: list[tuple[str, int]] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)  # the seeds of a group; [] for a single run
     _pools: list[Pool] | None = field(default=None, repr=False)
     _metrics: dict[tuple, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
@@ -119,7 +124,8 @@ class RunPools:
             mode = (self.facts.get("task_options") or {}).get("visible_tests")
             public = self._public_flags() if mode == "public" else {}
             out = []
-            for pid, r, s, ans in zip(self.problem_ids, self.rewards, self.scalars, self.answers):
+            pids = [u[0] for u in self.units] if self.units else self.problem_ids
+            for pid, r, s, ans in zip(pids, self.rewards, self.scalars, self.answers):
                 mask = visible_mask(r.shape[1] if r.ndim == 2 else 0, mode, public.get(pid))
                 vis, hid = split_visible(r, mask)
                 out.append(Pool(scores=s, keys=[answer_key(self.task, a) for a in ans], visible=vis, hidden=hid))
@@ -144,9 +150,12 @@ def load_pools(folder: str | Path) -> RunPools:
     counted and left out of the pools."""
     from harness.core.results import read_results
     from harness.core.rows import ChainRow
+    from harness.core.seeds import is_seed_group
     from harness.core.store import CONFIG, RunStore, RunStoreError, latest_rows
 
     folder = Path(folder)
+    if is_seed_group(folder):
+        return _load_group(folder)
     if not (folder / CONFIG).exists():
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
     config = RunStore(folder).read_config()
@@ -176,8 +185,25 @@ def load_pools(folder: str | Path) -> RunPools:
         sizes.append(np.asarray([len(r.scalars) for r in rows], dtype=int))
         tokens.append(np.asarray([np.nan if r.completion_tokens is None else r.completion_tokens for r in rows],
                                  dtype=float))
+    seed = int(facts.get("seed") or 0)
     return RunPools(folder, config, results, ids, rewards, scalars, passed, answers, n_errors,
-                    chain_sizes=sizes, chain_tokens=tokens)
+                    chain_sizes=sizes, chain_tokens=tokens, units=[(p, seed) for p in ids])
+
+
+def _load_group(parent: Path) -> RunPools:
+    """A seed group as one run of (problem, seed) entries: every seed's pools one after the other."""
+    from harness.core.seeds import seed_runs, unit_label
+
+    parts = [(seed, load_pools(f)) for seed, f in seed_runs(parent)]
+    first = parts[0][1]
+    units = [(p, seed) for seed, r in parts for p in r.problem_ids]
+
+    def cat(name: str) -> list[Any]:
+        return [x for _, r in parts for x in getattr(r, name)]
+
+    return RunPools(parent, first.config, None, [unit_label(p, s) for p, s in units], cat("rewards"), cat("scalars"),
+                    cat("passed"), cat("answers"), sum(r.n_errors for _, r in parts), chain_sizes=cat("chain_sizes"),
+                    chain_tokens=cat("chain_tokens"), units=units, seeds=[s for s, _ in parts])
 
 
 def strategies_for(runs: Sequence[RunPools], wanted: Sequence[str] = DEFAULT_STRATEGIES) -> list[str]:

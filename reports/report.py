@@ -22,6 +22,7 @@ from harness.core.metrics import mean_se
 from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
 from reports.axes import k_axis
+from reports.tables import format_estimate, format_number
 
 CURVE_METRICS = ("best", "pass")
 
@@ -482,11 +483,7 @@ def _num(x: Any, nd: int = 3, sign: bool = False) -> str:
         v = float(x)
     except (TypeError, ValueError):
         return "-"
-    if v != v:
-        return "-"
-    if abs(v) < 0.5 * 10.0 ** -nd:  # no "-0.000" from rounding noise
-        v = 0.0
-    return f"{v:+.{nd}f}" if sign else f"{v:.{nd}f}"
+    return format_number(v, nd, sign)
 
 
 def _table(tid: str, head: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1,
@@ -522,8 +519,7 @@ def summary_table(views: Sequence[RunView]) -> str:
         cfg = v.pools.facts
         kmax = v.ks[-1]
         # the s.e. under the mean, smaller: the table stays narrow enough for a laptop screen (and scrolls if not)
-        cell = lambda name: (f"{_num(v.estimate(name)['mean'])}<span class='se'>±{_num(v.estimate(name)['stderr'])}"  # noqa: E731
-                             "</span>")
+        cell = lambda name: format_estimate(v.estimate(name), fmt="html")  # noqa: E731
         model = str(cfg.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]  # full spec: provenance
         rows.append([_esc(v.label), _esc(model), _esc(cfg.get("task", "?")),
                      f"{cfg.get('n', '?')}×{cfg.get('m', '?')}", str(len(v.pools.problem_ids))]
@@ -539,8 +535,8 @@ def selection_table(views: Sequence[RunView]) -> str:
     for v in views:
         for s in ["oracle", *v.strategies]:
             rows.append([_esc(v.label), _esc(s)] + [
-                f"{_num(v.estimate(f'selected@{k}[{s}]')['mean'])}±{_num(v.estimate(f'selected@{k}[{s}]')['stderr'])}"
-                if k in v.ks else "-" for k in views[0].ks])
+                format_estimate(v.estimate(f"selected@{k}[{s}]"), fmt="html") if k in v.ks else "-"
+                for k in views[0].ks])
     return _table("selection", head, rows, left=2)
 
 

@@ -6,13 +6,14 @@ for every run folder, old ones included, without re-running anything.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from harness.eval.selection import selected_at_k, summarize_selected
 from reports.axes import k_axis
 from reports.pools import RunPools, load_pools, strategies_for
+from reports.tables import Cell, as_estimate, write_table
 
 
 def curves(run: RunPools, strategies: Sequence[str], seed: int = 0,
@@ -44,18 +45,16 @@ def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed
     head = ["run", "selected@k"] + [f"k={k}" for k in ks_all]
     for label, cur in per_run:
         for s, by_k in cur.items():
-            cells = []
+            cells: list[Any] = []
             for k in ks_all:
                 e = by_k.get(k)
-                if e is None or e["mean"] != e["mean"]:
+                if e is None:
                     cells.append("-")
                     continue
                 mc = f"[mc {e['mc_stderr']:.3f}]" if e["mc_stderr"] >= 5e-4 else ""
-                cells.append(f"{e['mean']:.3f}±{e['stderr']:.3f}{mc}")
+                cells.append(Cell(as_estimate(e), note=mc))
             lines.append([label, s + (" (=best@k)" if s == "oracle" else "")] + cells)
-    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+    return write_table(head, lines, align="l" * len(head))
 
 
 def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, labels: Sequence[str] | None = None,

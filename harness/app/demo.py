@@ -49,19 +49,14 @@ def demo_configs(checkpoints: Path, out: Path, limit: int | None, batch_size: in
     return cfgs
 
 
-def _cell(e: Estimate | None) -> str:
-    return f"{e.mean:.3f}±{e.stderr:.3f}" if e is not None and e.defined else "-"
-
-
 def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = DEMO_KS) -> str:
     """Markdown table: best@k at every k, pass@1 and pass@k_max, diversity, mean task scalar."""
+    from reports.tables import write_table
+
     head = ["model"] + [f"best@{k}" for k in ks] + ["pass@1", f"pass@{ks[-1]}", "diversity", "mean"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, res in rows:
-        cells = ([_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(1)), _cell(res.pass_at.get(ks[-1]))]
-                 + [_cell(res.diversity), _cell(res.mean_scalar)])
-        lines.append("| " + " | ".join([name] + cells) + " |")
-    return "\n".join(lines)
+    lines = [[name] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
+                                                        res.diversity, res.mean_scalar] for name, res in rows]
+    return write_table(head, [[("-" if c is None else c) for c in ln] for ln in lines], "markdown")
 
 
 def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_size: int = 200, seed: int = 0,

@@ -157,8 +157,10 @@ class RunConfig:
             raise ValueError(f"limit must be >= 1, got {self.task.limit}")
         self.execution.executor.validate()
 
-    def identity(self) -> dict[str, Any]:
-        """The sections that make a run what it is (JSON-ready), less :data:`NOT_IDENTITY`."""
+    def identity(self, seed: bool = True) -> dict[str, Any]:
+        """The sections that make a run what it is (JSON-ready), less :data:`NOT_IDENTITY`.
+        ``seed=False``: less the sampling seed too, what the runs of one seed group share
+        (``harness.core.seeds``)."""
         from harness.core.models import identity_args
 
         out = {sec: asdict(getattr(self, sec)) for sec in IDENTITY_SECTIONS}
@@ -170,6 +172,8 @@ class RunConfig:
             sec, name = dotted.split(".")
             if not out[sec].get(name):
                 out[sec].pop(name, None)
+        if not seed:
+            out["sampling"].pop("seed", None)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -192,11 +196,15 @@ class RunConfig:
         kw["sampling"].ks = tuple(kw["sampling"].ks)
         return cls(**kw)
 
-    def default_out(self) -> Path:
-        """A deterministic folder name from the identity, so repeating a command resumes the same run."""
-        h = hashlib.sha1(json.dumps(self.identity(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+    def default_out(self, seed_group: bool = False) -> Path:
+        """A deterministic folder name from the identity, so repeating a command resumes the same run.
+        ``seed_group``: the parent folder of a ``--seeds`` group, named from the identity less the
+        seed (so every seed count and order of one run lands in one parent)."""
+        ident = self.identity(seed=not seed_group)
+        h = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:8]
         model = self.model.spec.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
-        return Path("runs") / f"{self.task.name}-{model}-m{self.sampling.m}-n{self.sampling.n}-{h}"
+        tail = "-seeds" if seed_group else ""
+        return Path("runs") / f"{self.task.name}-{model}-m{self.sampling.m}-n{self.sampling.n}-{h}{tail}"
 
     @property
     def pool_size(self) -> int:

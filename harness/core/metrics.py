@@ -282,19 +282,31 @@ def vpo_objective(rewards: np.ndarray, weights: np.ndarray) -> float:
 # benchmark-level summaries
 @dataclass(frozen=True)
 class Estimate:
+    """A mean with its standard error over ``n`` problems. An estimate over several sampling seeds
+    (:func:`mean_over_seeds`) also carries ``seed_stderr``, the between-seed standard error, and
+    ``n_seeds``; ``stderr`` then stays the within-run one, so both sources of noise are visible."""
+
     mean: float
     stderr: float
     n: int
+    seed_stderr: float | None = None
+    n_seeds: int = 1
 
     def as_dict(self) -> dict[str, float | int]:
-        return {"mean": self.mean, "stderr": self.stderr, "n": self.n}
+        out: dict[str, float | int] = {"mean": self.mean, "stderr": self.stderr, "n": self.n}
+        if self.n_seeds > 1:  # single runs keep the results.json shape they always had
+            out.update(seed_stderr=float("nan") if self.seed_stderr is None else self.seed_stderr,
+                       n_seeds=self.n_seeds)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> "Estimate":
         """Inverse of :meth:`as_dict`; JSON ``null`` (a NaN written by an old writer) reads back as NaN."""
         def num(x: object) -> float:
             return float("nan") if x is None else float(x)  # type: ignore[arg-type]
-        return cls(num(d.get("mean")), num(d.get("stderr")), int(d.get("n") or 0))  # type: ignore[arg-type]
+        seeds = int(d.get("n_seeds") or 1)  # type: ignore[arg-type]
+        return cls(num(d.get("mean")), num(d.get("stderr")), int(d.get("n") or 0),  # type: ignore[arg-type]
+                   num(d.get("seed_stderr")) if seeds > 1 else None, seeds)
 
     @property
     def defined(self) -> bool:
@@ -310,6 +322,24 @@ def mean_se(values: Iterable[float]) -> Estimate:
         return Estimate(float("nan"), float("nan"), 0)
     se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
     return Estimate(float(v.mean()), se, int(v.size))
+
+
+def mean_over_seeds(estimates: Sequence[Estimate]) -> Estimate:
+    """One metric of S runs that differ only in their sampling seed.
+
+    mean: the mean of the per-seed means; ``stderr``: the within-run standard error of that mean,
+    sqrt(sum se_i^2) / S (the seeds' pools are independent); ``seed_stderr``: the between-seed one,
+    std(means, ddof=1) / sqrt(S), which also holds the noise a single run's s.e. cannot see (all of
+    a run's problems share its seed). Seeds where the metric is undefined are left out; ``n`` is the
+    smallest number of problems of the seeds kept."""
+    ok = [e for e in estimates if e.defined]
+    if not ok:
+        return Estimate(float("nan"), float("nan"), 0, float("nan"), len(estimates))
+    means = np.array([e.mean for e in ok], dtype=float)
+    ses = np.nan_to_num(np.array([e.stderr for e in ok], dtype=float))
+    s = len(ok)
+    seed_se = float(means.std(ddof=1) / np.sqrt(s)) if s > 1 else float("nan")
+    return Estimate(float(means.mean()), float(np.sqrt((ses ** 2).sum()) / s), min(e.n for e in ok), seed_se, s)
 
 
 def summarize(

@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, summarize
+from harness.core.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, mean_over_seeds, summarize
+from harness.core.seeds import is_seed_group, representative, seed_runs
 from harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
@@ -44,6 +45,8 @@ class RunResults:
     n_chains: int = 0
     n_errors: int = 0
     mean_completion_tokens: float | None = None
+    #: the sampling seeds aggregated (a seed group, harness.core.seeds); empty for a single run
+    seeds: list[int] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # results.json as read
 
     @property
@@ -95,7 +98,7 @@ class RunResults:
             components=dict(mt.get("components") or {}), spread=dict(mt.get("spread") or {}),
             n_problems=_count(mt, "n_problems", 0, "metrics."), n_candidates=_count(mt, "n_candidates", 0, "metrics."),
             n_chains=_count(d, "n_chains", 0), n_errors=_count(d, "n_errors", 0),
-            mean_completion_tokens=d.get("mean_completion_tokens"), raw=d,
+            mean_completion_tokens=d.get("mean_completion_tokens"), seeds=_seeds(d), raw=d,
         )
 
 
@@ -115,6 +118,13 @@ def _new_metrics(mt: dict[str, Any]) -> tuple[dict[int, Estimate], dict[float, E
                 continue
             cover[tau] = _estimate(val, f"metrics.{key}")
     return dict(sorted(pass_all.items())), dict(sorted(cover.items()))
+
+
+def _seeds(d: dict[str, Any]) -> list[int]:
+    v = d.get("seeds") or []
+    if not isinstance(v, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in v):
+        raise ValueError(f"field 'seeds': expected a list of integers, got {v!r}")
+    return list(v)
 
 
 def _count(d: dict[str, Any], key: str, default: int, prefix: str = "") -> int:
@@ -204,6 +214,9 @@ def results_at(folder: str | Path, ks: list[int] | None = None,
     nothing to compute: no rows, an evolve run, or a config from an older version."""
     from harness.core.config import recorded_ks
 
+    if is_seed_group(folder):
+        parts = [(seed, results_at(f, ks, taus)) for seed, f in seed_runs(folder)]
+        return aggregate_seeds([(seed, r) for seed, r in parts if r is not None])
     base = read_results(folder)
     config = RunStore(folder).read_config()
     ident = config.get("identity")
@@ -276,6 +289,8 @@ def load_run(path: str | Path) -> LoadedRun:
     import pandas as pd
 
     folder = Path(path)
+    if is_seed_group(folder):
+        return _load_group(folder)
     cfg_path = folder / CONFIG
     if not cfg_path.exists():
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
@@ -297,6 +312,62 @@ def load_run(path: str | Path) -> LoadedRun:
                 c[nm] = v
             cand_rows.append(c)
     return LoadedRun(folder, config, summary, chains, pd.DataFrame(cand_rows))
+
+
+# ---------------------------------------------------------------------------------------------------
+# seed groups: one run per sampling seed under a parent folder (harness.core.seeds)
+def aggregate_seeds(parts: Sequence[tuple[int, RunResults]]) -> RunResults | None:
+    """The results of runs that differ only in their seed, as one: every metric the seeds share is
+    :func:`~harness.core.metrics.mean_over_seeds` (mean over seeds, within-run and between-seed
+    standard errors); counts are summed. ``raw`` is JSON-ready (``vpo show --json``): the aggregate
+    metrics and, under ``per_seed``, each seed's own results. None when no seed has results."""
+    if not parts:
+        return None
+    seeds = [s for s, _ in parts]
+    runs = [r for _, r in parts]
+
+    def pooled(get: Any, fmt: Any) -> dict[str, Any]:
+        keys = set.intersection(*(set(get(r)) for r in runs))
+        return {fmt(k): mean_over_seeds([get(r)[k] for r in runs]).as_dict() for k in sorted(keys)}
+
+    metrics = {**pooled(lambda r: r.best, lambda k: f"best@{k}"), **pooled(lambda r: r.pass_at, lambda k: f"pass@{k}"),
+               **pooled(lambda r: r.pass_all, lambda k: f"pass^{k}"),
+               **pooled(lambda r: r.cover, lambda t: f"cover@{t:g}"), **pooled(lambda r: r.summary, str)}
+    for part in ("components", "spread"):
+        names = set.intersection(*(set(getattr(r, part)) for r in runs))
+        metrics[part] = {nm: float(np.mean([getattr(r, part)[nm] for r in runs])) for nm in sorted(names)}
+    metrics["n_problems"] = min(r.n_problems for r in runs)
+    metrics["n_candidates"] = sum(r.n_candidates for r in runs)
+    tokens = [r.mean_completion_tokens for r in runs if r.mean_completion_tokens is not None]
+    first = runs[0]
+    raw = {"kind": "seeds", "task": first.task, "split": first.split, "model": first.model, "m": first.m,
+           "n": first.n, "seeds": seeds, "metrics": metrics, "n_chains": sum(r.n_chains for r in runs),
+           "n_errors": sum(r.n_errors for r in runs),
+           "mean_completion_tokens": float(np.mean(tokens)) if tokens else None,
+           "partial": any(r.raw.get("partial") for r in runs),
+           "stale_results": any(r.raw.get("stale_results") for r in runs),
+           "per_seed": {str(s): r.raw for s, r in parts}}
+    return RunResults.from_json(raw)
+
+
+def _load_group(parent: Path) -> LoadedRun:
+    """A seed group as one run: its seeds' results aggregated (a seed still running or interrupted
+    counts with the rows stored so far, as `vpo show` reads a single run), rows with a ``seed`` column."""
+    import pandas as pd
+
+    loaded = []
+    for seed, folder in seed_runs(parent):
+        one = load_run(folder)
+        summary = one.summary if one.summary is not None else results_at(folder)
+        loaded.append((seed, one, summary))
+    summary = aggregate_seeds([(seed, s) for seed, _, s in loaded if s is not None])
+
+    def stacked(frames: list[tuple[int, Any]]) -> Any:
+        parts = [f.assign(seed=seed) for seed, f in frames if len(f)]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    return LoadedRun(parent, loaded[0][1].config, summary, stacked([(s, r.chains) for s, r, _ in loaded]),
+                     stacked([(s, r.candidates) for s, r, _ in loaded]))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -328,9 +399,10 @@ def check_same_task(folders: Sequence[str | Path]) -> None:
     (a figure of a Maze run and a LiveCodeBench run under one title reads as one experiment)."""
     facts = []
     for f in folders:
-        if not (Path(f) / CONFIG).is_file():
+        rep = representative(f)  # a seed group: its first seed says the task
+        if not (rep / CONFIG).is_file():
             raise RunStoreError(f"{f}: not a run folder (no {CONFIG})")
-        facts.append((Path(f), task_and_split(RunStore(f).read_config())))
+        facts.append((Path(f), task_and_split(RunStore(rep).read_config())))
     first, base = facts[0]
     for path, other in facts[1:]:
         diff = [k for k in ("task", "split") if base[k] is not None and other[k] is not None and base[k] != other[k]]

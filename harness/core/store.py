@@ -143,14 +143,7 @@ class RunStore:
                 raise RunStoreError(
                     f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' section); "
                     "it can still be read (vpo show, vpo plot) but not resumed: use another --out folder")
-            a, b = _flatten(old[IDENTITY]), _flatten(config[IDENTITY])
-            for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
-                a.pop(key, None)
-                b.pop(key, None)
-            for d in (a, b):  # execution-only model args (timeouts, batch sizes) in older folders
-                if isinstance(d.get("model.args"), dict):
-                    d["model.args"] = identity_args(str(d.get("model.spec", "")), d["model.args"])
-            diff = sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k)))
+            diff, a, b = identity_diff(old[IDENTITY], config[IDENTITY])
             if diff and not self.samples_bytes():
                 # nothing sampled under the old settings (a typo in --model, a server that was down):
                 # the folder holds no run yet, so the corrected command starts it instead of being refused
@@ -306,6 +299,20 @@ class RunStore:
 
     def write_results(self, results: dict[str, Any]) -> None:
         write_json_atomic(self.folder / RESULTS, {**results, SAMPLES_BYTES: self.samples_bytes()})
+
+
+def identity_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """The dotted identity fields (``sampling.n``) in which two identities differ, and both flattened.
+    Fields that are not identity (:data:`NOT_IDENTITY`, written by older versions) and execution-only
+    model args are left out: the one comparison behind resume and behind a seed group's check."""
+    a, b = _flatten(old), _flatten(new)
+    for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
+        a.pop(key, None)
+        b.pop(key, None)
+    for d in (a, b):  # execution-only model args (timeouts, batch sizes) in older folders
+        if isinstance(d.get("model.args"), dict):
+            d["model.args"] = identity_args(str(d.get("model.spec", "")), d["model.args"])
+    return sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k))), a, b
 
 
 def _canon(v: Any) -> str:

@@ -11,6 +11,8 @@ Qwen2.5-Coder) evaluated with the chat template rendered at ``enable_thinking=Fa
 - EUREQA: temperature 0.7, top-p 1.0, 512 tokens (the paper's text says top-p 0.95; its code, 1.0);
 - ToolRL: temperature 0.7, top-p 0.95, 1024 tokens, and for single-answer chains Qwen3's empty think
   block put in front of each reply before scoring (``prefill_think``), as the authors' evaluation does;
+- EUREQA and ToolRL: 4 evaluation seeds (``eval_seeds``), one run each under one parent folder,
+  as the authors' reproduction notes average best@k over them (``vpo run --seeds`` for any task);
 - LiveCodeBench: temperature 0.8, top-p 0.95, 3072 tokens for chains of m > 1 answers, 2048 for
   one; no template arguments (the authors render Qwen2.5-Coder's template without any).
 
@@ -44,6 +46,8 @@ class TaskProtocol:
     chat_template_args: dict[str, Any] = field(default_factory=lambda: dict(NO_THINKING))
     task_args: dict[str, Any] = field(default_factory=dict)
     single_task_args: dict[str, Any] = field(default_factory=dict)
+    #: evaluation seeds whose best@k the authors average (one run each, a seed group: harness.core.seeds)
+    eval_seeds: int = 1
 
     def budget(self, m: int) -> int:
         return self.max_tokens_single if m == 1 and self.max_tokens_single is not None else self.max_tokens
@@ -52,8 +56,9 @@ class TaskProtocol:
 PAPER: dict[str, TaskProtocol] = {
     "maze": TaskProtocol(temperature=0.7, top_p=1.0, max_tokens=1024),
     "musique": TaskProtocol(temperature=0.7, top_p=1.0, max_tokens=1024, task_args={"hop_stratified": True}),
-    "eureqa": TaskProtocol(temperature=0.7, top_p=1.0, max_tokens=512),
-    "toolrl": TaskProtocol(temperature=0.7, top_p=0.95, max_tokens=1024, single_task_args={"prefill_think": True}),
+    "eureqa": TaskProtocol(temperature=0.7, top_p=1.0, max_tokens=512, eval_seeds=4),
+    "toolrl": TaskProtocol(temperature=0.7, top_p=0.95, max_tokens=1024, single_task_args={"prefill_think": True},
+                           eval_seeds=4),
     "livecodebench": TaskProtocol(temperature=0.8, top_p=0.95, max_tokens=3072, max_tokens_single=2048,
                                   chat_template_args={}),
 }
@@ -65,6 +70,12 @@ def task_protocol(name: str, task: str) -> TaskProtocol:
     if task not in PAPER:
         raise ValueError(f"--protocol {name} has no settings for task {task!r}; known tasks: {', '.join(sorted(PAPER))}")
     return PAPER[task]
+
+
+def eval_seeds(name: str | None, task: str) -> int:
+    """How many evaluation seeds protocol ``name`` runs on ``task`` (1 without a protocol): the
+    authors' reproduction notes average EUREQA and ToolRL best@k over 4 evaluation seeds."""
+    return 1 if name is None else task_protocol(name, task).eval_seeds
 
 
 def resolve(name: str | None, task: str, *, m: int | None, n: int | None, temperature: float | None,

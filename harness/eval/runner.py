@@ -10,7 +10,7 @@ from collections import Counter
 import datetime as _dt
 import functools
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,11 +26,12 @@ from harness.core.provenance import git_hash, model_fingerprint, problems_finger
 from harness.core.results import summarize_rows
 from harness.core.rows import ChainRow
 from harness.core.seeding import derive_seed
+from harness.core.seeds import is_seed_group, register_seeds, seed_folder
 from harness.core.store import RunStore, latest_rows
 
 DEFAULT_KS = metrics.DEFAULT_KS
 __all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec", "DEFAULT_KS", "run",
-           "problems_fingerprint", "build_config_record", "compute_results"]
+           "problems_fingerprint", "build_config_record", "compute_results", "run_seeds"]
 
 
 def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfig, problems: Sequence[Problem],
@@ -87,6 +88,8 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
     ``backend`` or ``executor`` (borrowed: not closed here) replace the ones ``cfg`` would build.
     """
     cfg.validate()
+    if cfg.execution.out and is_seed_group(cfg.execution.out):  # one more seed of a group: PARENT/seed-S
+        return run_seeds(cfg, [cfg.sampling.seed], backend, problems, executor)
     with get_task(cfg.task.name, **cfg.task.options) as task:
         source = "given" if problems is not None else "loaded"
         if problems is None:
@@ -97,6 +100,26 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
         if count > 1:  # chains are keyed by problem id: two problems would merge
             raise ValueError(f"problem id {dup!r} appears {count} times in the problems to run; ids must be unique")
         return _run(cfg, task, list(problems), source, backend, executor)
+
+
+def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = None,
+              problems: Sequence[Problem] | None = None, executor: Executor | None = None) -> Path:
+    """One run per sampling seed under one parent folder (``harness.core.seeds``); returns the parent.
+
+    ``cfg.execution.out`` is the parent (default: named from the identity less the seed). The group
+    is registered before anything is sampled, so an interrupted group is found again by the same
+    command, and each seed resumes on its own (only its missing chains are sampled)."""
+    cfg.validate()
+    if not seeds:
+        raise ValueError("run_seeds needs at least one seed")
+    parent = Path(cfg.execution.out) if cfg.execution.out else cfg.default_out(seed_group=True)
+    register_seeds(parent, seeds, cfg.identity(seed=False))
+    for seed in seeds:
+        one = replace(cfg, sampling=replace(cfg.sampling, seed=int(seed)),
+                      execution=replace(cfg.execution, out=str(seed_folder(parent, seed))))
+        print(f"[vpo] {parent}: seed {seed} ({list(seeds).index(seed) + 1} of {len(seeds)})", file=sys.stderr)
+        run(one, backend=backend, problems=problems, executor=executor)
+    return parent
 
 
 def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None,

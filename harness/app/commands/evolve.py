@@ -85,16 +85,15 @@ def run(args: argparse.Namespace) -> int:
 
 def format_summary(results: Sequence[dict[str, Any]]) -> str:
     """Solved fraction of evolve runs next to plain sampling at the same budget."""
+    from reports.tables import as_estimate, write_table
+
     head = ["model", "mode", "m", "iterations", "candidates", "solved (evolve)", "solved (sampling)"]
     lines = []
     for r in results:
         ev = r["evolve"]["solved"]
         b = (r.get("baseline") or {}).get("solved")
-        cell = lambda e: "-" if not e or e.get("mean") is None else f"{e['mean']:.3f}±{e['stderr']:.3f}"  # noqa: E731
         lines.append([r["model"], r["prompt_mode"], str(r["m"]), str(r["iterations"]), str(r["pool_size"]),
-                      cell(ev), cell(b)])
-    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+                      as_estimate(ev) if ev else "-", as_estimate(b) if b else "-"])
+    return write_table(head, lines, align="l" * len(head))
 
 

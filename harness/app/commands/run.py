@@ -11,6 +11,7 @@ vpo run --task maze --model hf:maze-tiny-vpo --limit 20 -n 10 -m 3 --out runs/vp
 vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhost:8000/v1 -n 10 -m 3
 vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 30 samples
 vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
+vpo run --task maze --model mock:moves --limit 5 -n 4 --seeds 0,1,2 --out runs/seeds   # one run per seed
 """
 
 
@@ -42,7 +43,14 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--top-p", type=float, default=None, help="default: the task's paper setting")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="completion budget; default: the model's own (bundled checkpoints), else 1024")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed; every chain's seed derives from it")
+    p.add_argument("--seed", type=int, default=None,
+                   help="sampling seed; every chain's seed derives from it (default 0). With --out naming a "
+                        "seed group (a --seeds folder), the run is added to it as one more seed")
+    p.add_argument("--seeds", default=None,
+                   help="several sampling seeds, e.g. 0,1,2,3 or 0-3: one run per seed under the --out folder "
+                        "(OUT/seed-0, OUT/seed-1, ...; default: runs/<...>-seeds), each resumable; show, compare, "
+                        "plot and report read the folder as the mean over seeds. --protocol paper: the authors' "
+                        "evaluation seed count where they average several (EUREQA, ToolRL: 4)")
     add_chat_template_args(p)
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1, help="threads grading chains (code tasks)")
@@ -66,21 +74,52 @@ def run(args: argparse.Namespace) -> int:
 
     apply_unsafe_sandbox(args)
 
+    seeds = resolve_seeds(args)
     apply_protocol(args)
     ks = args.ks or default_ks(args.n * args.m)
     apply_model_defaults(args)
     cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
                     data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                    seed=args.seed, chat_template_args=args.chat_template_args, base_url=args.base_url,
+                    seed=0 if args.seed is None else args.seed, chat_template_args=args.chat_template_args, base_url=args.base_url,
                     model_args=args.model_args, out=args.out, protocol=args.protocol,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
                     retry_errors=args.retry_errors, progress=not args.no_progress,
                     executor=executor_config(args))
+    if seeds is not None:
+        from harness.core.seeds import seed_runs
+        from harness.eval.runner import run_seeds
+
+        parent = run_seeds(cfg, seeds)
+        folders = [f for _, f in seed_runs(parent)]
+        print(format_table([load_run(f) for f in folders] + [load_run(parent)]))
+        print(f"\nseed group: {parent} (one run folder per seed: {', '.join(f.name for f in folders)})")
+        return max(report_failures(f) for f in folders)
     folder = run_eval(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")
     return report_failures(folder)
+
+
+def resolve_seeds(args: argparse.Namespace) -> list[int] | None:
+    """The seeds of a seed group, or None for one run: ``--seeds``, else the protocol's evaluation
+    seed count (seeds 0..S-1) when ``--seed`` is not given."""
+    import sys
+
+    from harness.core.seeds import parse_seeds
+    from harness.eval.protocols import eval_seeds
+
+    if args.seeds is not None:
+        if args.seed is not None:
+            raise ValueError("--seed and --seeds: give one (--seeds 0,1,2 runs one run per seed)")
+        return parse_seeds(args.seeds)
+    count = eval_seeds(args.protocol, args.task)
+    if count > 1 and args.seed is None:
+        print(f"[vpo] --protocol {args.protocol} for {args.task}: {count} evaluation seeds (0-{count - 1}), one run "
+              "each, as the authors' reproduction notes average them; --seed S or --seeds 0,... override",
+              file=sys.stderr)
+        return list(range(count))
+    return None
 
 
 PROTOCOL_NAMES = ("paper",)  # harness.eval.protocols.PROTOCOLS, spelled here so `vpo --help` imports nothing

@@ -19,7 +19,9 @@ vpo show runs/smol --k 1,3,10     # other ks, computed from the stored rows (not
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="table of a run's metrics")
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (written by vpo run / demo / rescore)")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run folders (written by vpo run / demo / rescore), or the parent folder of a `vpo run "
+                        "--seeds` group: its seeds as one row, mean over seeds with the between-seed s.e.")
     p.add_argument("--json", action="store_true", help="print results.json")
     p.add_argument("--k", dest="ks", type=int_list, default=None,
                    help="read best@k / pass@k at these ks, computed from the stored rows (default: the run's own)")
@@ -30,12 +32,11 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _cell(e: Any) -> str:
-    return f"{e.mean:.3f}±{e.stderr:.3f}" if e is not None and e.defined else "-"
-
-
 def format_table(runs: Sequence[Any]) -> str:
-    """best@k / pass@k / diversity of runs (LoadedRun) side by side (mean ± standard error)."""
+    """best@k / pass@k / diversity of runs (LoadedRun) side by side (mean ± standard error; a seed
+    group adds the between-seed s.e., reports.tables)."""
+    from reports.tables import write_table
+
     if not runs:
         return "(no runs)"
     ks = sorted({k for r in runs if r.summary is not None for k in r.summary.ks})
@@ -43,22 +44,20 @@ def format_table(runs: Sequence[Any]) -> str:
     taus = sorted({t for r in runs if r.summary is not None for t in r.summary.cover})
     head = ["run", "task", "pool"] + [f"best@{k}" for k in ks] + [f"pass@{k}" for k in pass_ks] + \
         [f"pass^{k}" for k in ks[-1:]] + [f"cover@{t:g}" for t in taus] + ["diversity", "errors"]
-    lines = []
+    lines: list[list[Any]] = []
     for r in runs:
         res = r.summary
         if res is None:
             task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
             lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
             continue
-        name = r.path.name + (" (partial)" if res.raw.get("partial") else
-                              " (recomputed)" if res.raw.get("stale_results") else "")
+        name = r.path.name + (f" ({len(res.seeds)} seeds)" if res.seeds else "") + (
+            " (partial)" if res.raw.get("partial") else " (recomputed)" if res.raw.get("stale_results") else "")
         lines.append([name, res.task, res.pool_shape]
-                     + [_cell(res.best.get(k)) for k in ks] + [_cell(res.pass_at.get(k)) for k in pass_ks]
-                     + [_cell(res.pass_all.get(k)) for k in ks[-1:]] + [_cell(res.cover.get(t)) for t in taus]
-                     + [_cell(res.diversity), str(res.n_errors)])
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head)] + [fmt.format(*ln) for ln in lines])
+                     + [res.best.get(k) for k in ks] + [res.pass_at.get(k) for k in pass_ks]
+                     + [res.pass_all.get(k) for k in ks[-1:]] + [res.cover.get(t) for t in taus]
+                     + [res.diversity, str(res.n_errors)])
+    return write_table(head, [[("-" if c is None else c) for c in ln] for ln in lines], align="l" * len(head))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.core.store import CONFIG
 
     # `vpo show runs/demo/*` also matches plots and notes: skip what is not a run folder, say so
-    paths = [r for r in args.runs if (Path(r) / CONFIG).is_file()]
+    from harness.core.seeds import is_seed_group
+
+    paths = [r for r in args.runs if (Path(r) / CONFIG).is_file() or is_seed_group(r)]
     for r in args.runs:
         if r not in paths:
             print(f"vpo show: skipping {r}: not a run folder (no {CONFIG})", file=sys.stderr)
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         from reports.evolve import format_budget_table
 
         blocks += [format_budget_table(e, args.ks) for e in evolved]
-    events = [ln for r in [*loaded, *evolved] for ln in format_events(r.path)]
+    events = [ln for r in [*loaded, *evolved] for f in _folders(r.path) for ln in format_events(f)]
     if events:
         blocks.append("\n".join(events))
     strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
@@ -114,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
         blocks.append(format_selected([r.path for r in loaded], strategies, ks=args.ks))
     print("\n\n".join(blocks))
     return 0
+
+
+def _folders(path: str | Path) -> list[Path]:
+    """The run folders behind a path: each seed of a seed group, else the path itself."""
+    from harness.core.seeds import is_seed_group, seed_runs
+
+    return [f for _, f in seed_runs(path)] if is_seed_group(path) else [Path(path)]
 
 
 def _load_evolve(paths: Sequence[str], alone: bool = False) -> list[Any]:
