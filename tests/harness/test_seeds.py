@@ -144,6 +144,15 @@ def test_compare_two_groups_pairs_problem_and_seed(tmp_path, seedy, capsys) -> N
     assert f"{alld.mean():+.3f}±{alld.std(ddof=1) / np.sqrt(alld.size):.3f} s±" in line
     assert "strong: 24 shared problems" in text
 
+    # a single run against a group is its own seed: it pairs with that seed of the group only
+    single = tmp_path / "single"
+    assert _run(single, "seedy:0.8", extra=("--seed", "1")) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(single), "--json", "--resamples", "300", "--strategies", ""]) == 0
+    one = next(r for r in json.loads(capsys.readouterr().out)["rows"] if r["metric"] == "best" and r["k"] == 1)
+    pa, pb = _per_problem(a / "seed-1"), _per_problem(single)
+    assert one["n"] == LIMIT and one["diff"] == pytest.approx(np.mean([pb[p] - pa[p] for p in pa]))
+
 
 def test_one_more_seed_joins_the_group_and_another_run_is_refused(tmp_path, seedy, capsys) -> None:
     parent = tmp_path / "group"
@@ -212,7 +221,7 @@ def _keys(folder: Path) -> list[tuple[str, int]]:
     return [(r["problem_id"], r["chain_index"]) for r in map(json.loads, (ln for ln in lines if ln.endswith("}")))]
 
 
-def test_kill9_mid_group_then_rerun_samples_only_the_missing_chains(tmp_path) -> None:
+def test_kill9_mid_group_then_rerun_samples_only_the_missing_chains(tmp_path, capsys) -> None:
     common = ["run", "--task", "maze", "--model", "mock:moves", "--model-args", "latency_s=0.01", "--limit", "6",
               "-n", "4", "--seeds", "0,1,2", "--no-progress", "--flush-every", "1"]
     ref, out = tmp_path / "ref", tmp_path / "crashy"
@@ -226,6 +235,9 @@ def test_kill9_mid_group_then_rerun_samples_only_the_missing_chains(tmp_path) ->
     proc.wait(timeout=30)
     part = len(_keys(out / "seed-1"))
     assert len(_keys(out / "seed-0")) == 24 and 7 <= part < 24 and not (out / "seed-2" / "samples.jsonl").exists()
+    # the interrupted group reads as one: the seeds stored so far, marked partial
+    assert main(["show", str(out), "--select", ""]) == 0
+    assert "crashy (2 seeds) (partial)" in capsys.readouterr().out
     again = _vpo(common + ["--out", str(out)])
     assert again.wait(timeout=300) == 0
     err = again.stderr.read().decode()

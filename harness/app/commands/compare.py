@@ -17,7 +17,8 @@ vpo compare runs/grpo runs/vpo --markdown --tau 0.5 --token-budgets 500,2000
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="paired best@k/pass@k/selected@k/diversity/VPO-objective differences "
                                        "vs the first run, 95%% bootstrap CI, win/tie/loss")
-    p.add_argument("runs", nargs="+", help="run folders; the first is the baseline")
+    p.add_argument("runs", nargs="+", help="run folders or seed groups (`vpo run --seeds`: pairs are then (problem, "
+                                           "seed), a single run counting as its own seed); the first is the baseline")
     p.add_argument("--k", dest="ks", default=None, help="comma-separated ks (default: those every run has)")
     p.add_argument("--strategies", default="majority,random,public-tests",
                    help="selection strategies for selected@k (those a run cannot evaluate are left out)")
@@ -95,8 +96,11 @@ def _readable(runs: list) -> list:
             why = "holds no rows yet (nothing sampled)" if not r.problem_ids else \
                 f"has no scored candidate ({r.n_errors} error rows; re-run with --retry-errors)"
             raise ValueError(f"{r.path}: samples.jsonl {why}: nothing to compare")
-    first = set(runs[0].problem_ids)
-    for r in runs[1:]:
-        if not first & set(r.problem_ids):
-            raise ValueError(f"{runs[0].path} and {r.path} share no problem: nothing to pair")
+    from reports.compare import pair_keys
+
+    keys = pair_keys(runs)  # (problem, seed) when a seed group is among them
+    for r, k in zip(runs[1:], keys[1:]):
+        if not set(keys[0]) & set(k):
+            what = "no (problem, seed) pair" if any(x.seeds for x in runs) else "no problem"
+            raise ValueError(f"{runs[0].path} and {r.path} share {what}: nothing to pair")
     return runs
