@@ -69,6 +69,7 @@ def best_at_k_figure(runs: Sequence[Any], metric: str = "best", labels: Sequence
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
     all_ks: set[int] = set()
     lows, highs = [], []
+    seeded = False
     for i, run in enumerate(runs):
         if run.summary is None:
             raise ValueError(f"{run.path}: no results.json (finish or resume the run first)")
@@ -76,9 +77,18 @@ def best_at_k_figure(runs: Sequence[Any], metric: str = "best", labels: Sequence
         if ks.size == 0:
             raise ValueError(f"{run.path}: results.json has no {metric}@k metrics")
         lab = _with_shape(labels[i], run) if labels else _label(run)
+        est = run.summary.best if metric == "best" else run.summary.pass_at
+        if run.summary.seeds:
+            lab += f", {len(run.summary.seeds)} seeds"
         (line,) = ax.plot(ks, mean, marker="o", ms=3, label=lab, zorder=3)
         se = np.nan_to_num(se)
         ax.fill_between(ks, mean - se, mean + se, color=line.get_color(), alpha=0.2, lw=0)
+        seed_se = np.array([np.nan if est[int(k)].seed_stderr is None else est[int(k)].seed_stderr for k in ks],
+                           dtype=float)
+        if run.summary.seeds and np.isfinite(seed_se).any():  # a seed group: the between-seed s.e. as bars
+            ax.errorbar(ks, mean, yerr=np.nan_to_num(seed_se), fmt="none", ecolor=line.get_color(), capsize=3,
+                        lw=1, zorder=4)
+            seeded = True
         all_ks.update(int(k) for k in ks)
         lows.append(float(np.nanmin(mean - se)))
         highs.append(float(np.nanmax(mean + se)))
@@ -98,6 +108,11 @@ def best_at_k_figure(runs: Sequence[Any], metric: str = "best", labels: Sequence
     handles, names = ax.get_legend_handles_labels()
     handles.append(Patch(facecolor="0.6", alpha=0.35, lw=0))
     names.append("band: ±1 standard error (over problems)")
+    if seeded:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color="0.4", marker="|", ls="none", ms=8))
+        names.append("bars: ±1 standard error between seeds")
     ax.legend(handles, names, fontsize=8)
     return fig
 
@@ -189,6 +204,8 @@ def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = N
         f = pools.facts
         shape = f"{f.get('n', '?')}x{f.get('m', '?')}"
         model = str(f.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]
+        if pools.seeds:  # a seed group: its entries are (problem, seed) pairs
+            shape += f", {len(pools.seeds)} seeds"
         lab = (labels[i] if shape in labels[i] else f"{labels[i]} ({shape})") if labels else f"{model} ({shape})"
         out.append(PlotRun(lab, pools=pools, ks=ks))
     return out

@@ -116,6 +116,28 @@ def test_run_seeds_then_show_prints_mean_over_seeds_checked_by_numpy(tmp_path, s
     assert "best@3" in capsys.readouterr().out
 
 
+def test_plot_and_report_read_a_group(tmp_path, seedy) -> None:
+    from harness.core.results import load_run
+    from reports.plots import best_at_k_figure
+
+    parent = tmp_path / "group"
+    assert _run(parent) == 0
+    fig = best_at_k_figure([load_run(parent)])
+    ax = fig.axes[0]
+    names = ax.get_legend_handles_labels()[1]
+    assert names == ["0.5 (4x1), 3 seeds"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "bars: ±1 standard error between seeds" in legend
+    mean, _, sse = _expected(parent)
+    bars = [c for c in ax.collections if type(c).__name__ == "LineCollection"][0].get_segments()
+    lo, hi = bars[0][:, 1]  # the k = 1 bar spans mean ± between-seed s.e.
+    assert lo == pytest.approx(mean - sse) and hi == pytest.approx(mean + sse)
+    out = tmp_path / "r.html"
+    assert main(["plot", str(parent), "--metric", "best,diversity", "--out", str(tmp_path / "p.png")]) == 0
+    assert main(["report", str(parent), str(parent), "--out", str(out), "--resamples", "200"]) == 0
+    assert "#seed-2" in out.read_text()  # the per-problem table lists (problem, seed) entries
+
+
 def test_compare_two_groups_pairs_problem_and_seed(tmp_path, seedy, capsys) -> None:
     a, b = tmp_path / "weak", tmp_path / "strong"
     assert _run(a, "seedy:0.3") == 0 and _run(b, "seedy:0.8") == 0
