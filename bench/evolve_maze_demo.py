@@ -66,16 +66,21 @@ def main() -> int:
         runs.append(folder)
     vpo("plot", *map(str, runs), "--labels", "maze-tiny-vpo (m=3),maze-tiny-grpo (m=1)",
         "--out", str(out / "evolve_maze.png"))
-    table = ["| model | candidates/maze | solved: evolve | solved: plain sampling | best scalar: evolve | "
-             "best scalar: plain sampling (best@k) |", "|---|---|---|---|---|---|"]
+    from harness.core.metrics import Estimate
+    from reports.tables import as_estimate, write_table
+
+    head = ["model", "candidates/maze", "solved: evolve", "solved: plain sampling", "best scalar: evolve",
+            "best scalar: plain sampling (best@k)"]
+    rows = []
     for folder in runs:
         r = json.loads((folder / "results.json").read_text())
         ev, b = r["evolve"]["solved"], r["baseline"]["solved"]
         best, bb = r["evolve"]["best_vs_candidates"], r["baseline"]["best_vs_candidates"]
-        table.append(f"| {r['model']} (m={r['m']}) | {r['pool_size']} | {ev['mean']:.3f}±{ev['stderr']:.3f} | "
-                     f"{b['mean']:.3f}±{b['stderr']:.3f} | {best['mean'][-1]:.3f}±{best['stderr'][-1]:.3f} | "
-                     f"{bb['mean'][-1]:.3f}±{bb['stderr'][-1]:.3f} |")
-    text = "\n".join(table)
+        # the curve's last point: the whole budget (a curve without per-point counts is one estimate)
+        last = lambda c: Estimate(c["mean"][-1], c["stderr"][-1], int((c.get("n") or [1])[-1]))  # noqa: E731
+        rows.append([f"{r['model']} (m={r['m']})", r["pool_size"], as_estimate(ev), as_estimate(b), last(best),
+                     last(bb)])
+    text = write_table(head, rows, "markdown")
     print(text)
     print("wall time (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()))
     (out / "evolve_table.md").write_text(text + "\n\nwall time (s): " +

@@ -82,29 +82,34 @@ def analyse(folders: dict[str, Path], budget: int, ids: list[str], thr: dict[str
 
     curves = {a: per_maze(f, budget, thr, ids, a.startswith("evolve")) for a, f in folders.items()}
     marks = sorted({b for b in (1, 3, 10, 30, 60, budget) if b <= budget})
-    lines = ["| arm | " + " | ".join(f"solved@{b}" for b in marks) + " | " +
-             " | ".join(f"best@{b}" for b in marks) + " |", "|---|" + "---|" * (2 * len(marks))]
+    from reports.tables import format_number, write_table
+
+    arm_rows = []
     out: dict[str, Any] = {"budgets": marks, "arms": {}, "contrasts": {}}
     for a in ARMS:
         best, solved = curves[a]
         s = [mean_se(solved[:, b - 1]) for b in marks]
         v = [mean_se(best[:, b - 1]) for b in marks]
         out["arms"][a] = {"solved": [e.as_dict() for e in s], "best": [e.as_dict() for e in v]}
-        lines.append(f"| {a} | " + " | ".join(f"{e.mean:.3f}±{e.stderr:.3f}" for e in s) + " | " +
-                     " | ".join(f"{e.mean:.3f}±{e.stderr:.3f}" for e in v) + " |")
+        arm_rows.append([a, *s, *v])
+    lines = [write_table(["arm"] + [f"solved@{b}" for b in marks] + [f"best@{b}" for b in marks], arm_rows,
+                         "markdown")]
     lines += ["", f"Paired differences at the largest budget ({budget} candidates per maze), 95% bootstrap "
-              "interval over mazes, win/tie/loss:", "",
-              "| contrast | solved diff [CI] | w/t/l | best diff [CI] | w/t/l |", "|---|---|---|---|---|"]
+              "interval over mazes, win/tie/loss:", ""]
+    contrast_rows = []
     for a, b in CONTRASTS:
         cells = []
         for j in (1, 0):  # solved, then best
             d = curves[a][j][:, -1] - curves[b][j][:, -1]
             lo, hi = paired_bootstrap(d[None, :])
             w, t, lo_n = int((d > 1e-9).sum()), int((np.abs(d) <= 1e-9).sum()), int((d < -1e-9).sum())
-            cells += [f"{np.nanmean(d):+.3f} [{lo[0]:+.3f}, {hi[0]:+.3f}]", f"{w}/{t}/{lo_n}"]
+            cells += [f"{format_number(float(np.nanmean(d)), sign=True)} [{format_number(lo[0], sign=True)}, "
+                      f"{format_number(hi[0], sign=True)}]", f"{w}/{t}/{lo_n}"]
             out["contrasts"][f"{a} - {b}:{'solved' if j else 'best'}"] = {
                 "mean": float(np.nanmean(d)), "ci": [float(lo[0]), float(hi[0])], "wtl": [w, t, lo_n]}
-        lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+        contrast_rows.append([f"{a} − {b}", *cells])
+    lines.append(write_table(["contrast", "solved diff [CI]", "w/t/l", "best diff [CI]", "w/t/l"], contrast_rows,
+                             "markdown", align="lllll"))
     only = {}
     for a in ARMS:
         mine = {pid for i, pid in enumerate(ids) if curves[a][1][i, -1] >= 1 - 1e-9}

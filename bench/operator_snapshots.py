@@ -52,11 +52,12 @@ def main() -> int:
         i = best["x"].index(a.budget) if a.budget in best["x"] else -1
         table.append((step, best["mean"][i], best["stderr"][i], r["evolve"]["solved"]["mean"]))
     chosen = max(table, key=lambda t: (t[1], -t[0]))
-    print("| step | best scalar @%d (val) | solved |" % a.budget)
-    print("|---|---|---|")
-    for step, mean, se, solved in table:
-        mark = " **(chosen)**" if step == chosen[0] else ""
-        print(f"| {step}{mark} | {mean:.3f}±{se:.3f} | {solved:.3f} |")
+    from harness.core.metrics import Estimate
+    from reports.tables import write_table
+
+    print(write_table(["step", f"best scalar @{a.budget} (val)", "solved"],
+                      [[f"{step}{' **(chosen)**' if step == chosen[0] else ''}", Estimate(mean, se, a.mazes),
+                        float(solved)] for step, mean, se, solved in table], "markdown"))
     (out / "choice.json").write_text(json.dumps({"table": table, "chosen_step": chosen[0], "rule":
                                                  "highest mean best scalar at the budget on val; ties: earlier"}))
     return 0

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.core.config import RunConfig
-from harness.core.metrics import Estimate
 from harness.core.metrics import DEFAULT_KS as DEMO_KS
 from harness.core.models.zoo import BUNDLED_POLICIES, TINY_MAZE_DEFAULTS
 from harness.core.results import RunResults
