@@ -86,16 +86,16 @@ def run(args: argparse.Namespace) -> int:
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
                     retry_errors=args.retry_errors, progress=not args.no_progress,
                     executor=executor_config(args))
-    if seeds is not None:
-        from harness.core.seeds import seed_runs
-        from harness.eval.runner import run_seeds
+    from harness.core.seeds import is_seed_group, seed_runs
+    from harness.eval.runner import run_seeds
 
-        parent = run_seeds(cfg, seeds)
-        folders = [f for _, f in seed_runs(parent)]
-        print(format_table([load_run(f) for f in folders] + [load_run(parent)]))
-        print(f"\nseed group: {parent} (one run folder per seed: {', '.join(f.name for f in folders)})")
+    # --seeds, or --seed S with --out naming a group (the runner adds the seed to it)
+    folder = run_seeds(cfg, seeds) if seeds is not None else run_eval(cfg)
+    if is_seed_group(folder):
+        folders = [f for _, f in seed_runs(folder)]
+        print(format_table([load_run(f) for f in folders] + [load_run(folder)]))
+        print(f"\nseed group: {folder} (one run folder per seed: {', '.join(f.name for f in folders)})")
         return max(report_failures(f) for f in folders)
-    folder = run_eval(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")
     return report_failures(folder)
