@@ -1,9 +1,21 @@
 """EUREQA entity back-chaining (Li et al., NAACL 2024; d = 5): resolve masked entities A..E.
 
 A narrative describes a chain of masked entities ("Person A", "Country B", ...); the last one (F) is
-revealed, and the model must back-chain to name A..E. r = exact match per entity after
-:func:`benchmarks.textnorm.entity_normalize` (``_`` -> space, lowercase, drop articles and punctuation,
-collapse spaces); entities[0] is the question's answer. Task scalar = mean (the base class default).
+revealed, and the model must back-chain to name A..E. r = exact match per entity after normalisation
+(``_`` -> space, lowercase, drop articles and punctuation, collapse spaces); entities[0] is the
+question's answer. Task scalar = mean (the base class default).
+
+Parsing, option ``parse``:
+- ``paper`` (default; the VPO authors' scorer ``vpo_tasks/eureqa.py`` ``parse_response`` /
+  ``normalize_entity``, which produced the paper's numbers and ``shared/data/eureqa/authors_scores.jsonl``):
+  the *first* closed ``<entity_X>`` of each letter in the raw completion (tag names in any case,
+  reasoning kept: a draft inside ``<think>`` counts, a later restatement does not); normalisation drops
+  articles before punctuation (:func:`benchmarks.textnorm.authors_entity_normalize`: "The-London" ->
+  "london"). Chains: the first ``<response_i>`` of each i (case-sensitive), as ``extract_numbered_tags``.
+- ``lenient`` (this project's earlier reading): closed ``<think>`` blocks dropped, then the *last* closed
+  tag of each letter; SQuAD's order, punctuation before articles
+  (:func:`benchmarks.textnorm.entity_normalize`: "The-London" -> "thelondon"); chains: the last
+  ``<response_i>`` after the reasoning is dropped.
 
 Data: hub ``vincentleebang/EUREQA`` (splits questions_hard_1..5, questions_normal_5) or local exports of
 those splits. Our splits ``train`` / ``test`` are the paper's mixed split: train = all normal_5 + the
@@ -25,7 +37,7 @@ import numpy as np
 
 from benchmarks.base import Benchmark, DataError, Messages, Option, Problem, extract_tag, user
 from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
-from benchmarks.textnorm import entity_normalize, strip_think
+from benchmarks.textnorm import authors_entity_normalize, entity_normalize, strip_think
 from harness.core.paths import shared_data_dir
 
 HUB_ID = "vincentleebang/EUREQA"
@@ -35,6 +47,9 @@ LETTERS = ("A", "B", "C", "D", "E")
 #: 5 scored entities + the revealed leaf F (the paper's preprocessing requires all six)
 MIN_ENTITIES = 6
 _FORMATS = (".parquet", ".jsonl", ".json")
+PARSE_MODES = ("paper", "lenient")
+#: entity normalisation of each parse mode
+NORMALIZERS = {"paper": authors_entity_normalize, "lenient": entity_normalize}
 
 
 def format_answer(entities: list[str]) -> str:
@@ -42,16 +57,24 @@ def format_answer(entities: list[str]) -> str:
     return "\n".join(f"<entity_{ltr}>{e}</entity_{ltr}>" for ltr, e in zip(LETTERS, entities))
 
 
-def parse_entities(text: str | None) -> list[str | None]:
-    """Contents of ``<entity_A>`` .. ``<entity_E>`` (last closed occurrence each), None when absent."""
+def parse_entities(text: str | None, mode: str = "paper") -> list[str | None]:
+    """Stripped contents of ``<entity_A>`` .. ``<entity_E>``, None when a letter has no closed tag.
+
+    ``paper``: the first closed tag of each letter in the text as written; ``lenient``: the last one
+    after closed ``<think>`` blocks are dropped (see the module doc)."""
+    if mode not in PARSE_MODES:
+        raise ValueError(f"unknown EUREQA parse mode {mode!r}; known: {', '.join(PARSE_MODES)}")
     if not isinstance(text, str):
         return [None] * len(LETTERS)
+    if mode == "paper":
+        return [extract_tag(text, f"entity_{ltr}", which="first") for ltr in LETTERS]
     body = strip_think(text)
     return [extract_tag(body, f"entity_{ltr}") for ltr in LETTERS]
 
 
 class Eureqa(Benchmark):
-    """Options: ``seed`` (0, mixed-split shuffle), ``hub`` (False: use the hub even if local files exist)."""
+    """Options: ``seed`` (0, mixed-split shuffle), ``hub`` (False: use the hub even if local files exist),
+    ``parse`` (``paper`` default, or ``lenient``: see the module doc)."""
 
     name: ClassVar[str] = "eureqa"
     component_names: ClassVar[tuple[str, ...]] = tuple(f"entity_{ltr}" for ltr in LETTERS)
@@ -63,7 +86,13 @@ class Eureqa(Benchmark):
     options_spec: ClassVar[dict[str, Option]] = {
         "seed": Option(0, "shuffle seed of the mixed split"),
         "hub": Option(False, "load from the hub even when local files exist"),
+        "parse": Option("paper", "how answers are read: the authors' scorer or the lenient reader", PARSE_MODES),
     }
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self.parse_mode = self.options["parse"]
+        self.normalize = NORMALIZERS[self.parse_mode]
 
     # ---- data -------------------------------------------------------------------------------------
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
@@ -124,7 +153,7 @@ class Eureqa(Benchmark):
         entities = need_str_list(row, d, "entities", min_len=MIN_ENTITIES)
         idx = need(row, d, "idx", int)
         for i, e in enumerate(entities[:len(LETTERS)]):
-            if not entity_normalize(e):
+            if not self.normalize(e):
                 raise row.error("entity is empty after normalisation", f"entities[{i}]")
         data = {"narrative": "\n".join(question), "masks": masks[:len(LETTERS)],
                 "entities": entities[:len(LETTERS)]}
@@ -163,20 +192,30 @@ class Eureqa(Benchmark):
         return user(text)
 
     # ---- parsing and scoring ----------------------------------------------------------------------
+    def parse(self, completion: str, m: int | None = None) -> list[str | None]:
+        if m is None or self.parse_mode != "paper":
+            return super().parse(completion, m)
+        return self.authors_parse(completion, m)
+
     def parse_single(self, completion: str) -> str | None:
-        """The reply minus reasoning, or None when no entity tag closed."""
+        """paper: the reply as written when some entity tag holds text (the authors score a reply with
+        no resolved entity as the zero vector); lenient: the reply minus reasoning, or None when no
+        entity tag closed."""
         if not isinstance(completion, str):
             return None
-        if all(e is None for e in parse_entities(completion)):
+        found = parse_entities(completion, self.parse_mode)
+        if self.parse_mode == "paper":
+            return completion if any(found) else None
+        if all(e is None for e in found):
             return None
         return strip_think(completion).strip()
 
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
-        preds = parse_entities(answer)
+        preds = parse_entities(answer, self.parse_mode)
         out = []
         for pred, gold in zip(preds, problem.data["entities"]):
-            p = entity_normalize(pred) if pred is not None else ""
-            out.append(float(bool(p) and p == entity_normalize(gold)))
+            p = self.normalize(pred) if pred is not None else ""
+            out.append(float(bool(p) and p == self.normalize(gold)))
         return np.array(out, dtype=float)
 
 
@@ -198,4 +237,4 @@ def _find_split_file(folder: Path, split: str, how: str) -> Path:
     return found[0]
 
 
-__all__ = ["Eureqa", "format_answer", "parse_entities"]
+__all__ = ["Eureqa", "PARSE_MODES", "format_answer", "parse_entities"]

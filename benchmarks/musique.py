@@ -21,6 +21,16 @@ Parsing, option ``parse``:
   dropped first, then the *last* ``<support>`` / ``<answer>`` win; every run of digits in ``<support>``
   is a citation; an empty ``<answer></answer>`` still earns hop credit; SQuAD's normalisation order
   (punctuation before articles).
+
+The paper's 300 questions (option ``hop_stratified``), option ``selection``:
+- ``authors`` (default): the procedure of the authors' reproduction notes (``ryanboldi/vpo``
+  ``PAPER_REPRO.md`` section 3.2, "Eval split"): for h = 2, 3, 4 in turn, the h-hop questions in source
+  order, shuffled with seed 42 (``datasets.Dataset.shuffle``, i.e. ``numpy.random.default_rng(42)
+  .permutation``), the first 100 kept (all, when fewer); the three parts concatenated and shuffled once
+  more with seed 42. On the official dev split (the hub's ``validation``, in its own order) these are
+  the authors' 300 questions, in their order.
+- ``sample``: this project's earlier selection (``random.Random(seed).sample`` per hop group, source
+  order kept), kept so runs made with it can be re-opened and resumed (with ``seed=0``, its old default).
 """
 from __future__ import annotations
 
@@ -44,6 +54,10 @@ MAX_HOPS = 4
 #: our split name -> hub split; the paper evaluates on the official dev (= hub "validation") split
 _HUB_SPLIT = {"train": "train", "validation": "validation", "test": "validation"}
 _DIGITS = re.compile(r"\d+")
+#: the hop counts of the paper's stratified split and the authors' shuffle seed (``PAPER_REPRO.md`` 3.2)
+STRATA = (2, 3, 4)
+AUTHORS_SEED = 42
+SELECTIONS = ("authors", "sample")
 
 
 
@@ -116,7 +130,8 @@ def format_answer(support: list[int], answer: str) -> str:
 
 class MuSiQue(Benchmark):
     """Options: ``hop_stratified`` (bool, default False; the paper's 100 x {2,3,4}-hop split),
-    ``per_hop`` (100), ``seed`` (0, for the stratified selection), ``answerable_only`` (True),
+    ``per_hop`` (100), ``selection`` (``authors`` or ``sample``, see the module doc), ``seed`` (42, for
+    the stratified selection), ``answerable_only`` (True),
     ``hub`` (False: load from the hub even when local data exists), ``parse`` (``paper`` default, or
     ``lenient``: see the module docstring)."""
 
@@ -130,7 +145,9 @@ class MuSiQue(Benchmark):
     options_spec: ClassVar[dict[str, Option]] = {
         "hop_stratified": Option(False, "the paper's 100 x {2,3,4}-hop split"),
         "per_hop": Option(100, "questions per hop count when hop_stratified"),
-        "seed": Option(0, "seed of the stratified selection"),
+        "selection": Option("authors", "how hop_stratified picks: the authors' seeded shuffles, or the "
+                                       "earlier per-hop random.sample", SELECTIONS),
+        "seed": Option(AUTHORS_SEED, "seed of the stratified selection"),
         "answerable_only": Option(True, "drop unanswerable questions"),
         "hub": Option(False, "load from the hub even when local data exists"),
         "parse": Option("paper", "how answers are read: the authors' scorer or the lenient reader", PARSE_MODES),
@@ -208,23 +225,18 @@ class MuSiQue(Benchmark):
         return Problem(id=pid, data=data, meta={"num_hops": len(steps), "answerable": answerable})
 
     def _stratify(self, problems: list[Problem]) -> list[Problem]:
-        """``per_hop`` questions each of 2, 3, 4 hops, chosen with Random(seed) per hop group.
+        """``per_hop`` questions each of 2, 3, 4 hops by the ``selection`` option (see the module doc).
 
-        The selection keeps source order inside a group, so it is stable when ``per_hop`` grows. When a
-        group is short (the local slice has 24 3-hop and 17 4-hop questions) all of it is taken and a
-        warning plus ``selection_note`` say so.
+        When a group is short (the local slice has 24 3-hop and 17 4-hop questions) all of it is taken,
+        as the authors' ``min(PER_HOP, len(bucket))`` does, and a warning plus ``selection_note`` say so.
         """
-        per_hop, rng = int(self.options["per_hop"]), random.Random(self.options["seed"])
-        chosen: list[Problem] = []
-        short = []
-        for hops in (2, 3, 4):
-            group = [p for p in problems if p.meta["num_hops"] == hops]
-            if len(group) < per_hop:
-                short.append(f"{len(group)} of {per_hop} {hops}-hop")
-                picked = set(range(len(group)))
-            else:
-                picked = set(rng.sample(range(len(group)), per_hop))
-            chosen.extend(p for i, p in enumerate(group) if i in picked)
+        per_hop, seed = int(self.options["per_hop"]), int(self.options["seed"])
+        groups = [[p for p in problems if p.meta["num_hops"] == hops] for hops in STRATA]
+        if self.options["selection"] == "authors":
+            chosen = authors_selection(groups, per_hop, seed)
+        else:
+            chosen = _sampled_selection(groups, per_hop, seed)
+        short = [f"{len(g)} of {per_hop} {hops}-hop" for hops, g in zip(STRATA, groups) if len(g) < per_hop]
         if short:
             self.selection_note = ("hop-stratified split is short: took " + ", ".join(short) +
                                    " questions (all that the data has)")
@@ -311,9 +323,33 @@ class MuSiQue(Benchmark):
         return out
 
 
+def authors_selection(groups: list[list[Problem]], per_hop: int, seed: int = AUTHORS_SEED) -> list[Problem]:
+    """The authors' stratified split, step for step (``PAPER_REPRO.md`` 3.2): each hop group (in source
+    order) shuffled with ``seed`` and cut to its first ``per_hop``; the parts concatenated in hop order;
+    the whole shuffled with ``seed`` again. Every shuffle is ``Dataset.shuffle(seed=seed)``, which draws
+    ``numpy.random.default_rng(seed).permutation(len)`` from a fresh generator each time."""
+    parts: list[Problem] = []
+    for group in groups:
+        order = np.random.default_rng(seed).permutation(len(group))
+        parts.extend(group[i] for i in order[:per_hop])
+    final = np.random.default_rng(seed).permutation(len(parts))
+    return [parts[i] for i in final]
+
+
+def _sampled_selection(groups: list[list[Problem]], per_hop: int, seed: int) -> list[Problem]:
+    """The earlier selection (``selection=sample``): ``per_hop`` drawn with one ``random.Random(seed)``
+    across the groups, source order kept inside each group."""
+    rng = random.Random(seed)
+    chosen: list[Problem] = []
+    for group in groups:
+        picked = set(range(len(group))) if len(group) < per_hop else set(rng.sample(range(len(group)), per_hop))
+        chosen.extend(p for i, p in enumerate(group) if i in picked)
+    return chosen
+
+
 def _check_style(style: str) -> None:
     if style not in ("full", "compact"):
         raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
 
 
-__all__ = ["MuSiQue", "cited_indices", "format_answer", "hop_scores", "paper_cited", "paper_reward", "PARSE_MODES"]
+__all__ = ["MuSiQue", "authors_selection", "cited_indices", "format_answer", "hop_scores", "paper_cited", "paper_reward", "PARSE_MODES"]

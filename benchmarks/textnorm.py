@@ -60,6 +60,15 @@ def entity_normalize(text: Any) -> str:
     return squad_normalize(str(text).replace("_", " "))
 
 
+def authors_entity_normalize(text: Any) -> str:
+    """The VPO authors' EUREQA ``normalize_entity``: ``_`` -> space, then :func:`authors_normalize` with
+    articles dropped *before* punctuation, so a hyphen-joined article goes: "The-London" -> "london"
+    (SQuAD's order, :func:`entity_normalize`, gives "thelondon")."""
+    if text is None:
+        return ""
+    return authors_normalize(str(text).replace("_", " "), strip_articles=True)
+
+
 def multiset_f1(pred: Iterable[Hashable], gold: Iterable[Hashable]) -> float:
     """F1 of two multisets; 1.0 when both are empty (nothing asked, nothing given), 0.0 when one is."""
     pc, gc = Counter(pred), Counter(gold)

@@ -2,7 +2,10 @@
 
 A row holds a system prompt (tool list + output format), the user dialogue, and the gold assistant turn
 ``<think>..</think>`` + optional ``<tool_call>`` (one JSON object per line: ``{"name", "parameters"}``)
-+ optional ``<response>``. r = [format, tool_name, arg_keys, arg_values], task scalar = mean:
++ optional ``<response>``. r = [format, tool_name, arg_keys, arg_values], task scalar = mean (option
+``scale=sum``: the sum, 0..4, the scale on which the authors report ToolRL's best@k, ``vpo_tasks/tool.py``
+``evaluate``: ``best_of_k_curve(sums, ...)``; best@k and its standard error are then exactly d = 4 times
+the mean's, pass@k and diversity unchanged):
 
 - format = 1 iff the answer has a think block and has tool calls exactly when the gold has. "Has a think
   block" means a closing ``</think>`` (a chat template may open the block in the prompt). With gold
@@ -72,6 +75,8 @@ LOCAL_FILES = {"test": "toolrl/rlla_4k_test.jsonl", "sft": "toolrl/rlla_sft.json
 _THINK_END = re.compile(r"</think>", re.I)
 #: what Qwen3's template pre-fills with enable_thinking=False; the authors prepend it before scoring
 QWEN3_NO_THINK_PREFIX = "<think>\n\n</think>\n\n"
+#: option ``scale``: how the task scalar combines the 4 components
+SCALES = ("mean", "sum")
 _DECODER = json.JSONDecoder()
 
 Call = dict[str, Any]  # {"name": str, "parameters": dict}
@@ -422,6 +427,8 @@ class ToolRL(Benchmark):
         "align": Option("loose", "how predicted calls are matched to gold calls", ("loose", "strict")),
         "hub": Option(False, "load from the hub even when local files exist"),
         "parse": Option("paper", "how calls are read: the authors' scorer or the lenient reader", PARSE_MODES),
+        "scale": Option("mean", "task scalar: the mean of the 4 components (0..1), or their sum (0..4, "
+                                "the authors' reporting scale)", SCALES),
         "prefill_think": Option(False, "single answers: score Qwen3's empty think block + the reply, as the "
                                        "authors' evaluation does (empty reply: zero vector)", (False, True)),
     }
@@ -533,6 +540,17 @@ class ToolRL(Benchmark):
         if self.parse_mode == "paper":
             return completion if isinstance(completion, str) else None
         return completion if isinstance(completion, str) and completion.strip() else None
+
+    def scalar(self, r: np.ndarray) -> np.ndarray | float:
+        """Mean of the components, or with ``scale=sum`` their sum (the authors' reporting scale)."""
+        r = np.asarray(r, dtype=float)
+        return r.sum(axis=-1) if self.options["scale"] == "sum" else r.mean(axis=-1)
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out["scalar"] = ("format + tool_name + arg_keys + arg_values" if self.options["scale"] == "sum"
+                         else "mean of the 4 components")
+        return out
 
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
         if self.parse_mode == "paper":

@@ -86,9 +86,12 @@ def test_parsing_single_and_multi(task, problems):
     gold = format_answer(p.data["entities"])
     assert task.parse("no tags at all") == [None]
     assert task.reward(p, None).tolist() == [0] * 5
-    # entities drafted inside <think> do not count; the last closed tag wins
-    assert parse_entities("<think><entity_A>x</entity_A></think>")[0] is None
-    assert parse_entities("<entity_A>x</entity_A> then <entity_A>y</entity_A>")[0] == "y"
+    # the authors' reading (default): the first closed tag in the raw text, drafts in <think> included;
+    # the lenient reading drops <think> and keeps the last closed tag
+    assert parse_entities("<think><entity_A>x</entity_A></think>")[0] == "x"
+    assert parse_entities("<entity_A>x</entity_A> then <entity_A>y</entity_A>")[0] == "x"
+    assert parse_entities("<think><entity_A>x</entity_A></think>", "lenient")[0] is None
+    assert parse_entities("<entity_A>x</entity_A> then <entity_A>y</entity_A>", "lenient")[0] == "y"
     chain = f"shared thoughts <response_1>{gold}</response_1><response_3>{gold}</response_3><response_2>{gold[:40]}"
     ans = task.parse(chain, 3)
     assert ans[1] is None and ans[0] is not None and ans[2] is not None

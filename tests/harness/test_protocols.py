@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.eval.protocols import PAPER, PROTOCOLS, resolve
+from harness.eval.protocols import PAPER, PROTOCOLS, departures, resolve
 
 
 def res(task: str, **kw):
@@ -21,7 +21,7 @@ def test_paper_defaults_per_task():
     assert (t["m"], t["n"], t["temperature"], t["top_p"], t["max_tokens"]) == (3, 10, 0.7, 0.95, 1024)
     assert t["chat_template_args"] == {"enable_thinking": False} and t["task_args"] == {}
     single = res("toolrl", m=1)
-    assert single["n"] == 30 and single["task_args"] == {"prefill_think": True}  # the authors' eval prefill
+    assert single["n"] == 50 and single["task_args"] == {"prefill_think": True}  # the authors' 50 x 1, prefill
     assert res("maze")["top_p"] == 1.0 and res("eureqa")["max_tokens"] == 512
     assert res("musique")["task_args"] == {"hop_stratified": True}
     lcb = res("livecodebench")
@@ -29,6 +29,23 @@ def test_paper_defaults_per_task():
     assert res("livecodebench", m=1)["max_tokens"] == 2048
     assert res("maze", m=4)["n"] == 8  # pool of 30 rounded up to whole chains
     assert set(PAPER) == {"maze", "musique", "eureqa", "toolrl", "livecodebench"}
+
+
+def test_pools_are_the_authors_code_defaults_except_where_said():
+    """Pools per task and m (vpo_tasks/*.py add_eval_args): Maze 10 x 3 or 10 x 1 (here 30 x 1, a
+    departure), MuSiQue 10 x 3 or 30 samples, EUREQA 30 x 1 for every method (here 10 x 3 for m = 3, a
+    departure), ToolRL 50 x 1 for every method (10 x 3 for m = 3, a departure), LiveCodeBench 10 x 3 or
+    30 samples."""
+    pools = {t: (res(t)["n"], res(t)["m"], res(t, m=1)["n"]) for t in PAPER}
+    assert pools == {"maze": (10, 3, 30), "musique": (10, 3, 30), "eureqa": (10, 3, 30), "toolrl": (10, 3, 50),
+                     "livecodebench": (10, 3, 30)}
+    departs = {(t, m) for t in PAPER for m in (1, 3) if "departs" in departures("paper", t, m)}
+    assert departs == {("maze", 1), ("eureqa", 3), ("toolrl", 3)}
+    assert "best@30 needs a pool of 30" in departures("paper", "maze", 1)
+    assert "no departure" in departures("paper", "musique", 1)
+    # the authors average best@k over 4 evaluation seeds for the two small held-out sets
+    assert {t: p.eval_seeds for t, p in PAPER.items()} == {"maze": 1, "musique": 1, "eureqa": 4, "toolrl": 4,
+                                                           "livecodebench": 1}
 
 
 def test_explicit_flags_win():
@@ -66,7 +83,8 @@ def test_vpo_run_records_the_resolved_settings(tmp_path: Path, capsys: pytest.Ca
     out = tmp_path / "paper"
     assert main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "--protocol", "paper",
                  "--out", str(out), "--no-progress"]) == 0
-    assert "--protocol paper for maze" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--protocol paper for maze" in err and "for maze (m=3): the authors' code defaults" in err
     rec = json.loads((out / "config.json").read_text())
     s = rec["identity"]["sampling"]
     assert (s["m"], s["n"], s["temperature"], s["top_p"], s["max_tokens"]) == (3, 10, 0.7, 1.0, 1024)

@@ -9,7 +9,7 @@ EXAMPLES = """\
 vpo run --task maze --model mock:moves --limit 5 -n 4 -m 3          # no model: exercises the harness
 vpo run --task maze --model hf:maze-tiny-vpo --limit 20 -n 10 -m 3 --out runs/vpo
 vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhost:8000/v1 -n 10 -m 3
-vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 30 samples
+vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 50 samples
 vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
 vpo run --task maze --model mock:moves --limit 5 -n 4 --seeds 0,1,2 --out runs/seeds   # one run per seed
 """
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--prompt-style", default=None,
                    help="full | compact (task-specific); default: the model's own (bundled checkpoints), else full")
     p.add_argument("-n", "--num-chains", dest="n", type=int, default=None,
-                   help="chains per problem (default: 10); --protocol paper: ceil(30 / m), a pool of 30")
+                   help="chains per problem (default: 10); --protocol paper: ceil(30 / m), a pool of 30 (ToolRL -m 1: 50)")
     p.add_argument("-m", "--answers", dest="m", type=int, default=None,
                    help="answers per chain (1 = single-answer prompt); pool = n*m candidates "
                         "(default: 1); --protocol paper: 3")
@@ -129,7 +129,7 @@ def apply_protocol(args: argparse.Namespace) -> None:
     """Fill the sampling flags left open from ``--protocol`` (explicit flags win), else plain defaults."""
     import sys
 
-    from harness.eval.protocols import describe, resolve
+    from harness.eval.protocols import departures, describe, resolve
 
     got = resolve(args.protocol, args.task, m=args.m, n=args.n, temperature=args.temperature, top_p=args.top_p,
                   max_tokens=args.max_tokens, chat_template_args=getattr(args, "chat_template_args", None),
@@ -138,6 +138,7 @@ def apply_protocol(args: argparse.Namespace) -> None:
     args.max_tokens, args.chat_template_args, args.task_args = got["max_tokens"], got["chat_template_args"], got["task_args"]
     if args.protocol is not None:
         print(f"[vpo] {describe(args.protocol, args.task)}", file=sys.stderr)
+        print(f"[vpo] {departures(args.protocol, args.task, args.m)}", file=sys.stderr)
 
 
 def apply_model_defaults(args: argparse.Namespace) -> None:
