@@ -211,6 +211,8 @@ def _death_verdict(res: SandboxResult, memory: bool = True) -> tuple[str, str]:
     blamed on a test that reported."""
     if memory and getattr(res, "memory_limit", False):
         return MLE, _budget_text(res)
+    if (getattr(res, "stalled", False) or res.timed_out) and _at_limit(res):
+        return MLE, _limit_text(res)
     if getattr(res, "stalled", False):
         return TLE, (f"per-test time limit: no result after {KILL_FACTOR:g}x the limit; every process "
                      "killed by the parent")
@@ -221,6 +223,18 @@ def _death_verdict(res: SandboxResult, memory: bool = True) -> tuple[str, str]:
     if res.signal:
         return RTE, f"process ended by signal {res.signal}"
     return RTE, f"process exited ({res.exit_code}) before reporting"
+
+
+def _at_limit(res: SandboxResult) -> bool:
+    """The candidate's group reached its memory limit during the run (see SandboxResult.limit_at)."""
+    return getattr(res, "limit_at", None) is not None
+
+
+def _limit_text(res: SandboxResult) -> str:
+    b = res.isolation.get("budget", {}) if isinstance(res.isolation, dict) else {}
+    mib = int(b.get("memory_bytes", 0)) >> 20
+    return (f"memory budget of the candidate ({mib} MiB, all its processes) reached: out of time while the "
+            "kernel reclaimed at the limit")
 
 
 def _budget_text(res: SandboxResult) -> str:
@@ -328,6 +342,8 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
             verdicts[i], details[i], times[i] = judge_record(rec, tests[i]["output"], mode)
             if mem_at is not None and k >= mem_at:
                 verdicts[i], details[i], mem_at = MLE, _budget_text(res), None
+            elif verdicts[i] == TLE and _at_limit(res) and k >= res.limit_at:  # a bomb crawling at its limit
+                verdicts[i], details[i] = MLE, _limit_text(res)
             if first_failure and verdicts[i] != PASS:
                 failed = verdicts[i]
                 break

@@ -66,14 +66,24 @@ class Job:
     future: Future = field(default_factory=Future)
 
 
+#: a request's ``seed`` is a signed 64-bit integer that is not negative: torch's generators take at most
+#: 64 bits, and vLLM reads -1 as "no seed", which would make a seeded-looking request unrepeatable
+SEED_RANGE = (0, 2**63 - 1)
+
+
 def choice_seeds(seed: Any, n: int) -> list[int]:
-    """Choice 0 of a request with seed s samples with s, choice i with a seed derived from (s, i)."""
+    """Choice 0 of a request with seed s samples with s, choice i with a seed derived from (s, i).
+
+    The backends' generators are seeded with 31 bits; a seed of 2**31 or more is hashed down to 31 bits
+    rather than masked, so that 2**31 and 0 are not the same request."""
     if seed is None:
         base = secrets.randbelow(2**31)
     elif isinstance(seed, bool) or not isinstance(seed, int):
         raise BadRequest("seed", f"expected an integer, got {seed!r}")
+    elif not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise BadRequest("seed", f"expected an integer in 0..2**63-1, got {seed!r}")
     else:
-        base = seed & 0x7FFFFFFF
+        base = seed if seed < 2**31 else derive_seed(seed, "seed", 0)
     return [base if i == 0 else derive_seed(base, "choice", i) for i in range(n)]
 
 
@@ -180,12 +190,13 @@ def parse_body(body: Any, kind: str, *, model_name: str, context_len: int | None
     if not isinstance(body, dict):
         raise BadRequest(None, "request body must be a JSON object")
     model = body.get("model")
-    if model is not None:
-        if not isinstance(model, str):
-            raise BadRequest("model", f"expected a string, got {model!r}")
-        if model != model_name:
-            raise BadRequest("model", f"the model {model!r} does not exist; this server serves {model_name!r}",
-                             status=404, code="model_not_found")
+    if model is None:   # OpenAI's API requires it; a client that leaves it out has not said what it tests
+        raise BadRequest("model", f"required; this server serves {model_name!r}")
+    if not isinstance(model, str):
+        raise BadRequest("model", f"expected a string, got {model!r}")
+    if model != model_name:
+        raise BadRequest("model", f"the model {model!r} does not exist; this server serves {model_name!r}",
+                         status=404, code="model_not_found")
     payload: Any = _messages(body) if kind == "chat" else _prompt(body)
     n = _integer(body, "n")
     n = 1 if n is None else n

@@ -13,6 +13,7 @@ The plain rendering implements the part of tqdm's interface this project uses (`
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -48,6 +49,23 @@ def progress(iterable: Iterable[Any] | None = None, *, total: float | None = Non
     return PlainProgress(iterable, total=total, desc=desc, unit=unit, silent=disable or not leave,
                          initial=initial, unit_scale=unit_scale, file=stream, interval_s=interval_s,
                          min_gap_s=min_gap_s)
+
+
+@contextlib.contextmanager
+def step(what: str, *, file: TextIO | None = None) -> Iterator[None]:
+    """Announce a slow step that shows no bar (converting or loading a model) and say how long it took:
+    ``[vpo] loading X ...`` then ``[vpo] loading X: done in 4.2 s``. Why: a first model load or a GGUF
+    conversion can take minutes, and a silent terminal looks hung. A failed step says so too."""
+    stream = file if file is not None else sys.stderr
+    print(f"[vpo] {what} ...", file=stream, flush=True)
+    t0 = time.monotonic()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        print(f"[vpo] {what}: {'done in' if ok else 'stopped after'} {time.monotonic() - t0:.1f} s", file=stream,
+              flush=True)
 
 
 def _scaled(x: float, scale: bool) -> str:

@@ -97,3 +97,37 @@ def test_lcb_semantics_kept():
     assert judge_record({"status": "ok", "out": "3"}, "3", "stdin")[0] == PASS
     assert judge_record({"status": "weird"}, "3", "stdin")[0] == RTE
     assert judge_record({"status": "ok", "out": "3", "t": 10 ** 400}, "3", "stdin") == (PASS, "", None)
+
+
+class _AtLimit(_Replay):
+    """A run whose cgroup reached its memory limit before record ``limit_at`` (no OOM kill)."""
+
+    def __init__(self, recs: list[Any], limit_at: int | None, stalled: bool = False):
+        super().__init__(recs, done=not stalled)
+        self.limit_at, self.stalled = limit_at, stalled
+
+    def run(self, driver, payload, limits=None, on_record=None):
+        res = super().run(driver, payload, limits, on_record)
+        res.limit_at, res.stalled = self.limit_at, self.stalled
+        return res
+
+
+def test_time_limits_at_the_memory_limit_are_memory_limit() -> None:
+    """Without swap, a memory bomb at its group's limit often crawls (the kernel reclaims its code
+    pages) into the per-test time limit instead of an OOM kill: every test it hit from there is
+    memory_limit; tests before the limit, and passes after it, keep their verdicts."""
+    from benchmarks.livecodebench_judge import MLE, TLE
+
+    ok = {"kind": "test", "i": 0, "status": "ok", "out": "3\n"}
+    slow = [{"kind": "test", "i": i, "status": "timeout"} for i in (1, 2)]
+    recs = [{"kind": "compile", "status": "ok"}, ok, *slow]
+    tests = [{"input": "1", "output": "3"}] * 3
+    assert grade_program(_AtLimit(recs, limit_at=None), "x", "stdin", None, tests).verdicts == [PASS, TLE, TLE]
+    g = grade_program(_AtLimit(recs, limit_at=2), "x", "stdin", None, tests)
+    assert g.verdicts == [PASS, MLE, MLE] and "reached" in g.details[1]
+    assert grade_program(_AtLimit(recs, limit_at=0), "x", "stdin", None, tests).verdicts == [PASS, MLE, MLE]
+    # a run the parent killed for want of progress, at the limit: the test it hung on, and those after
+    g = grade_program(_AtLimit(recs[:2], limit_at=1, stalled=True), "x", "stdin", None, tests, max_restarts=0)
+    assert g.verdicts == [PASS, MLE, MLE]
+    g = grade_program(_AtLimit(recs[:2], limit_at=None, stalled=True), "x", "stdin", None, tests, max_restarts=0)
+    assert g.verdicts == [PASS, TLE, TLE]

@@ -155,10 +155,11 @@ def test_memory_budget_counts_memfds_and_every_process(setup, attack):
     with Sandbox(Limits(wall_s=20, memory_bytes=128 * MiB), uid=UID, gid=UID) as sb:
         r = sb.run(DRIVER, attack)
         assert r.memory_limit and r.budget["oom_kills"] >= 1, (r.records, r.budget)
+        assert r.limit_at is not None  # the limit was reached (before the kill)
         assert r.budget["peak_bytes"] <= 128 * MiB
         # with the budget of the default limits the same program is untouched
         ok = sb.run(DRIVER, attack, limits=Limits(wall_s=20))
-    assert not ok.memory_limit and ok.budget["oom_kills"] == 0
+    assert not ok.memory_limit and ok.budget["oom_kills"] == 0 and ok.limit_at is None
     assert ok.records[1] in ({"survived": True}, {"status": [0, 0, 0]})
     assert _our_groups(setup) == []
 

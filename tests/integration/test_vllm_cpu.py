@@ -46,7 +46,7 @@ def vllm_py() -> Path:
     return require_vllm_python()
 
 
-def check_run(folder: Path, expect_model: str, n_problems: int = N_PROBLEMS) -> list[dict]:
+def check_run(folder: Path, expect_model: str, n_problems: int = N_PROBLEMS, m: int = 1) -> list[dict]:
     """samples written for every (problem, chain), each with text and no error; results.json written."""
     folder = Path(folder)
     assert (folder / "config.json").is_file(), f"no config.json in {folder}"
@@ -61,7 +61,7 @@ def check_run(folder: Path, expect_model: str, n_problems: int = N_PROBLEMS) -> 
         # per-chain counts are None where a backend only gets usage for a whole n>1 group (openai)
         assert r["completion_tokens"] is None or 0 < r["completion_tokens"] <= 32
         assert r["prompt_tokens"] is None or r["prompt_tokens"] > 100  # the Maze prompt, not an empty one
-        assert len(r["rewards"]) == 1  # m=1: one parsed answer (None when unparseable) with its reward vector
+        assert len(r["rewards"]) == m  # one parsed answer (None when unparseable) per slot, with its reward vector
     config = json.loads((folder / "config.json").read_text())
     assert expect_model in json.dumps(config)
     return rows
@@ -115,7 +115,7 @@ class TestVLLMServer:
         finally:
             client.close()
 
-    def test_openai_backend_maze_run(self, server: VLLMServer, tmp_path: Path) -> None:
+    def test_openai_backend_maze_run(self, server: VLLMServer, model_dir: Path, tmp_path: Path) -> None:
         from harness.eval.runner import RunConfig, run
 
         t0 = time.monotonic()
@@ -124,6 +124,20 @@ class TestVLLMServer:
                                out=str(tmp_path / "run"), progress=False))
         check_run(folder, f"openai:{SERVED}")
         assert time.monotonic() - t0 < 300
+        # -m 3 as the Quickstart's VPO command: the backend asks for both chains in one n=2 request, and
+        # vLLM's reply has one completion-token total; every chain still gets its own count, and the
+        # counts add up to the server's total (harness/core/models/token_counts.py)
+        folder = run(RunConfig.of(task="maze", split="test", limit=N_PROBLEMS, n=N_CHAINS, m=3,
+                                  model=f"openai:{SERVED}", base_url=server.base_url, max_tokens=32,
+                                  model_args={"tokenizer": str(model_dir)}, out=str(tmp_path / "run-m3"),
+                                  progress=False))
+        rows = check_run(folder, f"openai:{SERVED}", m=3)
+        for pid in {r["problem_id"] for r in rows}:
+            mine = [r for r in rows if r["problem_id"] == pid]
+            assert all(r["extra"]["group_n"] == N_CHAINS for r in mine), "the chains were not one n>1 request"
+            assert all(isinstance(r["completion_tokens"], int) for r in mine), [r["completion_tokens"] for r in mine]
+            assert sum(r["completion_tokens"] for r in mine) == mine[0]["extra"]["group_usage"]["completion_tokens"]
+            assert {r["extra"]["completion_tokens_from"] for r in mine} <= {"exact", "split:tokenizer"}
 
 
 @pytest.mark.integration

@@ -203,7 +203,7 @@ class _Gated(ScriptedBackend):
 def _job(content: str, seed: int, n: int = 1, max_tokens: int = 9):
     from search.serve_protocol import parse_body
 
-    return parse_body({"messages": [{"role": "user", "content": content}], "seed": seed, "n": n,
+    return parse_body({"model": "m", "messages": [{"role": "user", "content": content}], "seed": seed, "n": n,
                        "max_tokens": max_tokens}, "chat", model_name="m")
 
 

@@ -78,7 +78,8 @@ def _post(srv: ModelServer, body: bytes, path: str = "/v1/chat/completions") -> 
 def test_every_bad_chat_field_is_a_400_naming_it(served, body, param) -> None:
     srv, backend = served
     n0 = len(backend.calls)
-    body = {**body, "model": body["model"] if not isinstance(body.get("model"), str) else NAME}
+    if isinstance(body.get("model"), str):   # the served name; a missing or mistyped model stays as it is
+        body = {**body, "model": NAME}
     r = _post(srv, json.dumps(body).encode())  # json.dumps writes NaN/Infinity as Python's json reads them
     assert r.status_code == 400, r.text
     err = r.json()["error"]

@@ -47,6 +47,12 @@ BAD_CHAT = [
     (chat(seed="7"), "seed"),
     (chat(seed=1.5), "seed"),
     (chat(seed=True), "seed"),
+    (chat(seed=-1), "seed"),
+    (chat(seed=2**63), "seed"),
+    (chat(seed=2**200), "seed"),
+    ({"messages": MSG}, "model"),
+    (chat(model=None), "model"),
+    (chat(model=5), "model"),
     ({"model": "m"}, "messages"),
     (chat(messages=[]), "messages"),
     (chat(messages="hi"), "messages"),
@@ -101,12 +107,22 @@ def test_bad_completion_fields_name_the_field(body, param) -> None:
     assert err.value.param == param
 
 
-def test_unknown_model_is_a_404_and_a_missing_one_is_the_served_model() -> None:
+def test_unknown_model_is_a_404_and_a_missing_one_a_400() -> None:
     with pytest.raises(BadRequest) as err:
         parse_body(chat(model="gpt-4o"), "chat", model_name="m")
     assert err.value.status == 404 and err.value.code == "model_not_found" and "'m'" in str(err.value)
-    job = parse_body({"messages": MSG}, "chat", model_name="m")
-    assert job.payload == MSG
+    with pytest.raises(BadRequest, match="required; this server serves 'm'") as err:
+        parse_body({"messages": MSG}, "chat", model_name="m")
+    assert err.value.status == 400
+
+
+def test_seed_range_ends_are_accepted_and_large_seeds_do_not_alias() -> None:
+    assert choice_seeds(0, 1) == [0] and choice_seeds(2**31 - 1, 1) == [2**31 - 1]
+    top = choice_seeds(2**63 - 1, 2)
+    assert all(0 <= s < 2**31 for s in top)
+    # masking would make 2**31 the same request as 0, and 2**32 + 5 the same as 5
+    assert choice_seeds(2**31, 1) != choice_seeds(0, 1)
+    assert choice_seeds(2**32 + 5, 1) != choice_seeds(5, 1)
 
 
 def test_max_tokens_against_the_context() -> None:

@@ -23,6 +23,7 @@ from typing import Any, Iterator, Sequence
 from harness.core.models import zoo
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.core.models.prompting import render_messages
+from harness.core.progress import step
 
 
 def resolve_model_path(model: str) -> str:
@@ -50,10 +51,13 @@ class RowSampler:
         self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
         #: called with the number of rows after every decoding step (progress while a batch runs)
         self.on_step: Any = None
+        #: the batch's ids (prompt and tokens so far) at the latest step: what an interrupt can still save
+        self.seen: Any = None
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
+        self.seen = input_ids
         if self.on_step is not None:
             self.on_step(int(scores.shape[0]))
 
@@ -80,6 +84,20 @@ class RowSampler:
         out = torch.full_like(scores, float("-inf"))
         out.scatter_(-1, chosen.unsqueeze(-1), 0.0)
         return out
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C inside a generate batch, carrying the rows that had already finished decoding.
+
+    Why: a batch of a slow model can run for minutes, and its rows end at different steps (end of
+    sequence, a stop string). A row that has ended has its final text, identical to what the whole
+    batch would have returned, so it is handed on to be written; only the rows still decoding are
+    lost. It is a KeyboardInterrupt, so every caller that does not know it still stops."""
+
+    def __init__(self, finished: list[tuple[int, tuple[str, int, int, str]]]) -> None:
+        super().__init__(f"interrupted; {len(finished)} finished rows of the batch kept")
+        #: (row index in the batch, (text, prompt tokens, completion tokens, finish reason))
+        self.finished = finished
 
 
 class HFBackend(Backend):
@@ -119,11 +137,13 @@ class HFBackend(Backend):
         extra: dict[str, Any] = {"trust_remote_code": trust_remote_code}
         if revision is not None:
             extra["revision"] = revision
-        tokenizer = AutoTokenizer.from_pretrained(self.path, **extra)
-        if attn_implementation is not None:
-            extra["attn_implementation"] = attn_implementation
-        hf_model = AutoModelForCausalLM.from_pretrained(self.path, **{_dtype_kwarg(): torch_dtype}, **extra)
-        self._setup(hf_model.to(self.device), tokenizer)
+        where = "" if self.path == model else f" ({self.path})"
+        with step(f"loading {model}{where} with transformers on {self.device}, {self.dtype}"):
+            tokenizer = AutoTokenizer.from_pretrained(self.path, **extra)
+            if attn_implementation is not None:
+                extra["attn_implementation"] = attn_implementation
+            hf_model = AutoModelForCausalLM.from_pretrained(self.path, **{_dtype_kwarg(): torch_dtype}, **extra)
+            self._setup(hf_model.to(self.device), tokenizer)
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, *, name: str = "in-memory", batch_size: int = 16) -> "HFBackend":
@@ -191,23 +211,18 @@ class HFBackend(Backend):
             t0 = time.perf_counter()
             try:
                 results = self._generate_batch([prompts[id(r)] for r, _, _ in batch], [s for _, _, s in batch], sampling)
+            except BatchInterrupted as stop:  # hand on the rows that had ended, then stop
+                for i, result in stop.finished:
+                    yield _generation(batch[i], result, time.perf_counter() - t0)
+                raise
             except Exception as exc:  # noqa: BLE001 - e.g. OOM or a too-long prompt: record, keep the run alive
                 msg = f"{type(exc).__name__}: {exc}"[:500]
                 for req, c, s in batch:
                     yield Generation(req.problem_id, c, "", error=msg, latency_s=time.perf_counter() - t0, extra={"seed": s})
                 continue
             elapsed = time.perf_counter() - t0
-            for (req, c, s), (text, n_prompt, n_out, finish) in zip(batch, results):
-                yield Generation(
-                    problem_id=req.problem_id,
-                    chain_index=c,
-                    text=text,
-                    prompt_tokens=n_prompt,
-                    completion_tokens=n_out,
-                    finish_reason=finish,
-                    latency_s=elapsed,
-                    extra={"seed": s},
-                )
+            for row, result in zip(batch, results):
+                yield _generation(row, result, elapsed)
 
     def _check_context(self, req: GenRequest, prompt: tuple[str, bool], sampling: SamplingConfig) -> None:
         """A prompt longer than the model's context is a configuration error (every chain would be
@@ -257,20 +272,39 @@ class HFBackend(Backend):
         self.model.generation_config = GenerationConfig(
             bos_token_id=saved.bos_token_id, eos_token_id=gen_cfg.eos_token_id, pad_token_id=tok.pad_token_id
         )
+        prompt_len = enc["input_ids"].shape[1]
+        prompt_counts = enc["attention_mask"].sum(dim=1).tolist()
         try:
             with torch.no_grad():
                 out = self.model.generate(
                     **enc, generation_config=gen_cfg, logits_processor=LogitsProcessorList([sampler]), **kwargs
                 )
+        except KeyboardInterrupt as stop:
+            raise BatchInterrupted(self._finished_rows(sampler.seen, prompt_len, prompt_counts, sampling)) from stop
         finally:
             self.model.generation_config = saved
-        prompt_len = enc["input_ids"].shape[1]
-        prompt_counts = enc["attention_mask"].sum(dim=1).tolist()
         results = []
         for row, n_prompt in zip(out[:, prompt_len:].tolist(), prompt_counts):
             text, n_out, finish = self._finish_row(row, sampling)
             results.append((text, int(n_prompt), n_out, finish))
         return results
+
+    def _finished_rows(self, seen: Any, prompt_len: int, prompt_counts: list[int],
+                       sampling: SamplingConfig) -> list[tuple[int, tuple[str, int, int, str]]]:
+        """The rows of an interrupted batch that had ended (an end-of-sequence token, or a stop string,
+        after which generate only pads them), with the result the finished batch would have given."""
+        if seen is None:  # interrupted before the first decoding step
+            return []
+        done = []
+        for i, (row, n_prompt) in enumerate(zip(seen[:, prompt_len:].tolist(), prompt_counts)):
+            ended = any(t in self.eos_ids for t in row)
+            if not ended and sampling.stop:
+                text = self.tokenizer.decode(row, skip_special_tokens=True)
+                ended = any(s and s in text for s in sampling.stop)
+            if ended:
+                text, n_out, finish = self._finish_row(row, sampling)
+                done.append((i, (text, int(n_prompt), n_out, finish)))
+        return done
 
     def _finish_row(self, new_ids: list[int], sampling: SamplingConfig) -> tuple[str, int, str]:
         """(text, completion token count, finish reason) for one row's generated ids."""
@@ -291,3 +325,10 @@ class HFBackend(Backend):
         if hit_eos:
             return text, n, "stop"
         return text, n, "length" if n >= sampling.max_tokens else "stop"
+
+
+def _generation(row: tuple[GenRequest, int, int], result: tuple[str, int, int, str], latency_s: float) -> Generation:
+    """One chain's Generation from its batch row (request, chain index, seed) and decoded result."""
+    (req, c, s), (text, n_prompt, n_out, finish) = row, result
+    return Generation(problem_id=req.problem_id, chain_index=c, text=text, prompt_tokens=n_prompt,
+                      completion_tokens=n_out, finish_reason=finish, latency_s=latency_s, extra={"seed": s})

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from harness.core.models import token_counts
 from harness.core.models.endpoints import EndpointPool, split_urls
 from harness.core.models.prompting import render_messages
 
@@ -62,6 +63,35 @@ class _Unit:
     req: GenRequest
     chain_indices: tuple[int, ...]
     seeds: tuple[int, ...]
+
+
+_UNSET = object()
+
+
+def _count(value: Any) -> int | None:
+    """A token count from a reply: a non-negative integer, else unknown."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _local_tokenizer(name: str) -> Any:
+    """The tokenizer of a model known on this machine by ``name``, or None (never downloads, never
+    converts: a served name is often just a label, e.g. ``policy``)."""
+    from pathlib import Path
+
+    from harness.core.models import zoo
+
+    where = zoo.weights_location(name)
+    local_dir = where is not None and Path(where).is_dir()
+    if not local_dir and not (where is None and zoo.looks_like_hub_id(name)):
+        return None  # a label: nothing to look up, and transformers is not imported for it
+    try:
+        from transformers import AutoTokenizer
+
+        if local_dir:
+            return AutoTokenizer.from_pretrained(str(where))
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except Exception:  # noqa: BLE001 - not in the cache, no tokenizer files, transformers missing
+        return None
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -142,6 +172,7 @@ class OpenAIServerBackend(Backend):
             from harness.core.models import zoo
 
             self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve_local(tokenizer))
+        self._counting: Any = _UNSET  # the tokenizer found for counting (counting_tokenizer), once looked up
         # Learned once per backend: flips to False when the server refuses n > 1.
         self._n_ok: bool = use_n is not False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -220,6 +251,10 @@ class OpenAIServerBackend(Backend):
         requests = list(requests)
         if not requests:
             return
+        if self._counting is _UNSET and self.use_n is not False and any(len(r.chain_indices) > 1 for r in requests):
+            # replies with n > 1 carry one token total: look the tokenizer up now, here, rather than
+            # inside a request's deadline on the event loop
+            self._counting = _local_tokenizer(self.model)
         loop = self._ensure_loop()
         out: queue.Queue = queue.Queue()
         future = asyncio.run_coroutine_threadsafe(self._run_all(requests, sampling, out), loop)
@@ -395,9 +430,9 @@ class OpenAIServerBackend(Backend):
             resp = await client.chat.completions.create(messages=unit.req.messages, **kwargs)
         else:
             resp = await client.completions.create(prompt=self._prompt_text(unit.req, sampling), **kwargs)
-        return self._to_generations(unit, resp)
+        return self._to_generations(unit, resp, sampling)
 
-    def _to_generations(self, unit: _Unit, resp: Any) -> list[Generation]:
+    def _to_generations(self, unit: _Unit, resp: Any, sampling: SamplingConfig) -> list[Generation]:
         n = len(unit.chain_indices)
         choices = getattr(resp, "choices", None)
         if isinstance(resp, (str, bytes)) or not isinstance(choices, list) or not choices:
@@ -428,17 +463,28 @@ class OpenAIServerBackend(Backend):
                 raise _TooFewChoices()
             raise GarbageResponse(f"asked for n={n}, got {len(texts)} choices")
         usage = getattr(resp, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        completion_tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
+        prompt_tokens = _count(getattr(usage, "prompt_tokens", None) if usage is not None else None)
+        completion_tokens = _count(getattr(usage, "completion_tokens", None) if usage is not None else None)
+        texts = texts[:n]
+        if prompt_tokens is None and self.counting_tokenizer() is not None:  # the server did not say
+            prompt_tokens = self._token_len(self._prompt_text(unit.req, sampling), special=True)
+        if n == 1 and completion_tokens is not None:
+            counts, source = [completion_tokens], token_counts.FROM_SERVER
+        else:
+            # vLLM's server (and OpenAI's API) report one total for all n choices: split it by the
+            # rule in token_counts (exact where the reply determines it)
+            tok = [self._token_len(t) for t, _, _ in texts] if self.counting_tokenizer() is not None else None
+            counts, source = token_counts.split_completion_tokens(
+                completion_tokens, [f for _, f, _ in texts], sampling.max_tokens, tok, [len(t) for t, _, _ in texts])
         gens = []
         for i, (c, s) in enumerate(zip(unit.chain_indices, unit.seeds)):
             text, finish, reasoning = texts[i]
             extra: dict[str, Any] = {"seed": int(unit.seeds[0]) if n > 1 else int(s)}
             if reasoning:
                 extra["reasoning"] = reasoning
-            if n > 1:
-                # The server reports one completion-token total for all n choices; splitting it
-                # would invent numbers, so each chain carries the shared total instead.
+            if counts[i] is not None:
+                extra["completion_tokens_from"] = source
+            if n > 1:  # the server's own numbers, for the whole request
                 extra["group_n"] = n
                 extra["group_usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
             gens.append(
@@ -446,10 +492,23 @@ class OpenAIServerBackend(Backend):
                     problem_id=unit.req.problem_id,
                     chain_index=c,
                     text=text,
-                    prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
-                    completion_tokens=completion_tokens if n == 1 and isinstance(completion_tokens, int) else None,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=counts[i],
                     finish_reason=finish if isinstance(finish, str) else None,
                     extra=extra,
                 )
             )
         return gens
+
+    def counting_tokenizer(self) -> Any:
+        """The model's tokenizer for counting tokens the server does not report, or None.
+
+        The ``tokenizer`` model arg when given; else the served name when it is known locally without a
+        download or a conversion: a local folder, a zoo model's existing folder, or a hub id already in
+        the local cache. Looked up once, by the first ``generate`` that may send ``n > 1``."""
+        if self._tokenizer is not None:
+            return self._tokenizer
+        return None if self._counting is _UNSET else self._counting
+
+    def _token_len(self, text: str, special: bool = False) -> int:
+        return len(self.counting_tokenizer()(text, add_special_tokens=special)["input_ids"])

@@ -85,7 +85,10 @@ class VLLMOfflineBackend(Backend):
             args.setdefault("max_num_batched_tokens", 8192)
         self.llm_args = args
         self._vllm = vllm
-        self.llm = vllm.LLM(model=self.path, **args)
+        from harness.core.progress import step
+
+        with step(f"loading {model} with vLLM (engine start, weights, warm-up)"):
+            self.llm = vllm.LLM(model=self.path, **args)
         self.tokenizer = self.llm.get_tokenizer()
 
     def describe(self) -> dict[str, Any]:

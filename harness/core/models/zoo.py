@@ -114,12 +114,16 @@ def convert_gguf_to_hf(gguf_file: Path, out_dir: Path, *, source: str = "") -> P
     gguf_file, out_dir = Path(gguf_file), Path(out_dir)
     if is_complete(out_dir):
         return out_dir
+    from harness.core.progress import step
+
     with _file_lock(out_dir.parent / f".{out_dir.name}.lock"):
         if is_complete(out_dir):  # another process finished while we waited
             return out_dir
         tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
-            _convert_into(gguf_file, tmp, source=source)
+            # minutes on a CPU the first time, and nothing else on screen meanwhile: say what and how long
+            with step(f"converting {gguf_file.name} to a transformers folder {out_dir} (once; later runs reuse it)"):
+                _convert_into(gguf_file, tmp, source=source)
             if out_dir.exists():  # a stale, incomplete folder from an older layout: replace it
                 shutil.rmtree(out_dir)
             os.replace(tmp, out_dir)

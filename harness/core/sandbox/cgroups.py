@@ -262,6 +262,12 @@ def _limit_files(part: Part, path: str, memory_bytes: int, pids: int) -> list[tu
     return out
 
 
+#: usage this close to the memory limit counts as having reached it (reclaim keeps it just below)
+LIMIT_SLACK_BYTES = 1 << 20
+#: v1 counters of the times a charge hit the limit: memory, and memory+swap where it is accounted
+V1_FAILCNTS = ("memory.failcnt", "memory.memsw.failcnt")
+
+
 def _counter(path: str, key: str) -> int:
     """The ``key N`` line of a flat-keyed cgroup file (memory.events, memory.oom_control)."""
     try:
@@ -294,7 +300,7 @@ class CandidateGroup:
         self.memory_bytes, self.pids = int(memory_bytes), int(pids)
         name = f"{PREFIX}{os.getpid()}-{tag}-{next(_COUNTER)}"
         self.dirs: dict[str, str] = {}  # base -> created group
-        self._oom0 = 0
+        self._oom0 = self._max0 = 0
         #: host pids that belong to the slot, not to a candidate (the zygote): never swept
         self.keep: set[int] = set()
         try:
@@ -323,12 +329,13 @@ class CandidateGroup:
                     _write(f, v)
             self.memory_bytes, self.pids = memory_bytes, pids
         if self._mem.version == 1:  # v2's memory.peak is only resettable per open file (6.12+)
-            for knob in ("memory.max_usage_in_bytes", "memory.failcnt"):
+            for knob in ("memory.max_usage_in_bytes", *V1_FAILCNTS):
                 try:
                     _write(os.path.join(self._mdir(), knob), "0")
                 except OSError:
                     pass
         self._oom0 = self._oom_total()
+        self._max0 = 0 if self._mem.version == 1 else _counter(os.path.join(self._mdir(), "memory.events"), "max")
 
     def procs_fds(self) -> list[int]:
         """Write-only fds of each group's ``cgroup.procs``: the child writes ``0`` to join."""
@@ -347,13 +354,29 @@ class CandidateGroup:
             return _counter(os.path.join(d, "memory.oom_control"), "oom_kill")
         return _counter(os.path.join(d, "memory.events"), "oom_kill")
 
+    def limit_hits(self) -> int:
+        """Times the group's memory reached its limit in this run (reclaim or OOM followed): v1 resets
+        ``memory.failcnt`` per run; v2's ``memory.events max`` counts since the slot was made."""
+        d = self._mdir()
+        if self._mem.version == 1:  # with memory+swap accounting the memsw counter is charged (and fails) first
+            return sum(_number(os.path.join(d, f)) for f in V1_FAILCNTS)
+        return _counter(os.path.join(d, "memory.events"), "max") - self._max0
+
+    def reached_limit(self) -> bool:
+        """The group's memory reached its limit in this run: a failed charge was counted, or the peak
+        is within a page-cache slack of the limit (some kernels leave v1's failcnt at 0 even across an
+        OOM kill, while ``max_usage_in_bytes`` shows the limit)."""
+        if self.limit_hits():
+            return True
+        d = self._mdir()
+        peak = _number(os.path.join(d, "memory.max_usage_in_bytes" if self._mem.version == 1 else "memory.peak"))
+        return peak >= self.memory_bytes - LIMIT_SLACK_BYTES
+
     def stats(self) -> dict[str, Any]:
         d = self._mdir()
         v1 = self._mem.version == 1
         peak = _number(os.path.join(d, "memory.max_usage_in_bytes" if v1 else "memory.peak"))
-        hits = (_number(os.path.join(d, "memory.failcnt")) if v1
-                else _counter(os.path.join(d, "memory.events"), "max"))
-        return {"peak_bytes": peak, "limit_hits": hits, "oom_kills": self.oom_kills(),
+        return {"peak_bytes": peak, "limit_hits": self.limit_hits(), "oom_kills": self.oom_kills(),
                 "pids_refused": _counter(os.path.join(self.dirs[self._pids.base], "pids.events"), "max")}
 
     def tasks(self) -> list[int]:

@@ -71,6 +71,12 @@ class SandboxResult:
     memory_limit: bool = False
     #: index into ``records`` of the first record not yet received when that kill was seen
     memory_at: int | None = None
+    #: index into ``records`` of the first record not yet received when the group's memory first hit
+    #: its limit (``CandidateGroup.reached_limit``), None if it never did. Why: at the
+    #: limit without swap the kernel reclaims the program's own code pages, so a memory bomb often
+    #: crawls into a time limit instead of an OOM kill; a test that times out from here on spent its
+    #: memory budget, not its time
+    limit_at: int | None = None
     #: what the candidate's cgroups measured: peak_bytes, limit_hits, oom_kills, pids_refused
     budget: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -361,6 +367,7 @@ class Sandbox:
         records: list[dict[str, Any]] = []
         tampered = done = overflow = stop = stalled = False
         memory_at: int | None = None
+        limit_at: int | None = None
         last_progress = t0 + START_GRACE_S  # the first record also waits for the child's start-up
         reply_fd = near[3] if on_record else -1
         report: dict[str, Any] | None = None
@@ -370,9 +377,11 @@ class Sandbox:
         def _result_add(data: bytes) -> bool:
             """Records are parsed as they arrive: each valid one is progress (the parent's per-test
             deadline) and goes to ``on_record``; anything else on the channel marks the run tampered."""
-            nonlocal overflow, scanned, stop, tampered, done, last_progress, memory_at
+            nonlocal overflow, scanned, stop, tampered, done, last_progress, memory_at, limit_at
             if group is not None and memory_at is None and group.oom_kills():
                 memory_at = len(records)  # the records parsed so far were complete before the kill
+            if group is not None and limit_at is None and group.reached_limit():
+                limit_at = len(records)
             result_buf.extend(data)
             if len(result_buf) > lim.result_cap_bytes:
                 overflow = True
@@ -457,6 +466,8 @@ class Sandbox:
             budget = group.stats()
             if memory_at is None and budget["oom_kills"]:
                 memory_at = len(records)
+            if limit_at is None and group.reached_limit():
+                limit_at = len(records)
         status = int(report["status"])
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = -sig if sig else os.WEXITSTATUS(status)
@@ -466,7 +477,8 @@ class Sandbox:
                              stderr_tail=err.text(), stdout_bytes=out.total, stderr_bytes=err.total,
                              leftover_killed=int(report.get("leftovers", 0)),
                              maxrss_kb=int(report.get("maxrss_kb", 0)), stalled=stalled,
-                             memory_limit=memory_at is not None, memory_at=memory_at, budget=budget)
+                             memory_limit=memory_at is not None, memory_at=memory_at, limit_at=limit_at,
+                             budget=budget)
 
 
 def _valid_record(line: bytes, nonce: str) -> dict[str, Any] | None:
