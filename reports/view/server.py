@@ -48,6 +48,9 @@ def _routes(data: ViewData) -> dict[str, Callable[[dict[str, list[str]]], Any]]:
         "/api/lineage": lambda q: data.lineage(_one(q, "run"), _one(q, "pid")),
         "/api/node": lambda q: data.node(_one(q, "run"), _one(q, "pid"), _one(q, "id")),
         "/api/runs-with": lambda q: data.runs_with_problem(_one(q, "pid")),
+        "/api/search": lambda q: data.search(_one(q, "run"), _one(q, "q"), _one(q, "page", "0"), _one(q, "pid")),
+        "/api/progress": lambda q: data.progress(_one(q, "id")),
+        "/api/curve": lambda q: data.curve(_one(q, "id")),
     }
 
 
