@@ -271,7 +271,7 @@ def search(ix: SampleIndex, q: Query, components: list[str], page: int = 0, per:
             hits.append((s, good))
             n_cands += sum(j is not None for j in good)
     chosen = hits[page * per:(page + 1) * per]
-    rows = ix.read([s for s, _ in chosen])
+    rows = ix.read([s for s, _ in chosen]) if chosen else []  # an empty page opens no file
     out = []
     for (s, good), row in zip(chosen, rows):
         m, r = ix.rows[s], _Row(row)
