@@ -250,11 +250,12 @@
     const frac = p.expected_rows ? Math.min(1, p.rows / p.expected_rows) : null;
     const ago = p.last_write_s === null || p.last_write_s === undefined ? "" :
       ` · last row ${p.last_write_s < 90 ? `${Math.round(p.last_write_s)} s` : `${Math.round(p.last_write_s / 60)} min`} ago`;
+    const was = box.dataset.live;
     box.dataset.rows = p.rows;
     box.dataset.status = p.status;
     box.dataset.live = p.status === "partial" ? "on" : "done";
-    if (p.status !== "partial") {
-      box.replaceChildren(el("span", { cls: "badge complete" }, p.status), " ", el("span", { cls: "muted" }, `${p.rows} rows`));
+    if (p.status !== "partial") {  // a run that was live and is now complete says so; a complete one shows nothing
+      if (was === "on") box.replaceChildren(el("span", { cls: `badge ${p.status}` }, p.status), " ", el("span", { cls: "muted" }, `${p.rows} rows`));
       return;
     }
     box.replaceChildren(el("span", { cls: "badge partial" }, "live"), " ",
@@ -367,6 +368,7 @@
       if (token !== renderToken || d.q !== state.q) return;
       out.replaceChildren(...searchResults(d, id, (p) => { state.page = p; runSearch(); }));
       out.dataset.state = d.query_error ? "error" : "ready";
+      out.dataset.q = d.q;
     };
     input.addEventListener("change", () => { state.q = input.value; state.page = 0; runSearch().catch((e) => out.replaceChildren(el("div", { cls: "error" }, e.message))); });
     box.replaceChildren(el("h2", null, "Search completions"), el("div", { cls: "controls" }, input), out);
