@@ -111,6 +111,10 @@ def _has(hay: Any, needle: str) -> bool:
     return isinstance(hay, str) and needle in hay.casefold()
 
 
+def _cf(v: Any) -> str:
+    return v.casefold() if isinstance(v, str) else ""
+
+
 def _details_texts(d: Any) -> list[str]:
     """The searchable texts of one candidate's task details."""
     if not isinstance(d, dict):
@@ -134,6 +138,12 @@ class _Row:
         self.answers = answers if isinstance(answers, list) else []
         details = row.get("details")
         self.details = details if isinstance(details, list) else []
+        # case-folded once per row, not once per candidate and term
+        self.text_cf, self.error_cf = _cf(self.text), _cf(self.error)
+        self.answers_cf = [_cf(a) for a in self.answers]
+
+    def answer_has(self, j: int, v: str) -> bool:
+        return j < len(self.answers_cf) and v in self.answers_cf[j]
 
     def detail(self, j: int) -> Any:
         return self.details[j] if j < len(self.details) else None
@@ -144,11 +154,11 @@ def _text_term(r: _Row, j: int | None, name: str, v: str, pid: str) -> bool:
     if name == "problem":
         return True  # checked from the index (_numbers_hold)
     if name == "text":
-        return _has(r.text, v)
+        return v in r.text_cf
     if name == "answer":
-        return j is not None and _has(r.answers[j] if j < len(r.answers) else None, v)
+        return j is not None and r.answer_has(j, v)
     if name == "error":
-        return _has(r.error, v) or any(_has(t, v) for t in (d.get("errors") or []) + [d.get("reason")]
+        return v in r.error_cf or any(_has(t, v) for t in (d.get("errors") or []) + [d.get("reason")]
                                        if isinstance(d, dict))
     if name == "verdict":
         return isinstance(d, dict) and any(isinstance(x, str) and x.casefold() == v for x in d.get("verdicts") or [])
@@ -156,11 +166,11 @@ def _text_term(r: _Row, j: int | None, name: str, v: str, pid: str) -> bool:
 
 
 def _word(r: _Row, j: int | None, v: str) -> bool:
-    if _has(r.text, v) or _has(r.error, v):
+    if v in r.text_cf or v in r.error_cf:
         return True
     if j is None:
         return False
-    return _has(r.answers[j] if j < len(r.answers) else None, v) or any(_has(t, v) for t in _details_texts(r.detail(j)))
+    return r.answer_has(j, v) or any(_has(t, v) for t in _details_texts(r.detail(j)))
 
 
 def _numbers_hold(q: Query, m: RowMeta, j: int | None, comp: dict[str, int]) -> bool:
@@ -191,14 +201,14 @@ def _candidates(m: RowMeta) -> list[int | None]:
     return list(range(n)) if n else [None]
 
 
-def _prefilter(ix: SampleIndex, slots: list[int], needles: list[bytes]) -> list[int]:
-    """The slots whose stored line holds every needle: one read of the file, ``bytes.find`` per needle."""
+def _prefilter(ix: SampleIndex, slots: list[int], needles: list[bytes], raw: bytes) -> list[int]:
+    """The slots whose stored line (in ``raw``, the file's bytes) holds every needle: ``bytes.find``
+    per needle over the lower-cased file."""
     if not needles:
         return slots
     order = sorted(slots, key=lambda s: ix.rows[s].offset)
     starts = [ix.rows[s].offset for s in order]
-    with open(ix.path, "rb") as fh:
-        low = fh.read(ix.scanned_to).lower()
+    low = raw.lower()
     keep: set[int] | None = None
     for nd in needles:
         hit: set[int] = set()
@@ -251,9 +261,13 @@ def search(ix: SampleIndex, q: Query, components: list[str], page: int = 0, per:
     pre = [s for s in slots if any(_numbers_hold(q, ix.rows[s], j, comp) for j in _candidates(ix.rows[s]))]
     parsed: dict[int, _Row] = {}
     if needs_text and pre:
-        pre = _prefilter(ix, pre, q.needles())
-        for s, row in zip(pre, ix.read(pre)):
-            parsed[s] = _Row(row)
+        with open(ix.path, "rb") as fh:  # one read; the rows are parsed from it, not seeked one by one
+            raw = fh.read(ix.scanned_to)
+        pre = _prefilter(ix, pre, q.needles(), raw)
+        pre = [s for s in pre if ix.rows[s].offset + ix.rows[s].length <= len(raw)]  # rows indexed since the read wait
+        for s in pre:
+            m = ix.rows[s]
+            parsed[s] = _Row(json.loads(raw[m.offset:m.offset + m.length].decode("utf-8")))
     hits: list[tuple[int, list[int | None]]] = []
     n_cands = 0
     for s in pre:

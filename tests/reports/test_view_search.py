@@ -215,3 +215,12 @@ def test_cli_export_prints_its_size_and_bad_names_are_one_line(runs, tmp_path, c
     assert len(err) == 1 and "--run nope: no such run" in err[0]
     assert main(["view", str(runs["vpo"].parent), "--run", "maze-grpo"]) == 2
     assert "--run chooses the runs of --export" in capsys.readouterr().err
+
+
+def test_pages_of_hits_cover_every_hit_once(data, runs):
+    ix = data.index_of(data._entry(str(runs["vpo"])))
+    q = parse_query("right", NAMES)
+    whole = _found(search(ix, q, NAMES, per=1000))
+    pages = [_found(search(ix, q, NAMES, page=p, per=5)) for p in range(6)]
+    assert len(whole) > 5 and set().union(*pages) == whole and sum(map(len, pages)) == len(whole)
+    assert data.search(str(runs["vpo"]), "right", page=1)["page"] == 1
