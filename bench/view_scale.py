@@ -5,11 +5,14 @@ hundred characters, reward vectors that vary), serves it with the real server on
 over HTTP: the first run page (builds the byte-offset index in one pass over the file; best of
 --rounds fresh servers), the same page
 again (cached), a problem's first and last page of candidates, a problem sorted by score, the index
-of runs, and the run page after more rows were appended (the index only reads the new bytes).
-Every figure is printed as a ratio to the baseline measured in the same process: ``json.loads`` of
-every line of the file, i.e. reading it once.
+of runs, the run page after more rows were appended (the index only reads the new bytes), searches
+inside the completions (a word in few rows, a word in every row, a field term, a score range), and
+on an evolve-shaped run (--evolve-problems x --iterations x m children) one problem's lineage and one
+node with its diff. Every figure is printed as a ratio to the baseline measured in the same process:
+``json.loads`` of every line of the file, i.e. reading it once.
 
     python bench/view_scale.py [--problems 100] [--chains 250] [--m 4] [--text-chars 400]
+                               [--evolve-problems 32] [--iterations 200]
 """
 from __future__ import annotations
 
@@ -57,6 +60,31 @@ def _row(rng: random.Random, pid: str, c: int, m: int, text_chars: int) -> dict:
             "finish_reason": "stop", "n_unique": m}
 
 
+def write_evolve(folder: Path, problems: int, iterations: int, m: int, seed: int = 0) -> int:
+    """An evolve-shaped run: per problem, iterations x m children of parents drawn from the programs so far."""
+    rng = random.Random(seed)
+    store = RunStore(folder, flush_every=512)
+    ids = [f"e{i:03d}" for i in range(problems)]
+    store.init({"format": 2, "kind": "evolve", "identity": {
+        "task": {"name": "maze", "split": "test", "options": {}}, "model": {"spec": "openai:bench"}, "kind": "evolve",
+        "sampling": {"n": iterations + 1, "m": m}, "components": ["completion", "gold"],
+        "problems": {"n": problems, "ids": ids}}})
+    for pid in ids:
+        progs: list[tuple[str, float]] = []
+        for it in range(iterations + 1):
+            parent = rng.choice(progs) if progs else None
+            for j in range(m):
+                s = min(1.0, max(0.0, (parent[1] if parent else 0.1) + rng.uniform(-0.08, 0.1)))
+                prog = f"{pid}-{it}-{j}"
+                store.append({"problem_id": pid, "chain_index": it * m + j, "iteration": it, "answer_index": j, "of": m,
+                              "island": it % 4, "parent_id": parent[0] if parent else None, "program_id": prog,
+                              "text": "", "answers": [" ".join(rng.choice(MOVES) for _ in range(12))],
+                              "rewards": [[1.0, s]], "scalars": [s], "passed": [s >= 0.99], "error": None})
+                progs.append((prog, s))
+    store.close()
+    return problems * (iterations + 1) * m
+
+
 def read_once(path: Path) -> float:
     t0 = time.perf_counter()
     with open(path, "rb") as fh:
@@ -80,6 +108,8 @@ def main() -> None:
     ap.add_argument("--m", type=int, default=4)
     ap.add_argument("--text-chars", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3, help="repeats of each cached request; the best is kept")
+    ap.add_argument("--evolve-problems", type=int, default=32)
+    ap.add_argument("--iterations", type=int, default=200)
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,6 +155,22 @@ def main() -> None:
                 store.append(_row(rng, pid, c, args.m, args.text_chars))
             store.close()
             measure("run page after 100 more chains (reads the new bytes)", f"api/run?id={rid}", 1)
+            for label, q in [("search: a word in few rows (full text)", "LEFTUP"),
+                             ("search: a word in every row (full text)", "right"),
+                             ("search: answer:DOWN score>0.9 (field and range)", "answer:DOWN score>0.9"),
+                             ("search: gold>0.99 is:failed (index only)", "gold>0.99 is:failed")]:
+                measure(label, f"api/search?run={rid}&q={quote(q, safe='')}", args.rounds)
+            ev = root / "evolve"
+            t0 = time.perf_counter()
+            n_ev = write_evolve(ev, args.evolve_problems, args.iterations, args.m)
+            print(f"evolve run: {args.evolve_problems} problems x {args.iterations} iterations x m={args.m} = {n_ev} "
+                  f"programs, {(ev / 'samples.jsonl').stat().st_size / 1e6:.1f} MB (written in {time.perf_counter() - t0:.1f} s)")
+            eid = quote(str(ev), safe="")
+            timed_get(srv.url + f"api/run?id={eid}")  # its index
+            measure(f"lineage of one problem ({(args.iterations + 1) * args.m} programs)",
+                    f"api/lineage?run={eid}&pid=e000", args.rounds)
+            node = quote(f"e000-{args.iterations}-0", safe="")
+            measure("one lineage node with its diff", f"api/node?run={eid}&pid=e000&id={node}", args.rounds)
         finally:
             srv.shutdown()
             srv.server_close()

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from reports.view.catalog import Catalog, RunEntry
 from reports.view.samples import SampleIndex
+from reports.view.search import PAGE_HITS, QueryError, parse_query, search
 
 #: candidates per page of a problem (chains are whole: a page holds ceil(50 / m) chains)
 PAGE_CANDIDATES = 50
@@ -190,6 +193,63 @@ class ViewData:
                 "parent": _chain(parent_row, names) if parent_row is not None else None,
                 "program": child_prog, "parent_program": parent_prog,
                 "diff": diff(parent_prog, child_prog) if parent_prog is not None else None}
+
+    def search(self, run_id: str, q: str, page: Any = 0, problem: str = "") -> dict[str, Any]:
+        """Chains of a run with a candidate matching the query (:mod:`reports.view.search`). A query
+        that cannot be read answers with ``query_error`` (one line), not an HTTP error: the page
+        shows it next to the search box."""
+        e = self._entry(run_id)
+        ix = self.index_of(e)
+        names = self._names(e)
+        head = {"run": e.id, "q": q, "problem": problem or None}
+        try:
+            query = parse_query(q, names)
+        except QueryError as exc:
+            return {**head, "query_error": str(exc), "hits": [], "total_chains": 0, "total_candidates": 0}
+        if query.empty:
+            return {**head, "query_error": "search: type words or field:value terms", "hits": [],
+                    "total_chains": 0, "total_candidates": 0}
+        return {**head, **search(ix, query, names, _int(page, 0), PAGE_HITS, problem or None)}
+
+    def progress(self, run_id: str) -> dict[str, Any]:
+        """How far a run is: rows stored against rows expected, the index version (the page reloads
+        its rows when it moves), the status and how long ago samples.jsonl last grew. Cheap: a stat
+        and the bytes appended since the last look."""
+        e = self._entry(run_id)
+        ix = self.index_of(e)
+        samp = _dig(e.config, "identity", "sampling")
+        n, m = _int(samp.get("n"), 0), _int(samp.get("m"), 1, 1)
+        problems = _int(_dig(e.config, "identity", "problems").get("n"), 0) or len(ix.by_problem)
+        expected = problems * n * (m if e.kind == "evolve" else 1) or None
+        try:
+            age = max(0.0, time.time() - os.stat(ix.path).st_mtime)
+        except OSError:
+            age = None
+        return {"run": e.id, "status": e.row.get("status"), "note": e.row.get("note"), "version": ix.version,
+                "rows": len(ix.rows), "expected_rows": expected, "candidates": e.row.get("n_candidates"),
+                "bytes": ix.scanned_to, "last_write_s": age}
+
+    def curve(self, run_id: str) -> dict[str, Any]:
+        """What the overlaid curves of several runs need from one run: best@k and pass@k by k and
+        diversity (mean and standard error over problems), and for evolve runs solved and best
+        score against candidates and iterations; ``partial`` when they are over the rows so far."""
+        e = self._entry(run_id)
+        metrics = e.row.get("metrics") or {}
+        series: dict[str, Any] = {}
+        for name in ("best", "pass"):
+            pts = sorted((int(k.split("@", 1)[1]), v) for k, v in metrics.items()
+                         if k.startswith(f"{name}@") and k.split("@", 1)[1].isdigit() and isinstance(v, dict))
+            if pts:
+                series[f"{name}@k"] = {"x": [k for k, _ in pts], "mean": [v.get("mean") for _, v in pts],
+                                       "stderr": [v.get("stderr") for _, v in pts]}
+        ev = ((e.results.raw.get("evolve") if e.results is not None else None) or {}) if e.kind == "evolve" else {}
+        for name in ("solved_vs_candidates", "best_vs_candidates", "solved_vs_iteration", "best_vs_iteration"):
+            c = ev.get(name)
+            if isinstance(c, dict) and isinstance(c.get("x"), list):
+                series[name] = {"x": c["x"], "mean": c.get("mean"), "stderr": c.get("stderr")}
+        return {"id": e.id, "name": e.row.get("name", e.id), "kind": e.kind, "colour": e.row.get("colour"),
+                "status": e.row.get("status"), "partial": e.row.get("status") != "complete",
+                "diversity": metrics.get("diversity"), "series": series}
 
     def runs_with_problem(self, problem_id: str) -> dict[str, Any]:
         """Runs that hold ``problem_id`` (by their recorded problem ids): candidates for side by side."""

@@ -19,6 +19,7 @@ from harness.core.config import recorded_ks
 from harness.core.metrics import Estimate, mean_se
 from harness.core.results import RunResults, read_results
 from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
+from reports.colours import run_colour
 from reports.view.samples import SampleIndex
 
 #: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders
@@ -215,7 +216,7 @@ class Catalog:
 
     def entries(self) -> list[RunEntry]:
         out = []
-        for folder in find_run_folders(self.roots):
+        for position, folder in enumerate(find_run_folders(self.roots)):
             run_id = str(folder)
             stamp = _stamp(folder)
             hit = self._cache.get(run_id)
@@ -227,6 +228,8 @@ class Catalog:
                 # the index names the folder once; its notes need not repeat it
                 row["short_note"] = row["note"].replace(f"{folder}{os.sep}", "") if row.get("note") else None
                 self._cache[run_id] = hit
+            # by position among the folders found: distinct for up to ten runs, the same on every page
+            hit[1].row["colour"] = run_colour(run_id, position)
             out.append(hit[1])
         return out
 

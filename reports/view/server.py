@@ -24,11 +24,18 @@ from reports.view.catalog import to_json_text
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: path -> (file under static/, content type)
+#: the app's scripts, in the order index.html loads them (the export copies the same files)
+SCRIPTS = ("dom.js", "charts.js", "graph.js", "app.js")
 FILES = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
-         "/app.js": ("app.js", "text/javascript; charset=utf-8"), "/app.css": ("app.css", "text/css; charset=utf-8"),
-         "/favicon.svg": ("favicon.svg", "image/svg+xml"), "/favicon.ico": ("favicon.svg", "image/svg+xml")}
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+         "/app.css": ("app.css", "text/css; charset=utf-8"),
+         "/favicon.svg": ("favicon.svg", "image/svg+xml"), "/favicon.ico": ("favicon.svg", "image/svg+xml"),
+         **{f"/{n}": (n, "text/javascript; charset=utf-8") for n in SCRIPTS}}
+#: the page's Content-Security-Policy, one directive a line; an exported page carries the same in a
+#: <meta> element, less ``frame-ancestors`` (a browser ignores it there, with a console warning)
+CSP_DIRECTIVES = ("default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'",
+                  "connect-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'")
+CSP = "; ".join(CSP_DIRECTIVES)
+META_CSP = "; ".join(d for d in CSP_DIRECTIVES if not d.startswith("frame-ancestors"))
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
@@ -48,6 +55,9 @@ def _routes(data: ViewData) -> dict[str, Callable[[dict[str, list[str]]], Any]]:
         "/api/lineage": lambda q: data.lineage(_one(q, "run"), _one(q, "pid")),
         "/api/node": lambda q: data.node(_one(q, "run"), _one(q, "pid"), _one(q, "id")),
         "/api/runs-with": lambda q: data.runs_with_problem(_one(q, "pid")),
+        "/api/search": lambda q: data.search(_one(q, "run"), _one(q, "q"), _one(q, "page", "0"), _one(q, "pid")),
+        "/api/progress": lambda q: data.progress(_one(q, "id")),
+        "/api/curve": lambda q: data.curve(_one(q, "id")),
     }
 
 

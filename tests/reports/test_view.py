@@ -224,7 +224,7 @@ def test_server_headers_pages_and_refusals(site, runs):
     from urllib.parse import quote
 
     status, headers, body = _get(site.url)
-    assert status == 200 and b'<script src="/app.js" defer></script>' in body
+    assert status == 200 and b'<script src="app.js" defer></script>' in body
     assert b"<script>" not in body  # no inline script: the CSP below would refuse it anyway
     csp = headers["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "default-src 'none'" in csp and "unsafe-inline" not in csp

@@ -1,8 +1,11 @@
 """`vpo view` in a real headless Chromium (Debian package ``chromium``, set up by
 ``scripts/install.sh --dev``) driven over the DevTools protocol (CDP, ``websocket-client``): open the
 index, filter and sort it, click into a problem, read a candidate's reward vector, compare two runs
-side by side, open a lineage node and its diff; no console error, no CSP violation, and a hostile
-completion stays text. Screenshots go to $VPO_VIEW_SHOTS when set (to look at them)."""
+side by side, open a lineage node and its diff; search inside completions, watch a run gain rows,
+overlay the curves of chosen runs, pan, zoom and click the lineage graph (a 200-iteration one too),
+open an exported page from disk; every page at 1024 and 1440 px without horizontal overflow; no
+console error, no CSP violation, and a hostile completion stays text. Screenshots go to
+$VPO_VIEW_SHOTS when set (to look at them)."""
 from __future__ import annotations
 
 import base64
@@ -18,7 +21,7 @@ from typing import Any
 import pytest
 
 from reports.view import make_server
-from tests.reports.view_runs import HOSTILE, all_runs
+from tests.reports.view_runs import HOSTILE, all_runs, big_lineage_run, live_row, live_run
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +54,21 @@ class Browser:
         self.events: list[dict[str, Any]] = []
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+        self.set_width(1440)
+
+    def set_width(self, width: int) -> None:
+        self.width = width
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=1000, deviceScaleFactor=1, mobile=False)
+
+    def mouse(self, kind: str, x: float, y: float, **extra: Any) -> None:
+        """A real pointer event at viewport coordinates (CSS px): press, move, release or wheel."""
+        self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, **extra)
+
+    def centre(self, selector: str) -> tuple[float, float]:
+        """Scroll the element into view and return its centre in viewport coordinates."""
+        r = self.js(f"{{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}});"
+                    " const b = e.getBoundingClientRect(); [b.x + b.width / 2, b.y + b.height / 2]; }")
+        return r[0], r[1]
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         self._id += 1
@@ -126,7 +143,7 @@ class Browser:
             return None
         h = min(2600, int(self.js("document.documentElement.scrollHeight")))
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                         clip={"x": 0, "y": 0, "width": 1400, "height": h, "scale": 1})["data"]
+                         clip={"x": 0, "y": 0, "width": self.width, "height": h, "scale": 1})["data"]
         out = Path(where) / f"{name}.png"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(base64.b64decode(data))
@@ -191,7 +208,7 @@ def test_index_filters_and_sorts(site, browser, runs):
     browser.set_value("#filter", "")
     # sort by best@1, largest first; runs without it last
     browser.js("document.querySelector('#runs th[data-key=best1]').click()")
-    shown = browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.children[8].textContent)")
+    shown = browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.querySelector('td[data-col=best1]').textContent)")
     vals = [float(s.split("±")[0]) for s in shown if s != "–"]
     assert len(vals) == 5 and vals == sorted(vals, reverse=True)  # the bad-line run has metrics over its good rows
     assert shown[5:] == ["–"]  # the folder whose config.json is cut has none
@@ -221,7 +238,10 @@ def test_problem_shows_reward_vector_and_hostile_text_stays_inert(site, browser,
     assert "lone surrogate & <b>bold</b>" in raw
     assert browser.js(f"{card}.querySelector('pre.answer').textContent").startswith("<script>")
     assert browser.js("typeof window.__pwned") == "undefined"
-    assert browser.js("document.querySelectorAll('script').length") == 1
+    from reports.view.server import SCRIPTS
+
+    # only the app's own scripts, none made from the text
+    assert browser.js("[...document.querySelectorAll('script')].map(s => s.getAttribute('src'))") == list(SCRIPTS)
     assert browser.js("document.querySelectorAll('#app img, #app b').length") == 0
     browser.js(f"{card}.querySelector('details.raw').open = true")
     browser.screenshot("problem")
@@ -333,3 +353,229 @@ def test_filters_and_pages_stay_in_the_address(site, browser, runs):
     browser.open(browser.js("location.href"), "problem")  # reloaded: still best score first
     assert browser.js("document.querySelector('select.sort').value") == "score"
     assert browser.drain() == []
+
+
+# ---- search, live runs, overlaid curves, the lineage graph, export, widths ---------------------------
+def test_search_inside_completions(site, browser, runs):
+    browser.open(site.url + _href("run", id=str(runs["vpo"])), "run")
+    browser.set_value("#search-q", "answer:script", "change")
+    browser.wait("document.getElementById('search-results').dataset.state === 'ready'", "search results")
+    assert browser.js("document.getElementById('search-count').textContent") == "1 chain (1 candidate) of 24 match"
+    hit = "document.querySelector('#search-hits tr.hit')"
+    assert browser.js(f"[{hit}.dataset.problem, {hit}.dataset.chain]") == ["maze-test-0000", "0"]
+    assert browser.js(f"{hit}.querySelector('mark').textContent") == "script"
+    assert browser.js(f"{hit}.querySelector('.snippet').textContent").startswith("answer: <script>window.__pwned")
+    assert browser.js("typeof window.__pwned") == "undefined" and browser.js("document.querySelectorAll('#app img').length") == 0
+    assert "search=answer%3Ascript" in browser.js("location.hash")  # a link to the search opens it again
+    browser.screenshot("search")
+    # a range and a flag; then a query that cannot be read is one line next to the box
+    browser.set_value("#search-q", "gold>=1 is:failed", "change")
+    browser.wait("document.getElementById('search-results').dataset.q === 'gold>=1 is:failed'", "the second search")
+    rows = [json.loads(ln) for ln in (runs["vpo"] / "samples.jsonl").read_text().splitlines()]
+    want = sum(1 for r in rows for j in range(len(r["scalars"])) if r["rewards"][j][1] >= 1 and not r["passed"][j])
+    assert f"({want} candidates)" in browser.js("document.getElementById('search-count').textContent")
+    browser.set_value("#search-q", "colour:red", "change")
+    browser.wait("document.getElementById('search-results').dataset.state === 'error'")
+    assert "unknown field 'colour'" in browser.js("document.getElementById('search-error').textContent")
+    assert browser.drain() == []
+
+
+@pytest.fixture(scope="module")
+def live_site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("liveruns")
+    folder, store = live_run(root)
+    big = big_lineage_run(root)
+    srv = make_server([root], port=0)
+    srv.start_background()
+    yield srv, folder, store, big
+    store.close()
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_a_live_run_gains_rows(live_site, browser):
+    srv, folder, store, _ = live_site
+    browser.open(srv.url + _href("run", id=str(folder)), "run")
+    browser.wait("document.getElementById('live').dataset.rows === '2'", "the first progress")
+    assert "2 of 12 rows stored (17%)" in browser.js("document.getElementById('live').textContent")
+    assert browser.js("document.getElementById('run-metrics').dataset.partial") == "1"
+    assert browser.js("document.querySelector('#run-metrics caption').textContent") == "partial over the rows stored so far"
+    assert browser.js("document.querySelectorAll('#problems tbody tr[data-problem=\"live-0\"] td')[1].textContent") == "2"
+    for c in range(2, 4):
+        store.append(live_row("live-0", c))
+    store.append(live_row("live-1", 0))
+    store.flush()
+    browser.wait("document.getElementById('live').dataset.rows === '5'", "the new rows", limit_s=60)
+    browser.wait("document.querySelectorAll('#problems tbody tr[data-problem=\"live-0\"] td')[1].textContent === '4'",
+                 "the problem table redrawn")
+    assert browser.js("document.querySelectorAll('#problems tbody tr[data-problem=\"live-1\"] td')[1].textContent") == "1"
+    browser.screenshot("live")
+    # the problem page follows too
+    browser.open(srv.url + _href("problem", run=str(folder), pid="live-1"), "problem")
+    browser.wait("document.querySelectorAll('article.chain').length === 1 && document.getElementById('live').dataset.live === 'on'")
+    store.append(live_row("live-1", 1))
+    store.flush()
+    browser.wait("document.querySelectorAll('article.chain').length === 2", "the new chain on the problem page")
+    assert browser.drain() == []
+
+
+def test_overlaid_curves_keep_each_runs_colour(site, browser, runs):
+    browser.open(site.url + "#/", "index")
+    picked = [runs["vpo"], runs["grpo"], runs["evolve"]]
+    colours = {}
+    for r in picked:
+        row = f"document.querySelector('#runs tr[data-run=\"{r}\"]')"
+        browser.js(f"{row}.querySelector('input.pick').click()")
+        colours[str(r)] = browser.js(f"getComputedStyle({row}.querySelector('.swatch')).backgroundColor")
+    assert browser.js("document.getElementById('picked').textContent") == "3 chosen"
+    browser.js("document.getElementById('overlay').click()")
+    browser.ready("curves")
+    lines = browser.js("[...document.querySelectorAll('#curve-best-k polyline')].map(p => [p.dataset.run, p.getAttribute('stroke')])")
+    names = {str(r): r.name for r in picked}
+    assert sorted(n for n, _ in lines) == sorted(names.values())
+    for rid, name in names.items():
+        stroke = dict(lines)[name]
+        rgb = "rgb(" + ", ".join(str(int(stroke[i:i + 2], 16)) for i in (1, 3, 5)) + ")"
+        assert rgb == colours[rid], (name, stroke, colours[rid])  # the same colour as the index swatch
+    assert browser.js("document.querySelectorAll('#curve-best-k polygon.band').length") == 3  # a s.e. band per run
+    assert browser.js("document.querySelectorAll('#curve-diversity circle').length") == 3
+    assert browser.js("document.querySelectorAll('#curve-solved-vs-candidates polyline').length") == 1  # evolve only
+    # best@k of a run is drawn from its results: the first point's height matches best@1 on the axis
+    from harness.core.results import read_results
+
+    ks = sorted(read_results(runs["vpo"]).best)
+    pts = browser.js(f"document.querySelector('#curve-best-k polyline[data-run=\"{runs['vpo'].name}\"]').getAttribute('points')")
+    assert len(pts.split()) == len(ks)
+    browser.screenshot("curves")
+    assert browser.drain() == []
+
+
+def _graph_transform(browser) -> str:
+    return browser.js("document.querySelector('#lineage-graph g.view').getAttribute('transform')")
+
+
+def test_lineage_graph_pans_zooms_and_opens_a_node(site, browser, runs):
+    rows = [json.loads(ln) for ln in (runs["evolve"] / "samples.jsonl").read_text().splitlines()]
+    pid = rows[0]["problem_id"]
+    mine = [r for r in rows if r["problem_id"] == pid]
+    browser.open(site.url + _href("problem", run=str(runs["evolve"]), pid=pid), "problem")
+    assert browser.js("document.querySelectorAll('#lineage-graph circle.gnode').length") == len(mine)
+    # nodes are coloured by score: the best and the worst differ
+    fill = lambda sel: browser.js(f"document.querySelector('#lineage-graph circle[data-node=\"{sel}\"]').getAttribute('fill')")  # noqa: E731
+    best = max(mine, key=lambda r: r["scalars"][0])
+    worst = min(mine, key=lambda r: r["scalars"][0])
+    assert fill(best["program_id"]) != fill(worst["program_id"])
+    # a real click on a child node opens it and its diff
+    child = next(r for r in mine if r["parent_id"])
+    x, y = browser.centre(f"#lineage-graph circle[data-node=\"{child['program_id']}\"]")
+    browser.mouse("mousePressed", x, y, button="left", clickCount=1)
+    browser.mouse("mouseReleased", x, y, button="left", clickCount=1)
+    browser.wait(f"document.getElementById('node-panel').dataset.node === '{child['program_id']}' && "
+                 "document.getElementById('node-panel').dataset.state === 'ready'", "the clicked node")
+    assert browser.js("document.querySelector('#lineage-graph circle.selected').dataset.node") == child["program_id"]
+    assert browser.js("document.getElementById('diff') !== null")
+    # wheel zooms, drag pans
+    before = float(browser.js("document.getElementById('lineage-graph').dataset.zoom"))
+    gx, gy = browser.centre("#lineage-graph")
+    browser.mouse("mouseWheel", gx, gy, deltaX=0, deltaY=-300)
+    browser.wait(f"+document.getElementById('lineage-graph').dataset.zoom > {before}", "zoom in")
+    t0 = _graph_transform(browser)
+    browser.mouse("mousePressed", gx, gy + 60, button="left", clickCount=1)
+    browser.mouse("mouseMoved", gx + 80, gy + 70, button="left")
+    browser.mouse("mouseReleased", gx + 80, gy + 70, button="left", clickCount=1)
+    assert _graph_transform(browser) != t0
+    browser.js("document.getElementById('graph-fit').click()")
+    browser.js("document.getElementById('reveal-best').click()")
+    browser.wait("document.querySelector('#lineage-graph path.best-path')")
+    browser.screenshot("lineage-graph")
+    assert browser.drain() == []
+
+
+def test_a_200_iteration_lineage_draws_every_node(live_site, browser):
+    srv, _, _, big = live_site
+    browser.open(srv.url + _href("problem", run=str(big), pid="big-0"), "problem")
+    n = sum(1 for _ in open(big / "samples.jsonl"))
+    assert browser.js("document.querySelectorAll('#lineage-graph circle.gnode').length") == n == 201 * 4
+    browser.js("document.querySelector('#lineage-graph circle[data-node=\"prog-150-2\"]')"
+               ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    browser.wait("document.getElementById('node-panel').dataset.node === 'prog-150-2'", "a node of iteration 150")
+    browser.screenshot("lineage-200")
+    assert browser.drain() == []
+
+
+def test_exported_pages_open_from_disk(runs, browser, tmp_path):
+    from reports.view.api import ViewData
+    from reports.view.export import choose, export_site
+
+    data = ViewData([runs["vpo"].parent])
+    export_site(data, choose(data, ["maze-vpo", "maze-grpo", "evolve"]), tmp_path / "site")
+    url = (tmp_path / "site" / "index.html").as_uri()
+    browser.open(url, "index")
+    assert browser.js("location.protocol") == "file:"
+    assert len(browser.js("[...document.querySelectorAll('#runs tbody tr')]")) == 3
+    # dom.js hashes a key as export.py does (the page it asked for was found)
+    from reports.view.export import key_hash
+
+    assert browser.js("window.VPO.keyHash('problem?page=0&pid=p%261')") == key_hash("problem?page=0&pid=p%261")
+    browser.js(f"document.querySelector('#runs tr[data-run=\"{runs['vpo']}\"] a').click()")
+    browser.ready("run")
+    assert "search inside completions needs the server" in browser.js("document.getElementById('search').textContent")
+    browser.js("document.querySelector('#problems tbody tr a').click()")
+    browser.ready("problem")
+    card = "document.querySelector('article.chain[data-chain=\"0\"]')"
+    assert browser.js(f"{card}.querySelector('pre.answer').textContent") == HOSTILE
+    assert browser.js("typeof window.__pwned") == "undefined" and browser.js("document.querySelectorAll('#app img, #app b').length") == 0
+    browser.set_value("#compare-with", str(runs["grpo"]), "change")
+    browser.ready("compare")
+    browser.js("location.hash = '#/'")
+    browser.ready("index")
+    for r in (runs["vpo"], runs["grpo"]):
+        browser.js(f"document.querySelector('#runs tr[data-run=\"{r}\"] input.pick').click()")
+    browser.js("document.getElementById('overlay').click()")
+    browser.ready("curves")
+    assert browser.js("document.querySelectorAll('#curve-best-k polyline').length") == 2
+    pid = json.loads((runs["evolve"] / "samples.jsonl").read_text().splitlines()[0])["problem_id"]
+    browser.js(f"location.hash = {json.dumps(_href('problem', run=str(runs['evolve']), pid=pid))}")
+    browser.ready("problem")
+    node = browser.js("document.querySelector('#lineage-graph circle.gnode').dataset.node")
+    browser.js(f"document.querySelector('#lineage-graph circle[data-node=\"{node}\"]').dispatchEvent(new MouseEvent('click', {{bubbles: true}}))")
+    browser.wait(f"document.getElementById('node-panel').dataset.node === '{node}'", "an exported node")
+    browser.screenshot("export-lineage")
+    # the page is under the viewer's CSP: inline script refused (and reported)
+    browser.js("{ const s = document.createElement('script'); s.textContent = 'window.__pwned = 9'; document.body.append(s); }")
+    assert browser.js("typeof window.__pwned") == "undefined"
+    errs = browser.drain()
+    assert errs and all("Content Security Policy" in e for e in errs), errs
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_every_page_fits_the_width(site, browser, runs, width):
+    """From 1024 px up no page is wider than the window (a table may scroll inside its own box)."""
+    pid = json.loads((runs["vpo"] / "samples.jsonl").read_text().splitlines()[0])["problem_id"]
+    epid = json.loads((runs["evolve"] / "samples.jsonl").read_text().splitlines()[0])["problem_id"]
+    pages = {"index": ("#/", "index"), "run": (_href("run", id=str(runs["vpo"])), "run"),
+             "problem": (_href("problem", run=str(runs["vpo"]), pid=pid), "problem"),
+             "compare": (_href("compare", a=str(runs["vpo"]), b=str(runs["grpo"]), pid=pid), "compare"),
+             "lineage": (_href("problem", run=str(runs["evolve"]), pid=epid), "problem"),
+             "curves": ("#/curves?" + "&".join(f"id={quote_id(r)}" for r in (runs["vpo"], runs["grpo"], runs["evolve"])), "curves")}
+    browser.set_width(width)
+    try:
+        for name, (href, view) in pages.items():
+            browser.open(site.url + href, view)
+            assert browser.js("document.documentElement.scrollWidth") <= width, name
+            if name == "index":  # every column of the index is inside the window
+                right = browser.js("Math.max(...[...document.querySelectorAll('#runs th')].map(t => t.getBoundingClientRect().right))")
+                assert right <= width, (name, right)
+            if name == "compare":  # side by side: no cell of a candidate table spills into the next
+                spill = browser.js("[...document.querySelectorAll('#compare table.cands td')].filter(td => td.scrollWidth > td.clientWidth + 1).length")
+                assert spill == 0
+            browser.screenshot(f"{name}-{width}")
+        assert browser.drain() == []
+    finally:
+        browser.set_width(1440)
+
+
+def quote_id(path: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(path), safe="")

@@ -121,3 +121,57 @@ def all_runs(root: Path) -> dict[str, Path]:
     bad_cfg, bad_line = damaged_runs(root)
     return {"vpo": vpo, "grpo": grpo, "code": code_run(root), "evolve": evolve_run(root),
             "broken_config": bad_cfg, "bad_line": bad_line}
+
+
+def live_run(root: Path, problems: int = 3, chains: int = 4, first: int = 2) -> tuple[Path, RunStore]:
+    """A maze-shaped run still being written: ``first`` chains of the first problem stored, the store
+    left open so a test appends more (the runner's own RunStore, as `vpo run` writes)."""
+    folder = root / "live-run"
+    store = RunStore(folder)
+    ids = [f"live-{i}" for i in range(problems)]
+    store.init({"format": 2, "identity": {"task": {"name": "maze", "split": "test", "options": {}},
+                                          "model": {"spec": "openai:live"}, "sampling": {"n": chains, "m": 1},
+                                          "components": ["completion", "gold"], "problems": {"n": problems, "ids": ids}},
+                "ks": [1, 2, 4]})
+    for c in range(first):
+        store.append(live_row(ids[0], c))
+    store.flush()
+    return folder, store
+
+
+def live_row(pid: str, c: int) -> dict:
+    s = 0.25 * (c % 4)
+    return {"problem_id": pid, "chain_index": c, "seed": c, "text": f"<route_1>UP{' RIGHT' * c}</route_1>",
+            "answers": [f"UP{' RIGHT' * c}"], "rewards": [[1.0, s]], "scalars": [0.5 + s / 2], "passed": [s == 0.75],
+            "error": None}
+
+
+def big_lineage_run(root: Path, iterations: int = 200, m: int = 4, seed: int = 0) -> Path:
+    """An evolve-shaped run of one problem: ``iterations`` iterations of m children each, parents drawn
+    among the programs so far (the better ones more often), scores that climb, two islands."""
+    rng = random.Random(seed)
+    folder = root / "evolve-200"
+    store = RunStore(folder)
+    store.init({"format": 2, "kind": "evolve", "identity": {
+        "task": {"name": "maze", "split": "test", "options": {}}, "model": {"spec": "openai:scripted"},
+        "sampling": {"n": iterations + 1, "m": m}, "components": ["completion", "gold"], "kind": "evolve",
+        "problems": {"n": 1, "ids": ["big-0"]}}})
+    progs: list[tuple[str, float]] = []
+    row = 0
+    for it in range(iterations + 1):
+        parent = None
+        if progs:
+            pool = sorted(progs, key=lambda p: -p[1])[:8] if rng.random() < 0.7 else progs
+            parent = rng.choice(pool)
+        for j in range(m):
+            score = min(1.0, max(0.0, (parent[1] if parent else 0.1) + rng.uniform(-0.08, 0.1)))
+            pid = f"prog-{it:03d}-{j}"
+            store.append({"problem_id": "big-0", "chain_index": row, "iteration": it, "answer_index": j, "of": m,
+                          "island": it % 2, "parent_id": parent[0] if parent else None, "program_id": pid,
+                          "text": "" if j else f"<route_1>{'RIGHT ' * (it % 7)}</route_1>",
+                          "answers": [("RIGHT " * (it % 7) + "DOWN " * j).strip() or "UP"],
+                          "rewards": [[1.0, score]], "scalars": [score], "passed": [score >= 0.99], "error": None})
+            progs.append((pid, score))
+            row += 1
+    store.close()
+    return folder

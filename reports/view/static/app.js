@@ -1,44 +1,18 @@
-// vpo view: the browser side. Every piece of run data is written with textContent (through el()),
-// never parsed as HTML: a completion holding <script> or <img onerror> is shown as text. The page
-// state for tests and screenshots is on <body>: data-state (loading | ready | error) and data-view.
+// vpo view: the views (index, run, problem, side by side, curves across runs, lineage). Every piece
+// of run data is written with textContent (through el(), dom.js), never parsed as HTML: a completion
+// holding <script> or <img onerror> is shown as text. The page state for tests and screenshots is on
+// <body>: data-state (loading | ready | error) and data-view.
 "use strict";
 
 (() => {
+  const { el, svg, num, colour, api, EXPORT, chart, whiskers, lineageGraph } = window.VPO;
   const app = document.getElementById("app");
   const crumbs = document.getElementById("crumbs");
-  const SVG = "http://www.w3.org/2000/svg";
   let renderToken = 0;
-  const indexState = { q: "", sort: "created", desc: true, rows: null };
+  const indexState = { q: "", sort: "created", desc: true, rows: null, picked: new Set() };
+  //: how often a run still being written is asked for its progress (a stat on the server)
+  const LIVE_MS = 1500;
 
-  // ---- DOM helpers ------------------------------------------------------------------------------
-  function el(tag, attrs, ...kids) {
-    const n = document.createElement(tag);
-    setAttrs(n, attrs);
-    for (const c of kids.flat(Infinity)) {
-      if (c === null || c === undefined || c === false) continue;
-      n.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    }
-    return n;
-  }
-  function svg(tag, attrs, ...kids) {
-    const n = document.createElementNS(SVG, tag);
-    setAttrs(n, attrs);
-    for (const c of kids.flat(Infinity)) {
-      if (c === null || c === undefined || c === false) continue;
-      n.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    }
-    return n;
-  }
-  function setAttrs(n, attrs) {
-    if (!attrs) return;
-    for (const [k, v] of Object.entries(attrs)) {
-      if (v === null || v === undefined || v === false) continue;
-      if (k === "on") { for (const [ev, fn] of Object.entries(v)) n.addEventListener(ev, fn); }
-      else if (k === "cls") n.setAttribute("class", v);
-      else if (k === "data") { for (const [dk, dv] of Object.entries(v)) n.dataset[dk] = String(dv); }
-      else n.setAttribute(k, v === true ? "" : String(v));
-    }
-  }
   const enc = encodeURIComponent;
   function link(route, params, ...kids) {
     const qs = Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== "")
@@ -50,32 +24,26 @@
   function remember(route, params) { history.replaceState(null, "", link(route, params).getAttribute("href")); }
 
   // ---- formatting -------------------------------------------------------------------------------
-  function num(x, digits = 3) {
-    if (x === null || x === undefined || Number.isNaN(x)) return "–";
-    if (typeof x === "boolean") return x ? "yes" : "no";
-    if (typeof x !== "number") return String(x);
-    if (Number.isInteger(x) && Math.abs(x) >= 10) return String(x);
-    return x.toFixed(digits);
-  }
   function est(e, compact) {
     if (!e) return "–";
     const sep = compact ? "±" : " ± ";
     return e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)}${sep}${num(e.stderr)}`;
   }
+  // an estimate in a narrow cell: the mean, then "±se" that may wrap under it
+  function estCell(e) {
+    if (!e) return "–";
+    return [el("span", { cls: "mean" }, num(e.mean)),
+            e.stderr === null || e.stderr === undefined ? null : el("span", { cls: "se" }, `±${num(e.stderr)}`)];
+  }
+  function swatch(c) {  // the run's colour (reports/colours.py), set through the CSSOM
+    const s = el("span", { cls: "swatch", "aria-hidden": "true" });
+    s.style.backgroundColor = colour(c);
+    return s;
+  }
   function breakable(text) {  // a line may break after / : , = (a <wbr> element between text nodes)
     return String(text ?? "").split(/(?<=[/:,=])/).flatMap((part, i) => (i ? [el("wbr"), part] : [part]));
   }
   function shortId(id) { return id && id.length > 12 ? id.slice(0, 8) : (id || "–"); }
-
-  // ---- data -------------------------------------------------------------------------------------
-  async function api(path, params) {
-    const qs = new URLSearchParams(params || {}).toString();
-    const res = await fetch(`/api/${path}${qs ? "?" + qs : ""}`, { headers: { Accept: "application/json" } });
-    let body = null;
-    try { body = await res.json(); } catch (e) { body = null; }
-    if (!res.ok) throw new Error((body && body.error) || `${res.status} ${res.statusText}`);
-    return body;
-  }
 
   // ---- routing ----------------------------------------------------------------------------------
   function parseHash() {
@@ -104,20 +72,21 @@
       if (route === "run") await viewRun(params, token);
       else if (route === "problem") await viewProblem(params, token);
       else if (route === "compare") await viewCompare(params, token);
+      else if (route === "curves") await viewCurves(params, token);
       else await viewIndex(params, token);
     } catch (err) { fail(err, token); }
   }
 
-  // ---- index ------------------------------------------------------------------------------------
+  // ---- index ----------------------------------------------------------------------------------
   const INDEX_COLS = [
-    ["name", "run"], ["kind", "kind"], ["task", "task"], ["split", "split"], ["model", "model"], ["pool", "pool n×m"],
+    ["pick", ""], ["name", "run"], ["task", "task / split"], ["model", "model"], ["pool", "n×m"],
     ["reward_mode", "reward mode"], ["status", "status"], ["best1", "best@1"], ["bestK", "best@K"],
     ["passK", "pass@K"], ["diversity", "diversity"], ["solved", "solved"], ["created", "date"],
   ];
   const TITLES = { bestK: "best@k at the largest k the run records (K shown in each cell); mean ± s.e. over problems",
                    passK: "pass@k at that same largest k", best1: "best@1: mean ± s.e. over problems",
                    diversity: "mean pairwise L1 distance of a problem's reward vectors, mean ± s.e. over problems",
-                   solved: "evolve runs: fraction of problems solved" };
+                   solved: "evolve runs: fraction of problems solved", pick: "choose runs to overlay their curves" };
   function headline(r) {
     const m = r.metrics || {};
     const ks = Object.keys(m).filter((k) => k.startsWith("best@")).map((k) => +k.slice(5)).sort((a, b) => a - b);
@@ -128,22 +97,35 @@
   function sortValue(r, key) {
     const h = headline(r);
     if (key in h && key !== "K") return h[key] ? h[key].mean : null;
+    if (key === "task") return `${r.task} ${r.split}`;
     return r[key];
   }
+  function curvesHref(ids) { return "#/curves?" + ids.map((id) => `id=${enc(id)}`).join("&"); }
   async function viewIndex(params, token) {
     setCrumbs(el("span", null, "runs"));
     if (params.has("q")) indexState.q = params.get("q");
     const data = await api("runs");
     if (token !== renderToken) return;
     indexState.rows = data.runs;
+    const known = new Set(data.runs.map((r) => r.id));
+    for (const id of [...indexState.picked]) if (!known.has(id)) indexState.picked.delete(id);
     const input = el("input", { id: "filter", type: "search", placeholder: "filter: words that must all appear (task, model, status, …)",
                                 value: indexState.q, "aria-label": "filter runs" });
     const count = el("span", { id: "count", cls: "muted" });
+    const overlay = el("button", { type: "button", id: "overlay", title: "best@k, pass@k and diversity (evolve runs: solved and best score " +
+                                   "against candidates) of the chosen runs in one figure each" }, "overlay curves");
+    const pickedNote = el("span", { id: "picked", cls: "muted" });
+    const drawPicked = () => {
+      const n = indexState.picked.size;
+      overlay.disabled = n === 0;
+      pickedNote.textContent = n ? `${n} chosen` : "tick runs to overlay their curves";
+    };
+    overlay.addEventListener("click", () => { location.hash = curvesHref([...indexState.picked]); });
     const tbody = el("tbody");
     const headRow = el("tr");
     const table = el("table", { id: "runs", cls: "grid" }, el("thead", null, headRow), tbody);
     function drawHead() {
-      headRow.replaceChildren(...INDEX_COLS.map(([key, label]) => el("th", {
+      headRow.replaceChildren(...INDEX_COLS.map(([key, label]) => key === "pick" ? el("th", { title: TITLES.pick }, "") : el("th", {
         cls: "sortable" + (indexState.sort === key ? (indexState.desc ? " desc" : " asc") : ""), data: { key },
         on: { click: () => { indexState.desc = indexState.sort === key ? !indexState.desc : key !== "name";
                              indexState.sort = key; drawHead(); drawBody(); } },
@@ -166,7 +148,7 @@
         const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
         return indexState.desc ? -c : c;
       });
-      tbody.replaceChildren(...rows.map(indexRow));
+      tbody.replaceChildren(...rows.map((r) => indexRow(r, drawPicked)));
       count.textContent = `${rows.length} of ${indexState.rows.length} runs`;
     }
     input.addEventListener("input", () => {
@@ -176,35 +158,145 @@
     });
     drawHead();
     drawBody();
+    drawPicked();
     const empty = data.runs.length ? null : el("p", { cls: "warn" },
       `No run folders (folders with config.json) under ${data.roots.join(", ")} yet. Reload when a run has started.`);
-    app.replaceChildren(...[el("h1", null, "Runs"), el("p", { cls: "muted" }, `under ${data.roots.join(", ")}`),
-                            el("div", { cls: "controls" }, input, count), empty, el("div", { cls: "scroll" }, table)].filter(Boolean));
+    app.replaceChildren(...[el("h1", null, "Runs"),
+                            el("p", { cls: "muted" }, EXPORT ? "exported pages (vpo view --export): search and live updates need vpo view"
+                                                             : `under ${data.roots.join(", ")}`),
+                            el("div", { cls: "controls" }, input, count, overlay, pickedNote), empty,
+                            el("div", { cls: "scroll" }, table)].filter(Boolean));
     setState("ready", "index");
   }
-  function indexRow(r) {
+  function indexRow(r, onPick) {
     const h = headline(r);
     const status = el("td", { cls: "status" }, el("span", { cls: `badge ${r.status}` }, r.status),
                       r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null);
+    const pick = el("input", { type: "checkbox", cls: "pick", "aria-label": `choose ${r.name || r.id}`,
+                               checked: indexState.picked.has(r.id) });
+    pick.addEventListener("change", () => { if (pick.checked) indexState.picked.add(r.id); else indexState.picked.delete(r.id); onPick(); });
+    const cell = (col, ...kids) => el("td", { cls: "num", data: { col } }, ...kids);
     return el("tr", { data: { run: r.id, status: r.status } },
-      el("td", { title: r.path }, link("run", { id: r.id }, r.name || r.id)),
-      el("td", null, r.kind), el("td", null, r.task), el("td", null, r.split), el("td", { cls: "model" }, breakable(r.model)),
-      el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status, el("td", { cls: "num" }, est(h.best1, true)),
-      el("td", { cls: "num" }, h.bestK ? [est(h.bestK, true), el("span", { cls: "k" }, ` k=${h.K}`)] : "–"),
-      el("td", { cls: "num" }, est(h.passK, true)), el("td", { cls: "num" }, est(h.diversity, true)),
-      el("td", { cls: "num" }, est(h.solved, true)),
+      el("td", { cls: "pick" }, pick),
+      el("td", { title: r.path, cls: "name" }, swatch(r.colour), link("run", { id: r.id }, r.name || r.id),
+         r.kind === "evolve" ? el("span", { cls: "badge kind" }, "evolve") : null),
+      el("td", { cls: "task" }, r.task, el("span", { cls: "split muted" }, r.split)), el("td", { cls: "model" }, breakable(r.model)),
+      el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status,
+      cell("best1", estCell(h.best1)),
+      cell("bestK", h.bestK ? [estCell(h.bestK), el("span", { cls: "k" }, `k=${h.K}`)] : "–"),
+      cell("passK", estCell(h.passK)), cell("diversity", estCell(h.diversity)), cell("solved", estCell(h.solved)),
       el("td", { cls: "date", title: r.created || null }, (r.created || "").slice(0, 10)));
+  }
+
+  // ---- curves across runs -----------------------------------------------------------------------
+  const EVAL_PANELS = [["best@k", "best@k", "k (candidates drawn)"], ["pass@k", "pass@k", "k (candidates drawn)"]];
+  const EVOLVE_PANELS = [["solved_vs_candidates", "solved (fraction of problems)", "candidates evaluated"],
+                         ["best_vs_candidates", "best score so far", "candidates evaluated"]];
+  function bandOf(s) {
+    return s.x.map((x, i) => [x, s.mean[i] - (s.stderr && s.stderr[i] !== null ? s.stderr[i] : 0),
+                                 s.mean[i] + (s.stderr && s.stderr[i] !== null ? s.stderr[i] : 0)]);
+  }
+  async function viewCurves(params, token) {
+    const ids = params.getAll("id");
+    setCrumbs(link("", {}, "runs"), el("span", null, "curves"));
+    if (!ids.length) throw new Error("no runs chosen: tick runs in the index, then “overlay curves”");
+    const runs = await Promise.all(ids.map((id) => api("curve", { id })));
+    if (token !== renderToken) return;
+    const legend = el("ul", { cls: "legend-runs", id: "curves-legend" }, runs.map((r, i) => el("li", { data: { run: r.id } },
+      swatch(r.colour), ` ${i + 1}. `, link("run", { id: r.id }, r.name), ` (${r.kind}`, r.partial ? el("span", { cls: "badge partial" }, "partial") : null, ")")));
+    const figs = [];
+    const panel = (key, ylabel, xlabel, logx) => {
+      const lines = runs.filter((r) => r.series[key]).map((r) => ({
+        pts: r.series[key].x.map((x, i) => [x, r.series[key].mean[i]]), band: bandOf(r.series[key]),
+        colour: r.colour, label: r.name }));
+      if (!lines.length) return;
+      figs.push(el("figure", { data: { panel: key } }, chart({ lines, xlabel, ylabel, logx, id: `curve-${key.replace(/[^a-z]/gi, "-")}` }),
+                   el("figcaption", null, `${ylabel}, mean over problems; band: ± one standard error`)));
+    };
+    for (const [key, y, x] of EVAL_PANELS) panel(key, y, x, true);
+    const div = runs.filter((r) => r.diversity);
+    if (div.length) figs.push(el("figure", { data: { panel: "diversity" } },
+      whiskers(div.map((r) => ({ mean: r.diversity.mean, stderr: r.diversity.stderr, colour: r.colour, label: r.name })),
+               { xlabel: "run (numbered as in the legend)", ylabel: "diversity", id: "curve-diversity" }),
+      el("figcaption", null, "diversity (mean pairwise L1 of reward vectors), mean ± one standard error")));
+    for (const [key, y, x] of EVOLVE_PANELS) panel(key, y, x, false);
+    app.replaceChildren(...[el("h1", null, `Curves of ${runs.length} run${runs.length === 1 ? "" : "s"}`), legend,
+      runs.some((r) => r.partial) ? el("p", { cls: "warn" }, "partial runs: their curves are over the rows stored so far") : null,
+      el("div", { cls: "row figs" }, figs)].filter(Boolean));
+    setState("ready", "curves");
+  }
+
+  // ---- live runs --------------------------------------------------------------------------------
+  // A run still being written (status partial) is asked for its progress every LIVE_MS; when its
+  // rows changed, onChange() redraws what the page shows. Stops when the page changes or the run
+  // is complete. The bar says how far it is and that its metrics are over the rows so far.
+  function live(id, token, box, onChange) {
+    if (EXPORT) return;
+    let version = null;
+    const tick = async () => {
+      if (token !== renderToken) return;
+      let p;
+      try { p = await api("progress", { id }); } catch (err) { box.replaceChildren(el("span", { cls: "error" }, err.message)); return; }
+      if (token !== renderToken) return;
+      drawProgress(box, p);
+      if (version !== null && p.version !== version) { await onChange(p); }
+      version = p.version;
+      if (p.status === "partial") setTimeout(tick, LIVE_MS);
+      else box.dataset.live = "done";
+    };
+    tick();
+  }
+  function drawProgress(box, p) {
+    const frac = p.expected_rows ? Math.min(1, p.rows / p.expected_rows) : null;
+    const ago = p.last_write_s === null || p.last_write_s === undefined ? "" :
+      ` · last row ${p.last_write_s < 90 ? `${Math.round(p.last_write_s)} s` : `${Math.round(p.last_write_s / 60)} min`} ago`;
+    const was = box.dataset.live;
+    box.dataset.rows = p.rows;
+    box.dataset.status = p.status;
+    box.dataset.live = p.status === "partial" ? "on" : "done";
+    if (p.status !== "partial") {  // a run that was live and is now complete says so; a complete one shows nothing
+      if (was === "on") box.replaceChildren(el("span", { cls: `badge ${p.status}` }, p.status), " ", el("span", { cls: "muted" }, `${p.rows} rows`));
+      return;
+    }
+    box.replaceChildren(el("span", { cls: "badge partial" }, "live"), " ",
+      frac === null ? null : bar(frac), `${p.rows}${p.expected_rows ? ` of ${p.expected_rows}` : ""} rows stored` +
+      (frac === null ? "" : ` (${Math.round(100 * frac)}%)`) + ago,
+      el("span", { cls: "muted" }, " · metrics are partial: over the rows stored so far; the page follows new rows"));
   }
 
   // ---- run --------------------------------------------------------------------------------------
   async function viewRun(params, token) {
     const id = params.get("id") || "";
     const page = +(params.get("page") || 0), sort = params.get("sort") || "", desc = params.get("desc") || "";
-    const q = params.get("q") || "";
+    const q = params.get("q") || "", sq = params.get("search") || "";
     const data = await api("run", { id, page, per: 100, sort, desc, q });
     if (token !== renderToken) return;
     const run = data.run;
     setCrumbs(link("", {}, "runs"), el("span", null, run.name || id));
+    const body = el("div", { id: "run-body" });
+    const liveBox = el("div", { id: "live", cls: "live" });
+    const searchBox = el("section", { id: "search" });
+    const nav = (over) => go("run", { id, page, sort, desc, q, search: sq, ...over });
+    const draw = (d) => body.replaceChildren(...runBody(d, { id, page, sort, desc, q, nav }));
+    draw(data);
+    app.replaceChildren(...[el("h1", null, swatch(run.colour), run.name || id), el("p", { cls: "muted path" }, id),
+                            run.status === "partial" ? liveBox : null, searchBox, body].filter(Boolean));
+    searchPanel(searchBox, id, sq, run, token);
+    if (run.status === "partial") {
+      live(id, token, liveBox, async () => {
+        const d = await api("run", { id, page, per: 100, sort, desc, q });
+        if (token === renderToken) { draw(d); body.dataset.version = String(+(body.dataset.version || 0) + 1); }
+      });
+    }
+    setState("ready", "run");
+  }
+
+  const COL_TITLES = { candidates: "candidates (chains × m, failed generations left out)", mean: "mean score of the candidates",
+                       best: "best score of the candidates", pass_rate: "fraction of candidates that pass" };
+  function runBody(data, st) {
+    const { id, page, sort, desc, q, nav } = st;
+    const run = data.run;
+    const partial = run.status !== "complete";
     const meta = el("dl", { cls: "meta" }, ...[
       ["kind", run.kind], ["task", run.task], ["split", run.split], ["model", run.model], ["pool n×m", run.pool],
       ["reward mode", run.reward_mode], ["date", run.created], ["status", run.status + (run.note ? ` (${run.note})` : "")],
@@ -215,9 +307,10 @@
     const warns = (run.warnings || []).map((w) => el("p", { cls: "warn" }, w));
     if (run.damaged_lines > (run.warnings || []).length) warns.push(el("p", { cls: "warn" }, `${run.damaged_lines} damaged lines in all`));
     const metrics = Object.entries(run.metrics || {});
-    const mtable = metrics.length ? el("table", { cls: "grid compact", id: "run-metrics" },
+    const mtable = metrics.length ? el("table", { cls: "grid compact", id: "run-metrics", data: { partial: partial ? "1" : "0" } },
+      partial ? el("caption", null, el("span", { cls: "badge partial" }, "partial"), " over the rows stored so far") : null,
       el("thead", null, el("tr", null, el("th", null, "metric"), el("th", null, "mean ± s.e. over problems"))),
-      el("tbody", null, metrics.map(([k, v]) => el("tr", null, el("td", null, k), el("td", { cls: "num" }, est(v)))))) : null;
+      el("tbody", null, metrics.map(([k, v]) => el("tr", { data: { metric: k } }, el("td", null, k), el("td", { cls: "num" }, est(v)))))) : null;
     const comps = Object.entries(run.components || {});
     const ctable = comps.length ? el("table", { cls: "grid compact" },
       el("thead", null, el("tr", null, el("th", null, "component"), el("th", null, "mean reward"))),
@@ -231,14 +324,14 @@
                   (run.evolve.solved_definition ? ` (${run.evolve.solved_definition})` : "")));
     }
     const ks = run.ks || [1];
-    const cols = [["problem_id", "problem"], ["chains", "chains"], ["candidates", "candidates"], ["errors", "errors"],
-                  ["mean", "mean score"], ["best", "best score"], ["pass_rate", "pass rate"],
+    const cols = [["problem_id", "problem"], ["chains", "chains"], ["candidates", "cands"], ["errors", "errors"],
+                  ["mean", "mean"], ["best", "best"], ["pass_rate", "pass rate"],
                   ...ks.map((k) => [`best@${k}`, `best@${k}`]),
                   ...[...new Set([ks[0], ks[ks.length - 1]])].map((k) => [`pass@${k}`, `pass@${k}`]),
                   ["diversity", "diversity"]];
     if (run.kind === "evolve") cols.push(["iterations", "iterations"], ["solved", "solved"]);
-    const nav = (over) => go("run", { id, page, sort, desc, q, ...over });
-    const head = el("tr", null, cols.map(([key, label]) => el("th", {
+    const head = el("tr", null, cols.map(([key, label]) => el("th", EXPORT ? { title: COL_TITLES[key] || null } : {
+      title: COL_TITLES[key] || null,
       cls: "sortable" + (sort === key ? (desc ? " desc" : " asc") : ""), data: { key },
       on: { click: () => nav({ sort: key, desc: sort === key ? (desc ? "" : "1") : (key === "problem_id" ? "" : "1"), page: 0 }) },
     }, label)));
@@ -246,16 +339,59 @@
       cols.map(([key]) => key === "problem_id"
         ? el("td", null, link("problem", { run: id, pid: p.problem_id }, p.problem_id))
         : el("td", { cls: "num" }, COUNTS.has(key) ? String(p[key] ?? "–") : num(p[key]))))));
-    const filter = el("input", { id: "problem-filter", type: "search", placeholder: "problem id contains…", value: q,
-                                 "aria-label": "filter problems" });
-    filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
-    app.replaceChildren(
-      el("h1", null, run.name || id), el("p", { cls: "muted path" }, id), meta, ...warns,
-      el("div", { cls: "row" }, mtable, ctable, evo),
+    const filter = EXPORT ? null : el("input", { id: "problem-filter", type: "search", placeholder: "problem id contains…", value: q,
+                                                 "aria-label": "filter problems" });
+    if (filter) filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
+    return [meta, ...warns, el("div", { cls: "row" }, mtable, ctable, evo),
       el("h2", null, `Problems (${data.total})`),
       el("div", { cls: "controls" }, filter, pager(data.page, data.per, data.total, (p) => nav({ page: p }))),
-      el("div", { cls: "scroll" }, el("table", { id: "problems", cls: "grid" }, el("thead", null, head), body)));
-    setState("ready", "run");
+      el("div", { cls: "scroll" }, el("table", { id: "problems", cls: "grid" }, el("thead", null, head), body))];
+  }
+
+  // ---- search inside a run's completions (server side: reports/view/search.py) -------------------
+  const SEARCH_HELP = "words or \"a phrase\" (text, answer, error, details); text: answer: error: verdict: problem:; " +
+                      "score>0.5, gold>=1 (a reward component); is:passed is:failed is:error";
+  function searchPanel(box, id, initial, run, token) {
+    if (EXPORT) {
+      box.replaceChildren(el("p", { cls: "muted" }, "search inside completions needs the server: vpo view " + (run.path || "")));
+      return;
+    }
+    const input = el("input", { id: "search-q", type: "search", value: initial, placeholder: "search completions: " + SEARCH_HELP,
+                                "aria-label": "search completions", title: SEARCH_HELP });
+    const out = el("div", { id: "search-results" });
+    const state = { q: initial, page: 0 };
+    const runSearch = async () => {
+      remember("run", { ...Object.fromEntries(parseHash().params), search: state.q });
+      if (!state.q.trim()) { out.replaceChildren(); out.dataset.state = "empty"; return; }
+      out.dataset.state = "loading";
+      const d = await api("search", { run: id, q: state.q, page: state.page });
+      if (token !== renderToken || d.q !== state.q) return;
+      out.replaceChildren(...searchResults(d, id, (p) => { state.page = p; runSearch(); }));
+      out.dataset.state = d.query_error ? "error" : "ready";
+      out.dataset.q = d.q;
+    };
+    input.addEventListener("change", () => { state.q = input.value; state.page = 0; runSearch().catch((e) => out.replaceChildren(el("div", { cls: "error" }, e.message))); });
+    box.replaceChildren(el("h2", null, "Search completions"), el("div", { cls: "controls" }, input), out);
+    if (initial) runSearch().catch((e) => out.replaceChildren(el("div", { cls: "error" }, e.message)));
+  }
+  function snippetEl(sn) {
+    if (!sn) return null;
+    return el("span", { cls: "snippet" }, el("span", { cls: "muted" }, `${sn.field}: `), sn.before, el("mark", null, sn.match), sn.after);
+  }
+  function searchResults(d, run, onPage) {
+    if (d.query_error) return [el("p", { cls: "error", id: "search-error" }, d.query_error)];
+    const head = el("p", { id: "search-count" }, `${d.total_chains} chain${d.total_chains === 1 ? "" : "s"} ` +
+                    `(${d.total_candidates} candidate${d.total_candidates === 1 ? "" : "s"}) of ${d.searched_chains} match`);
+    const rows = d.hits.map((h) => el("tr", { cls: "hit", data: { problem: h.problem_id, chain: h.chain_index } },
+      el("td", null, link("problem", { run, pid: h.problem_id }, h.problem_id)),
+      el("td", { cls: "num" }, String(h.chain_index)),
+      el("td", null, h.candidates.length ? h.candidates.map((c) => el("div", { cls: "hit-cand" },
+        el("span", { cls: "badge " + (c.passed ? "pass" : "fail") }, `#${c.index} ${num(c.scalar)}`), " ", snippetEl(c.snippet)))
+        : [h.error ? el("span", { cls: "error" }, h.error) : null, snippetEl(h.snippet)])));
+    return [head, d.hits.length ? el("table", { cls: "grid compact hits", id: "search-hits" },
+      el("thead", null, el("tr", null, el("th", null, "problem"), el("th", null, "chain"), el("th", null, "matching candidates (score, where)"))),
+      el("tbody", null, rows)) : null,
+      d.total_chains > d.per ? pager(d.page, d.per, d.total_chains, onPage) : null].filter(Boolean);
   }
 
   function pager(page, per, total, onPage) {
@@ -272,9 +408,10 @@
     setCrumbs(link("", {}, "runs"), link("run", { id: run }, run), el("span", null, pid));
     const others = api("runs-with", { pid }).catch(() => ({ runs: [] }));
     const head = el("div");
+    const liveBox = el("div", { id: "live", cls: "live" });
     const lineageBox = el("section", { id: "lineage" });
     const chainsBox = el("section", { id: "chains" });
-    app.replaceChildren(el("h1", null, pid), head, lineageBox, chainsBox);
+    app.replaceChildren(el("h1", null, pid), head, liveBox, lineageBox, chainsBox);
     const state = { page: +(params.get("page") || 0), sort: params.get("sort") || "chain", show: params.get("show") || "all" };
     state.onChange = () => remember("problem", { run, pid, page: state.page || "", sort: state.sort === "chain" ? "" : state.sort,
                                                  show: state.show === "all" ? "" : state.show });
@@ -296,7 +433,13 @@
     if (first.run.kind === "evolve") {
       try { await loadLineage(run, pid, lineageBox, token); } catch (err) { lineageBox.replaceChildren(el("p", { cls: "warn" }, String(err.message))); }
     }
-    if (token === renderToken) setState("ready", "problem");
+    if (token !== renderToken) return;
+    setState("ready", "problem");
+    // a run still being written: new chains of this problem appear as they land
+    live(run, token, liveBox, async () => {
+      await loadChains(run, pid, state, chainsBox, token, true);
+      if (token === renderToken) chainsBox.dataset.version = String(+(chainsBox.dataset.version || 0) + 1);
+    });
   }
 
   async function loadChains(run, pid, state, box, token, withControls) {
@@ -309,12 +452,13 @@
     };
     const controls = [];
     if (withControls) {
-      const show = el("select", { cls: "show", "aria-label": "which chains" },
+      // an export holds every chain in chain order and best score first (the orders it wrote)
+      const show = EXPORT ? null : el("select", { cls: "show", "aria-label": "which chains" },
         ...["all", "passed", "failed", "errors"].map((v) => el("option", { value: v, selected: v === state.show }, v)));
-      show.addEventListener("change", () => { state.show = show.value; state.page = 0; redo(); });
+      if (show) show.addEventListener("change", () => { state.show = show.value; state.page = 0; redo(); });
       const sort = el("select", { cls: "sort", "aria-label": "order" },
         ...[["chain", "by chain"], ["score", "best score first"], ["iteration", "by iteration"]]
-          .filter(([v]) => v !== "iteration" || data.run.kind === "evolve")
+          .filter(([v]) => v !== "iteration" || (data.run.kind === "evolve" && !EXPORT))
           .map(([v, t]) => el("option", { value: v, selected: v === state.sort }, t)));
       sort.addEventListener("change", () => { state.sort = sort.value; state.page = 0; redo(); });
       controls.push(show, sort);
@@ -352,12 +496,9 @@
   }
 
   function candidatesTable(cands) {
-    const widths = ["4%", "38%", "22%", "8%", "7%", "21%"];
-    return el("table", { cls: "grid cands" }, el("colgroup", null, widths.map((w) => {
-      const c = el("col");
-      c.style.width = w;
-      return c;
-    })),
+    // column widths are in app.css (c-* classes), so a narrow column (side by side) can change them
+    return el("table", { cls: "grid cands" }, el("colgroup", null,
+      ["idx", "answer", "reward", "scalar", "pass", "details"].map((c) => el("col", { cls: `c-${c}` }))),
       el("thead", null, el("tr", null, ...["#", "parsed answer", "reward vector", "scalar", "pass", "details"].map((h) => el("th", null, h)))),
       el("tbody", null, cands.map((k) => el("tr", { cls: "cand", data: { answer: k.index } },
         el("td", null, String(k.index)),
@@ -439,7 +580,9 @@
       liOf.set(n.id, li);
       return li;
     }
+    const graph = lineageGraph(nodes, (n) => selectNode(n));
     async function selectNode(n) {
+      graph.select(n.id);
       for (const a of tree.querySelectorAll("a.node.selected")) a.classList.remove("selected");
       const a = liOf.get(n.id) && liOf.get(n.id).querySelector(":scope > a.node");
       if (a) a.classList.add("selected");
@@ -458,17 +601,20 @@
       const path = [];
       for (let n = best; n; n = n.parent ? byId.get(n.parent) : null) path.unshift(n);
       for (const n of path.slice(0, -1)) liOf.get(n.id).openTo(true);
+      graph.showPath(path.map((n) => n.id));
       selectNode(best);
     }
     tree.append(...roots.map(nodeItem));
     box.replaceChildren(
       el("h2", null, `Lineage (${nodes.length} programs, ${roots.length} seeds)`),
+      graph.root,
       el("div", { cls: "row" }, el("figure", null, curve, el("figcaption", null,
         "best score so far by iteration (line), every program's score (dots, colour = island)" +
         (data.threshold !== null && data.threshold !== undefined ? `; dashed: solved at ${num(data.threshold)}` : ""))),
         panel),
       el("div", { cls: "controls" }, el("button", { type: "button", id: "reveal-best", on: { click: revealBest } }, "path to the best program")),
-      el("div", { cls: "scroll tree-box" }, tree));
+      el("details", { cls: "tree-details", open: true }, el("summary", null, "the same lineage as a tree"),
+         el("div", { cls: "scroll tree-box" }, tree)));
   }
 
   function thin(items, most) {  // at most `most` dots (evenly spaced, the best kept): an SVG of 100k circles would stall
@@ -516,44 +662,6 @@
       }
     }));
     if (token === renderToken) setState("ready", "compare");
-  }
-
-  // ---- a small SVG chart ------------------------------------------------------------------------
-  function chart(spec) {
-    const W = 460, H = 240, L = 48, R = 12, T = 12, B = 36;
-    const xs = [], ys = [];
-    for (const l of spec.lines || []) for (const [x, y] of l.pts) { if (y !== null) { xs.push(x); ys.push(y); } }
-    for (const d of spec.dots || []) { xs.push(d.x); ys.push(d.y); }
-    if (spec.hline !== null && spec.hline !== undefined) ys.push(spec.hline);
-    let [x0, x1] = xs.length ? [Math.min(...xs), Math.max(...xs)] : [0, 1];
-    let [y0, y1] = ys.length ? [Math.min(0, ...ys), Math.max(...ys)] : [0, 1];
-    if (x1 === x0) x1 = x0 + 1;
-    if (y1 - y0 < 1e-9) y1 = y0 + 1;
-    const pad = (y1 - y0) * 0.05;
-    y1 += pad;
-    const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R), sy = (y) => H - B - ((y - y0) / (y1 - y0)) * (H - T - B);
-    const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, cls: "chart", role: "img" });
-    g.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, cls: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, cls: "axis" }));
-    for (let i = 0; i <= 4; i++) {
-      const y = y0 + ((y1 - y0) * i) / 4;
-      g.append(svg("line", { x1: L, x2: W - R, y1: sy(y), y2: sy(y), cls: "grid" }),
-               svg("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end", cls: "tick" }, num(y, 2)));
-    }
-    const xt = x1 - x0 <= 10 ? Array.from({ length: Math.floor(x1 - x0) + 1 }, (_, i) => x0 + i)
-                             : [0, 1, 2, 3, 4].map((i) => Math.round(x0 + ((x1 - x0) * i) / 4));
-    for (const x of xt) g.append(svg("text", { x: sx(x), y: H - B + 16, "text-anchor": "middle", cls: "tick" }, String(x)));
-    g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", cls: "label" }, spec.xlabel || ""),
-             svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", cls: "label",
-                           transform: `rotate(-90 12 ${(T + H - B) / 2})` }, spec.ylabel || ""));
-    if (spec.hline !== null && spec.hline !== undefined)
-      g.append(svg("line", { x1: L, x2: W - R, y1: sy(spec.hline), y2: sy(spec.hline), cls: "threshold" }));
-    for (const l of spec.lines || []) {
-      const pts = l.pts.filter(([, y]) => y !== null);
-      if (pts.length) g.append(svg("polyline", { points: pts.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" "), cls: `line ${l.cls || ""}` }));
-    }
-    for (const d of spec.dots || []) g.append(svg("circle", { cx: sx(d.x), cy: sy(d.y), r: 3.5, cls: `dot ${d.cls || ""}` },
-                                                  svg("title", null, d.title || "")));
-    return g;
   }
 
   window.addEventListener("hashchange", render);
