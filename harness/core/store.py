@@ -21,8 +21,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from harness.core.config import NOT_IDENTITY
-from harness.core.models import identity_args
+from harness.core.config import NOT_IDENTITY, canonical_identity
 from harness.core.rows import check_row
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
@@ -143,13 +142,15 @@ class RunStore:
                 raise RunStoreError(
                     f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' section); "
                     "it can still be read (vpo show, vpo plot) but not resumed: use another --out folder")
-            a, b = _flatten(old[IDENTITY]), _flatten(config[IDENTITY])
+            if not isinstance(old[IDENTITY], dict):
+                raise RunStoreError(f"{cfg_path}: field 'identity': expected an object, got "
+                                    f"{type(old[IDENTITY]).__name__}")
+            # both in today's canonical form: older folders (a model path where the zoo name is meant
+            # now, temperature None for the task's default) still resume under the same command
+            a, b = _flatten(canonical_identity(old[IDENTITY])), _flatten(canonical_identity(config[IDENTITY]))
             for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
                 a.pop(key, None)
                 b.pop(key, None)
-            for d in (a, b):  # execution-only model args (timeouts, batch sizes) in older folders
-                if isinstance(d.get("model.args"), dict):
-                    d["model.args"] = identity_args(str(d.get("model.spec", "")), d["model.args"])
             diff = sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k)))
             if diff and not self.samples_bytes():
                 # nothing sampled under the old settings (a typo in --model, a server that was down):
