@@ -22,6 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from harness.core.config import NOT_IDENTITY, canonical_identity
+from harness.core.record import check_config
 from harness.core.rows import check_row
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
@@ -167,11 +168,19 @@ class RunStore:
         return False
 
     def read_config(self) -> dict[str, Any]:
+        """config.json, its fields' types checked (:func:`harness.core.record.check_config`): a wrong
+        type is one line naming the file and the field, not a traceback in whichever reader meets it."""
         cfg_path = self.folder / CONFIG
         try:
-            return json.loads(cfg_path.read_text(encoding="utf-8"))
+            record = json.loads(cfg_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise RunStoreError(f"{cfg_path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+        except UnicodeDecodeError as exc:
+            raise RunStoreError(f"{cfg_path}: not valid UTF-8 (byte {exc.start})") from exc
+        problem = check_config(record)
+        if problem:
+            raise RunStoreError(f"{cfg_path}: {problem}")
+        return record
 
     def update_record(self, **fields: Any) -> None:
         """Set top-level config.json fields outside the identity (the ks metrics are read at)."""
