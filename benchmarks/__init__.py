@@ -5,6 +5,7 @@ import importlib
 from typing import Any
 
 from benchmarks.base import Benchmark, DataError, Problem
+from harness.core.suggest import unknown
 
 #: task name -> "module:Class"; modules are imported on first use only
 REGISTRY: dict[str, str] = {
@@ -24,7 +25,7 @@ def get_task(name: str, **options: Any) -> Benchmark:
     """Instantiate a registered task; unknown names list the known ones."""
     key = name.lower()
     if key not in REGISTRY:
-        raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
+        raise KeyError(unknown("task", name, task_names()))
     module_name, cls_name = REGISTRY[key].split(":")
     try:
         module = importlib.import_module(module_name)

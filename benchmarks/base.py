@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
 from benchmarks import tags
 from benchmarks.tags import Which
+from harness.core.suggest import unknown
 
 Messages = list[dict[str, str]]
 
@@ -103,6 +104,13 @@ class Benchmark(ABC):
         self.options = check_options(f"task {self.name!r}", self.options_spec, options)
 
     # ---- data -------------------------------------------------------------------------------------
+    def check_split(self, split: str, known: Iterable[str] | None = None, more: str = "") -> None:
+        """Refuse a split this task does not have, naming the close one (``tset`` -> ``test``) and
+        the known ones (``known``: default :attr:`splits`); ``more`` adds how to get another."""
+        names = list(self.splits if known is None else known)
+        if split not in names:
+            raise KeyError(f"{unknown(f'{self.name} split', split, names)}{more}")
+
     @abstractmethod
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
         """Problems of ``split``; ``path`` points at local files for offline use."""

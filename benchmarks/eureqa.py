@@ -96,8 +96,7 @@ class Eureqa(Benchmark):
 
     # ---- data -------------------------------------------------------------------------------------
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
-        if split not in self.splits:
-            raise ValueError(f"unknown EUREQA split {split!r}; known: {sorted(self.splits)}")
+        self.check_split(split)
         if path is not None and Path(path).is_file():
             # one exported file: its rows are the split as given (no mixing possible)
             tagged = [(split, r) for r in read_rows(path)]

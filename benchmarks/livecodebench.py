@@ -369,8 +369,7 @@ class LiveCodeBench(Benchmark):
             return None
 
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
-        if split not in self.splits:
-            raise KeyError(f"unknown split {split!r}; known: {', '.join(self.splits)}")
+        self.check_split(split)
         window = self.options.get("test_window")
         win = TEST_WINDOW if window is None else tuple(parse_contest_date(w) for w in window)
         out: list[Problem] = []

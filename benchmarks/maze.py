@@ -196,9 +196,8 @@ class Maze(Benchmark):
     # ---- data -------------------------------------------------------------------------------------
     def split_spec(self, split: str) -> tuple[str, int, int]:
         """(id label, base seed, size) of ``split`` under this task's ``base_seed`` / ``n`` options."""
-        if split not in SPLIT_SEEDS and self.base_seed is None:
-            raise KeyError(f"unknown maze split {split!r}; known: {', '.join(SPLIT_SEEDS)} "
-                           "(or choose one with --task-args base_seed=...,n=...)")
+        if self.base_seed is None:
+            self.check_split(split, SPLIT_SEEDS, " (or choose one with --task-args base_seed=...,n=...)")
         base, n = SPLIT_SEEDS.get(split, (None, 100))
         if self.base_seed is not None and self.base_seed != base:
             base, label = self.base_seed, f"s{self.base_seed}"

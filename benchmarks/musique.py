@@ -161,8 +161,7 @@ class MuSiQue(Benchmark):
 
     # ---- data -------------------------------------------------------------------------------------
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
-        if split not in _HUB_SPLIT:
-            raise ValueError(f"unknown MuSiQue split {split!r}; known: {sorted(_HUB_SPLIT)}")
+        self.check_split(split, _HUB_SPLIT)
         rows = self._rows(split, path)
         every = [self._problem(r) for r in rows]
         check_unique_ids(((p.id, r) for p, r in zip(every, rows)), "id")  # were merged silently

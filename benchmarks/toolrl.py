@@ -439,8 +439,7 @@ class ToolRL(Benchmark):
 
     # ---- data -------------------------------------------------------------------------------------
     def load(self, split: str, *, path: str | None = None, limit: int | None = None) -> list[Problem]:
-        if split not in self.splits:
-            raise ValueError(f"unknown ToolRL split {split!r}; known: {sorted(self.splits)}")
+        self.check_split(split)
         how = ("Pass path=<rlla_4k {train,test}.parquet or .jsonl> (processed rows) or an SFT file of "
                "{instruction, input, output} items; offline defaults exist for splits test and sft.")
         if path is not None and not looks_like_hub_id(path):

@@ -11,6 +11,7 @@ matplotlib.use("Agg")  # headless by default: plots are files, never windows
 import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from harness.core.suggest import did_you_mean  # noqa: E402
 
 
 def _save(fig: plt.Figure, out: str | Path) -> Path:
@@ -228,14 +229,16 @@ def expand_metrics(spec: str, runs: Sequence[PlotRun]) -> list[str]:
             names += [f"component:{c}" for c in shared]
         elif nm.startswith("component:"):
             if nm.split(":", 1)[1] not in shared:
-                raise ValueError(f"--metric {raw}: no such reward component; these runs have "
-                                 f"{', '.join(shared) or 'none'}")
+                hint = did_you_mean(nm.split(":", 1)[1], shared)
+                raise ValueError(f"--metric {raw}: no such reward component{f' ({hint})' if hint else ''}; "
+                                 f"these runs have {', '.join(shared) or 'none'}")
             names.append(nm)
         elif nm in PLOT_METRICS:
             names.append(nm)
         else:
-            raise ValueError(f"--metric: unknown metric {raw!r}; expected one of {', '.join(PLOT_METRICS)}, "
-                             "components, component:NAME or selected:STRATEGY")
+            hint = did_you_mean(raw, [*PLOT_METRICS, *_ALIASES, "components", *(f"component:{c}" for c in shared)])
+            raise ValueError(f"--metric: unknown metric {raw!r}{f' ({hint})' if hint else ''}; expected one of "
+                             f"{', '.join(PLOT_METRICS)}, components, component:NAME or selected:STRATEGY")
     if not names:
         raise ValueError("--metric: no metric named")
     return names

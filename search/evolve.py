@@ -187,15 +187,11 @@ def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem]
 
 
 def _apply_model_defaults(cfg: EvolveConfig) -> None:
-    """Prompt style and token budget a zoo model was trained with, where the flags left them open."""
-    from harness.core.models.zoo import generation_defaults
+    """Prompt style and token budget a zoo model was trained with, where the flags left them open
+    (the one rule `vpo run` follows: :func:`harness.core.models.zoo.prompt_settings`)."""
+    from harness.core.models.zoo import prompt_settings
 
-    found = generation_defaults(cfg.model)
-    d = found[0] if found is not None else None
-    if cfg.prompt_style is None:
-        cfg.prompt_style = d.prompt_style if d is not None else "full"
-    if cfg.max_tokens is None:
-        cfg.max_tokens = d.max_tokens(cfg.m) if d is not None else 1024
+    cfg.prompt_style, cfg.max_tokens, _ = prompt_settings(cfg.model, cfg.m, cfg.prompt_style, cfg.max_tokens)
 
 
 def run_evolve(cfg: EvolveConfig) -> Path:

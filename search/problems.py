@@ -16,10 +16,8 @@ from benchmarks import Problem
 
 def hardest(runs: Sequence[str | Path], n: int, task_name: str) -> list[str]:
     """Ids of the ``n`` problems with the lowest best@k (mean over ``runs``), ties by id."""
-    import json
-
     from harness.core.metrics import best_at_k
-    from harness.core.store import latest_rows
+    from harness.core.store import RunStore, latest_rows
 
     totals: dict[str, list[float]] = {}
     for run in runs:
@@ -27,7 +25,7 @@ def hardest(runs: Sequence[str | Path], n: int, task_name: str) -> list[str]:
         cfg_path = folder / "config.json"
         if not cfg_path.is_file():
             raise FileNotFoundError(f"{folder}: not a run folder (no config.json) in --problems hardest:N@RUN")
-        cfg = json.loads(cfg_path.read_text())
+        cfg = RunStore(folder).read_config()  # a wrong-typed field is one line naming it
         ident = cfg.get("identity")
         run_task = (ident.get("task") or {}).get("name") if isinstance(ident, dict) else cfg.get("task")
         if run_task != task_name:

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterator, Sequence
 
+from harness.core.models import kv_arg
 from harness.core.models.base import Backend
 from search.serve_batcher import Batcher
 from search.serve_protocol import (  # noqa: F401  (re-exported: the server's public names)
@@ -483,17 +484,6 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     return 0
 
 
-def _kv(text: str) -> dict[str, Any]:
-    """``k=v,k2=v2`` with int/float/bool coercion (``--model-args``, ``--chat-template-args``); a bad
-    value is one usage line from argparse, not a traceback."""
-    from harness.core.models import parse_model_args
-
-    try:
-        return parse_model_args(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
-
-
 def _positive(cast: Any) -> Any:
     def parse(text: str) -> Any:
         try:
@@ -511,11 +501,11 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="hf:PATH_OR_ZOO | vllm:ID_OR_PATH (vLLM's own server) | mock:MODE")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--host", default="127.0.0.1", help="default loopback only")
-    p.add_argument("--model-args", type=_kv, default={},
+    p.add_argument("--model-args", type=kv_arg, default={},
                    help="backend arguments; for vllm: the flags of vLLM's server (tensor_parallel_size=2,"
                         "max_model_len=4096, dtype=bfloat16, seed=0, enforce_eager=true ...)")
     p.add_argument("--served-name", default=None, help="model id reported by /v1/models (default: the spec)")
-    p.add_argument("--chat-template-args", type=_kv, default={}, metavar="K=V,...",
+    p.add_argument("--chat-template-args", type=kv_arg, default={}, metavar="K=V,...",
                    help="chat template arguments for every request (e.g. enable_thinking=false); a request's "
                         "chat_template_kwargs field is merged over them")
     p.add_argument("--max-batch", type=int, default=64, help="most sequences generated together (not vllm)")

@@ -128,10 +128,10 @@ def check_grpo_overrides(overrides: dict[str, Any]) -> None:
         if k in OWN_FIELDS:
             raise ValueError(f"--trl-args {k}: set by the run itself; use {OWN_FIELDS[k]}")
         if k not in known:
-            import difflib
+            from harness.core.suggest import did_you_mean
 
-            near = difflib.get_close_matches(k, sorted(known), n=1)
-            raise ValueError(f"--trl-args {k}: not a field of TRL's GRPOConfig" + (f" (did you mean {near[0]}?)" if near else ""))
+            hint = did_you_mean(k, sorted(known), n=1)
+            raise ValueError(f"--trl-args {k}: not a field of TRL's GRPOConfig" + (f" ({hint})" if hint else ""))
 
 
 def lora_config(spec: dict[str, Any]) -> Any:

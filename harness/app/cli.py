@@ -7,12 +7,12 @@ one line in ``harness.app.commands.COMMANDS``.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from typing import Sequence
 
 from harness.app.commands import register_all
+from harness.core.suggest import close_matches
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +33,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
             parser.error(f"unrecognized arguments: {' '.join(extras)}")
         flags = [o for a in cmd._actions for o in a.option_strings if o.startswith("--")]
         near = [m for e in extras if e.startswith("-")
-                for m in difflib.get_close_matches(e.split("=", 1)[0], flags, n=1, cutoff=0.75)]
+                for m in close_matches(e.split("=", 1)[0], flags, n=1, cutoff=0.75)]
         hint = f" (did you mean {', '.join(dict.fromkeys(near))}?)" if near else ""
         cmd.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
     return args

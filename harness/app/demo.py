@@ -24,11 +24,14 @@ LABELS: dict[str, str] = {"max_at_k": "Max@k"}
 def demo_config(ckpt: Path | str, multi: bool, out: Path | str, limit: int | None, batch_size: int,
                 seed: int = 0) -> RunConfig:
     """The paper's Maze protocol for one checkpoint: pool of 30 (multi-answer: 10 chains x 3 answers,
-    single-answer: 30 samples), temperature 0.7, top-p 1.0, compact prompts, test split."""
+    single-answer: 30 samples), the task's temperature and top-p (the paper's 0.7 and 1.0), compact
+    prompts, test split. For a bundled checkpoint this is the run the README Quickstart's
+    ``vpo run --task maze --model hf:maze-tiny-<method> -n 10 -m 3`` (``-n 30 -m 1``) names: the
+    runner identifies both by the zoo name and the resolved temperature (tests/harness/test_identity.py)."""
     m = 3 if multi else 1
     return RunConfig.of(
         task="maze", split="test", prompt_style=TINY_MAZE_DEFAULTS.prompt_style, m=m, n=DEMO_POOL // m,
-        ks=DEMO_KS, temperature=0.7, top_p=1.0, max_tokens=TINY_MAZE_DEFAULTS.max_tokens(m), seed=seed,
+        ks=DEMO_KS, max_tokens=TINY_MAZE_DEFAULTS.max_tokens(m), seed=seed,
         model=f"hf:{ckpt}", model_args={"batch_size": batch_size}, out=str(out), limit=limit, progress=True)
 
 

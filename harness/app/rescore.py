@@ -14,7 +14,6 @@ import concurrent.futures as cf
 import copy
 import datetime as _dt
 import hashlib
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -74,7 +73,7 @@ def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | Non
     if src.resolve() == dst.resolve():
         raise ValueError(f"--out {dst} is the source run: rescoring writes a new folder")
     raw = cfg_path.read_bytes()
-    config = json.loads(raw)
+    config = RunStore(src).read_config()  # wrong-typed fields: one line naming the file and field
     if not isinstance(config.get("identity"), dict):
         raise ValueError(f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' "
                          "section); rescore needs a run written by this version")

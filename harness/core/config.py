@@ -10,6 +10,7 @@ nested config dataclasses: each section is a plain dataclass that serialises wit
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
@@ -105,6 +106,31 @@ ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model
             "model_args": ("model", "args")}
 
 
+def canonical_identity(identity: dict[str, Any]) -> dict[str, Any]:
+    """A stored ``identity`` (config.json) in the form :meth:`RunConfig.canonical` gives today, so a
+    folder written before that form still resumes under the same command: the model spec as it was
+    typed becomes canonical, a temperature / top-p recorded as None (the task's default) becomes the
+    value the run used (``resolved_sampling``), and execution-only model args (timeouts, batch sizes)
+    that older versions kept in the identity are left out. Wrong-typed parts are left as they are
+    (the comparison then names them)."""
+    from harness.core.models import identity_args
+    from harness.core.models.zoo import canonical_spec
+
+    out = copy.deepcopy(identity)
+    model, samp = out.get("model"), out.get("sampling")
+    if isinstance(model, dict) and isinstance(model.get("spec"), str):
+        model["spec"] = canonical_spec(model["spec"])
+        if isinstance(model.get("args"), dict):
+            model["args"] = identity_args(model["spec"], model["args"])
+    resolved = out.get("resolved_sampling")
+    if isinstance(samp, dict) and isinstance(resolved, dict):
+        for name in ("temperature", "top_p"):
+            value = resolved.get(name) if samp.get(name) is None else samp.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                samp[name] = float(value)
+    return out
+
+
 def recorded_ks(config: dict[str, Any]) -> list[int]:
     """The ks a config.json record reads its metrics at: top-level ``ks``, or ``identity.sampling.ks``
     in folders written before the ks left the identity; [] when neither is there."""
@@ -174,6 +200,22 @@ class RunConfig:
                 out[sec].pop(name, None)
         if not seed:
             out["sampling"].pop("seed", None)
+        return out
+
+    def canonical(self, temperature: float, top_p: float) -> "RunConfig":
+        """A copy in the one form a run is identified by: the model spec canonical (a zoo model's
+        folder, relative or absolute, is its zoo name: :func:`~harness.core.models.zoo.canonical_spec`)
+        and an unset temperature / top-p replaced by the task's defaults, passed in as ``temperature``
+        and ``top_p`` (this layer knows no task). Why: the demo wrote the bundled folder's absolute
+        path and 0.7 / 1.0, ``vpo run --model hf:maze-tiny-vpo`` the zoo name and None, and the two
+        could not share a run folder although they sample the same chains."""
+        from harness.core.models.zoo import canonical_spec
+
+        out = copy.deepcopy(self)
+        out.model.spec = canonical_spec(self.model.spec)
+        s = out.sampling
+        s.temperature = float(temperature if s.temperature is None else s.temperature)
+        s.top_p = float(top_p if s.top_p is None else s.top_p)
         return out
 
     def to_json(self) -> dict[str, Any]:

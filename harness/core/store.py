@@ -21,8 +21,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from harness.core.config import NOT_IDENTITY
-from harness.core.models import identity_args
+from harness.core.config import NOT_IDENTITY, canonical_identity
+from harness.core.record import check_config
 from harness.core.rows import check_row
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
@@ -143,6 +143,9 @@ class RunStore:
                 raise RunStoreError(
                     f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' section); "
                     "it can still be read (vpo show, vpo plot) but not resumed: use another --out folder")
+            if not isinstance(old[IDENTITY], dict):
+                raise RunStoreError(f"{cfg_path}: field 'identity': expected an object, got "
+                                    f"{type(old[IDENTITY]).__name__}")
             diff, a, b = identity_diff(old[IDENTITY], config[IDENTITY])
             if diff and not self.samples_bytes():
                 # nothing sampled under the old settings (a typo in --model, a server that was down):
@@ -159,11 +162,19 @@ class RunStore:
         return False
 
     def read_config(self) -> dict[str, Any]:
+        """config.json, its fields' types checked (:func:`harness.core.record.check_config`): a wrong
+        type is one line naming the file and the field, not a traceback in whichever reader meets it."""
         cfg_path = self.folder / CONFIG
         try:
-            return json.loads(cfg_path.read_text(encoding="utf-8"))
+            record = json.loads(cfg_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise RunStoreError(f"{cfg_path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+        except UnicodeDecodeError as exc:
+            raise RunStoreError(f"{cfg_path}: not valid UTF-8 (byte {exc.start})") from exc
+        problem = check_config(record)
+        if problem:
+            raise RunStoreError(f"{cfg_path}: {problem}")
+        return record
 
     def update_record(self, **fields: Any) -> None:
         """Set top-level config.json fields outside the identity (the ks metrics are read at)."""
@@ -305,7 +316,9 @@ def identity_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], 
     """The dotted identity fields (``sampling.n``) in which two identities differ, and both flattened.
     Fields that are not identity (:data:`NOT_IDENTITY`, written by older versions) and execution-only
     model args are left out: the one comparison behind resume and behind a seed group's check."""
-    a, b = _flatten(old), _flatten(new)
+    # both in today's canonical form: older folders (a model path where the zoo name is meant now,
+    # temperature None for the task's default) still resume under the same command
+    a, b = _flatten(canonical_identity(old)), _flatten(canonical_identity(new))
     for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
         a.pop(key, None)
         b.pop(key, None)

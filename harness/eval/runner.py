@@ -31,7 +31,7 @@ from harness.core.store import RunStore, latest_rows
 
 DEFAULT_KS = metrics.DEFAULT_KS
 __all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec", "DEFAULT_KS", "run",
-           "problems_fingerprint", "build_config_record", "compute_results", "run_seeds"]
+           "problems_fingerprint", "build_config_record", "compute_results", "run_seeds", "canonical_config"]
 
 
 def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfig, problems: Sequence[Problem],
@@ -112,6 +112,8 @@ def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = No
     cfg.validate()
     if not seeds:
         raise ValueError("run_seeds needs at least one seed")
+    with get_task(cfg.task.name, **cfg.task.options) as task:  # the group is named and checked canonically
+        cfg = canonical_config(cfg, task)
     parent = Path(cfg.execution.out) if cfg.execution.out else cfg.default_out(seed_group=True)
     register_seeds(parent, seeds, cfg.identity(seed=False))
     for seed in seeds:
@@ -122,16 +124,32 @@ def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = No
     return parent
 
 
+def canonical_config(cfg: RunConfig, task: Benchmark) -> RunConfig:
+    """``cfg`` as the run is identified: its model spec canonical and the task's default temperature
+    and top-p filled in where unset (:meth:`RunConfig.canonical`). Every run goes through here before
+    its identity or folder name is computed."""
+    return cfg.canonical(task.default_temperature, task.default_top_p)
+
+
+def default_folder(given: RunConfig, canon: RunConfig) -> Path:
+    """The folder a run without ``--out`` writes: named from the canonical identity, except that an
+    existing folder under the name the same command got before identities were canonical (hashed
+    from the config as typed) is reused, so re-running an old command still resumes it."""
+    new, old = canon.default_out(), given.default_out()
+    if old != new and not new.exists() and (old / "config.json").is_file():
+        print(f"[vpo] resuming {old} (named before run identities were canonical; new runs of these "
+              f"settings are named {new})", file=sys.stderr)
+        return old
+    return new
+
+
 def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, backend: Backend | None,
          executor: Executor | None) -> Path:
+    given, cfg = cfg, canonical_config(cfg, task)
     s, ex = cfg.sampling, cfg.execution
-    sampling = SamplingConfig(
-        temperature=task.default_temperature if s.temperature is None else s.temperature,
-        top_p=task.default_top_p if s.top_p is None else s.top_p,
-        max_tokens=s.max_tokens,
-        chat_template_args=chat_template_args(s.chat_template_args),
-    )
-    folder = Path(ex.out) if ex.out else cfg.default_out()
+    sampling = SamplingConfig(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens,
+                              chat_template_args=chat_template_args(s.chat_template_args))
+    folder = Path(ex.out) if ex.out else default_folder(given, cfg)
     store = RunStore(folder, flush_every=ex.flush_every)
     record = build_config_record(cfg, task, sampling, problems, source)
     store.lock()  # one writer per folder: a second `vpo run` here is refused, not run twice

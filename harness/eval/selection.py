@@ -27,6 +27,7 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 from harness.core.metrics import best_at_k_weights
+from harness.core.suggest import unknown
 
 #: draws per problem and k for the Monte Carlo strategies
 MC_DRAWS = 2000
@@ -150,7 +151,7 @@ register(Strategy("public-tests", True, "visible", _public_tests,
 
 def get_strategy(name: str) -> Strategy:
     if name not in STRATEGIES:
-        raise ValueError(f"unknown selection strategy {name!r}; known: {', '.join(STRATEGIES)}")
+        raise ValueError(unknown("selection strategy", name, STRATEGIES))
     return STRATEGIES[name]
 
 

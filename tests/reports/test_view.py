@@ -300,7 +300,7 @@ def test_hand_edited_folders_are_one_line_each(tmp_path):
     (tmp_path / "shape" / "config.json").write_text('{"identity": {"task": [1], "problems": {"n": "x"}}}')
     odd = tmp_path / "odd"
     odd.mkdir()
-    (odd / "config.json").write_text('{"identity": {"components": "notalist"}}')
+    (odd / "config.json").write_text('{"identity": {}}')  # no components: the candidates are c0, c1, ...
     good = {"problem_id": "p", "chain_index": 2, "scalars": [0.5], "rewards": [[0.5]], "passed": [True],
             "answers": [None], "details": ["odd"]}
     (odd / "samples.jsonl").write_bytes(b'{"problem_id": "p", "chain_index": "x"}\n\xff\xfe\n'
@@ -308,7 +308,8 @@ def test_hand_edited_folders_are_one_line_each(tmp_path):
     data = ViewData([tmp_path])
     rows = {Path(r["id"]).name: r for r in data.runs()["runs"]}
     assert rows["shape"]["status"] == "damaged"
-    assert rows["shape"]["note"].startswith(f"{tmp_path / 'shape' / 'config.json'}: unexpected content")
+    # the config check (harness/core/record.py) names the first wrong-typed field
+    assert rows["shape"]["note"] == f"{tmp_path / 'shape' / 'config.json'}: field 'identity.task': expected an object, got [1]"
     assert rows["odd"]["status"] == "damaged" and "line 1: field 'chain_index' is not an integer" in rows["odd"]["note"]
     page = data.run(str(odd))
     assert page["run"]["warnings"][1] == f"{odd / 'samples.jsonl'}: line 2: not valid UTF-8 (byte 0); skipped"

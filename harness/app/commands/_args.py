@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from harness.core.models import kv_arg
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -28,14 +29,8 @@ def tau_list(text: str) -> tuple[float, ...]:
     return vals
 
 
-def kv(text: str) -> dict[str, Any]:
-    """``"k=v,k2=v2"`` with int/float/bool coercion (lm-eval's ``--model_args`` convention)."""
-    from harness.core.models import parse_model_args
-
-    try:
-        return parse_model_args(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
+#: ``"k=v,k2=v2"`` with int/float/bool coercion (lm-eval's ``--model_args`` convention): the one parser
+kv = kv_arg
 
 
 def add_unsafe_sandbox(p: argparse.ArgumentParser) -> None:

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
+
+if TYPE_CHECKING:
+    from harness.core.config import RunConfig
 
 EXAMPLES = """\
 vpo run --task maze --model mock:moves --limit 5 -n 4 -m 3          # no model: exercises the harness
@@ -67,25 +71,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from harness.app.commands.show import format_table
-    from harness.core.executors.cli_args import executor_config
-    from harness.core.metrics import default_ks
     from harness.core.results import load_run
-    from harness.eval.runner import RunConfig, run as run_eval
+    from harness.eval.runner import run as run_eval
 
     apply_unsafe_sandbox(args)
-
     seeds = resolve_seeds(args)
-    apply_protocol(args)
-    ks = args.ks or default_ks(args.n * args.m)
-    apply_model_defaults(args)
-    cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
-                    data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
-                    n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                    seed=0 if args.seed is None else args.seed, chat_template_args=args.chat_template_args, base_url=args.base_url,
-                    model_args=args.model_args, out=args.out, protocol=args.protocol,
-                    concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
-                    retry_errors=args.retry_errors, progress=not args.no_progress,
-                    executor=executor_config(args))
+    cfg = build_config(args)
     from harness.core.seeds import is_seed_group, seed_runs
     from harness.eval.runner import run_seeds
 
@@ -125,40 +116,37 @@ def resolve_seeds(args: argparse.Namespace) -> list[int] | None:
 PROTOCOL_NAMES = ("paper",)  # harness.eval.protocols.PROTOCOLS, spelled here so `vpo --help` imports nothing
 
 
-def apply_protocol(args: argparse.Namespace) -> None:
-    """Fill the sampling flags left open from ``--protocol`` (explicit flags win), else plain defaults."""
+def build_config(args: argparse.Namespace) -> "RunConfig":
+    """The :class:`RunConfig` a `vpo run` command line names. The namespace is only read: the
+    protocol preset and the model's trained defaults fill what the flags left open (explicit flags
+    win), and the runner resolves the task's sampling defaults before the identity, so the demo (which
+    builds its RunConfig in Python) and this command name the same run for the same settings."""
     import sys
 
+    from harness.core.executors.cli_args import executor_config
+    from harness.core.metrics import default_ks
+    from harness.core.models.zoo import prompt_settings
     from harness.eval.protocols import departures, describe, resolve
+    from harness.eval.runner import RunConfig
 
     got = resolve(args.protocol, args.task, m=args.m, n=args.n, temperature=args.temperature, top_p=args.top_p,
-                  max_tokens=args.max_tokens, chat_template_args=getattr(args, "chat_template_args", None),
-                  task_args=args.task_args)
-    args.m, args.n, args.temperature, args.top_p = got["m"], got["n"], got["temperature"], got["top_p"]
-    args.max_tokens, args.chat_template_args, args.task_args = got["max_tokens"], got["chat_template_args"], got["task_args"]
+                  max_tokens=args.max_tokens, chat_template_args=args.chat_template_args, task_args=args.task_args)
     if args.protocol is not None:
         print(f"[vpo] {describe(args.protocol, args.task)}", file=sys.stderr)
         print(f"[vpo] {departures(args.protocol, args.task, args.m)}", file=sys.stderr)
-
-
-def apply_model_defaults(args: argparse.Namespace) -> None:
-    """Prompt style and token budget the model was trained with, where the flags leave them open
-    (the bundled Maze policies with the full prompt and 1024 tokens overflow their 512-token context)."""
-    import sys
-
-    from harness.core.models.zoo import generation_defaults
-
-    found = generation_defaults(args.model) if args.prompt_style is None or args.max_tokens is None else None
-    if found is not None:
-        d, source = found
-        if args.prompt_style is None:
-            args.prompt_style = d.prompt_style
-        if args.max_tokens is None:
-            args.max_tokens = d.max_tokens(args.m)
-        print(f"[vpo] {args.model}: prompt style {args.prompt_style}, max tokens {args.max_tokens} "
+    m, n = got["m"], got["n"]
+    style, max_tokens, source = prompt_settings(args.model, m, args.prompt_style, got["max_tokens"])
+    if source is not None:
+        print(f"[vpo] {args.model}: prompt style {style}, max tokens {max_tokens} "
               f"(from {source}; --prompt-style / --max-tokens override)", file=sys.stderr)
-    args.prompt_style = args.prompt_style or "full"
-    args.max_tokens = args.max_tokens or 1024
+    return RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=got["task_args"],
+                        data_path=args.data_path, limit=args.limit, prompt_style=style, m=m, n=n,
+                        ks=args.ks or default_ks(n * m), temperature=got["temperature"], top_p=got["top_p"],
+                        max_tokens=max_tokens, seed=0 if args.seed is None else args.seed, chat_template_args=got["chat_template_args"],
+                        base_url=args.base_url, model_args=args.model_args, out=args.out, protocol=args.protocol,
+                        concurrency=args.concurrency, score_workers=args.score_workers,
+                        flush_every=args.flush_every, retry_errors=args.retry_errors,
+                        progress=not args.no_progress, executor=executor_config(args))
 
 
 def report_failures(folder) -> int:

@@ -22,6 +22,7 @@ __all__ = [
     "check_args",
     "load_backend",
     "parse_model_args",
+    "kv_arg",
     "parse_spec",
     "register_backend",
 ]
@@ -86,6 +87,18 @@ def parse_model_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
             raise ValueError(f"bad model_args entry {part!r}: empty key (in {args!r})")
         out[key] = _coerce(value)
     return out
+
+
+def kv_arg(text: str) -> dict[str, Any]:
+    """:func:`parse_model_args` as an argparse ``type=``: the one ``k=v,...`` parser behind every
+    ``--model-args``, ``--task-args``, ``--chat-template-args`` (and ``--trl-args``, ``--lora``) of
+    every command, `vpo serve` included; a bad entry is one usage line, not a traceback."""
+    import argparse
+
+    try:
+        return parse_model_args(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def accepted_args(cls: type, exclude: tuple[str, ...] = ("self", "model", "model_args")) -> list[str]:

