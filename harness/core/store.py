@@ -22,6 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from harness.core.config import NOT_IDENTITY, canonical_identity
+from harness.core.models import identity_args
 from harness.core.record import check_config
 from harness.core.rows import check_row
 

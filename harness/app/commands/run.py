@@ -131,10 +131,10 @@ def build_config(args: argparse.Namespace) -> "RunConfig":
 
     got = resolve(args.protocol, args.task, m=args.m, n=args.n, temperature=args.temperature, top_p=args.top_p,
                   max_tokens=args.max_tokens, chat_template_args=args.chat_template_args, task_args=args.task_args)
+    m, n = got["m"], got["n"]
     if args.protocol is not None:
         print(f"[vpo] {describe(args.protocol, args.task)}", file=sys.stderr)
-        print(f"[vpo] {departures(args.protocol, args.task, args.m)}", file=sys.stderr)
-    m, n = got["m"], got["n"]
+        print(f"[vpo] {departures(args.protocol, args.task, m)}", file=sys.stderr)
     style, max_tokens, source = prompt_settings(args.model, m, args.prompt_style, got["max_tokens"])
     if source is not None:
         print(f"[vpo] {args.model}: prompt style {style}, max tokens {max_tokens} "
