@@ -32,7 +32,8 @@ Factory = Callable[[str, "str | None", dict[str, Any]], Backend]
 #: run is resumed, and they are not written into the run's identity (``api_key`` is never written at all)
 EXECUTION_ARGS: dict[str, frozenset[str]] = {
     "openai": frozenset({"concurrency", "max_retries", "timeout", "deadline", "backoff_base", "backoff_max",
-                         "api_key", "eject_after", "cooldown_s"}),
+                         "api_key", "eject_after", "cooldown_s", "connect_retries",
+                         "connect_backoff"}),
     "hf": frozenset({"batch_size"}),  # each chain has its own seeded sampler: text independent of the batch
     "mock": frozenset({"latency_s"}),
 }
