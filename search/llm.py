@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.models.base import SamplingConfig, chat_template_args as template_args
-from harness.core.models.endpoints import split_urls
+from harness.core.models.endpoints import connect_failure, split_urls
 from harness.core.models.openai_server import OpenAIServerBackend, ServerUnreachable
 
 #: no connection could be opened to the server(s): the openai backend's own error, under the name the
@@ -78,7 +78,7 @@ class ChatLLM:
             try:
                 models += [m.id for m in probe.models.list().data if m.id not in models]
             except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout, 404, garbage
-                dead.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                dead.append(connect_failure(exc) or f"{type(exc).__name__}: {str(exc)[:200]}")
             finally:
                 probe.close()
         if len(dead) == len(self.backend.base_urls):

@@ -116,8 +116,8 @@ def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Back
     url = base_url or args.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL")
     if not url:
         raise ValueError(
-            f"openai:{model} needs a server URL: pass base_url (e.g. http://127.0.0.1:8000/v1) "
-            "or set OPENAI_BASE_URL"
+            f"openai:{model} needs a server URL: pass --base-url (e.g. --base-url http://127.0.0.1:8000/v1; "
+            "base_url= from Python) or set OPENAI_BASE_URL"
         )
     check_args("openai", args, accepted_args(OpenAIServerBackend, ("self", "model", "base_url")))
     return OpenAIServerBackend(model, base_url=url, **args)
