@@ -337,6 +337,7 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
 
     t0 = time.perf_counter()
     try:
+        await llm.open()
         await asyncio.gather(*(one(p) for p in problems))
     finally:
         store.close()

@@ -97,6 +97,10 @@ class ChatLLM:
         return Completion(text=gen.text, prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
                           finish_reason=gen.finish_reason, latency_s=float(gen.latency_s or 0.0))
 
+    async def open(self) -> None:
+        """Set up the clients before the search starts (in the loop that will send the requests)."""
+        await self.backend.aopen()
+
     def describe(self) -> dict[str, Any]:
         """Per-server request/failure/ejection counts, recorded in the run's results."""
         return self.backend.endpoint_stats()
