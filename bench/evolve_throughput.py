@@ -19,13 +19,25 @@ measured rate sits at the ceiling below the ideal, the machine, not the schedule
 ``--lag`` (W <= lag), so the rows must be identical across W: the bench checks it, prints the
 verdict and exits 1 if they differ.
 
-    nice python bench/evolve_throughput.py [--latency 0.2] [--concurrency 8] [--lag 8]
+The schedule itself bounds one problem: iteration 0 must come back before anything else is drawn,
+so I + 1 iterations at W in flight take at least (1 + ceil(I / W)) L (9 L for 65 iterations at
+W = 8, where the plain ideal is 8.1 L: 0.90 at best). ``of schedule cap`` divides by that bound
+(and by ``ideal`` where it is the larger limit), next to the plain ``of ideal``.
+
+``--compare REF`` measures a git ref's code (``git archive``, with this bench file) against the
+working tree in the same run, against the same server, alternating the two on every configuration
+so that both see the same machine load; each side runs in its own process (imports and a warm-up
+run first, outside the measured search). Both sides' rows must be the same too.
+
+    nice python bench/evolve_throughput.py [--latency 0.2] [--concurrency 8] [--lag 8] [--compare REF]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import math
 import random
 import re
 import shutil
@@ -190,9 +202,64 @@ def one_run(url: str, out: Path, problems: int, iterations: int, m: int, paralle
     return wall, rows
 
 
-def main() -> int:
+def schedule_cap(problems: int, iterations: int, w: int, m: int, concurrency: int, latency: float) -> float:
+    """The most candidates/s any client can reach: the plain ideal, or the schedule's own bound
+    (iteration 0 first, then waves of W, problems C at a time) where that is lower."""
+    cand = problems * (iterations + 1) * m
+    t_slots = cand * latency / (min(concurrency, problems * w) * m)
+    t_chain = (1 + math.ceil(iterations / w)) * latency * math.ceil(problems / min(concurrency, problems))
+    return cand / max(t_slots, t_chain)
+
+
+def measure(url: str, problems: int, iterations: int, m: int, w: int, lag: int, concurrency: int) -> dict[str, Any]:
+    """One configuration in this process: a warm-up run (imports, first grading), then the measured one."""
     import resource
 
+    tmp = Path(tempfile.mkdtemp(prefix="vpo-evolve-bench-"))
+    try:
+        one_run(url, tmp / "warm", 1, 1, m, 1, lag, concurrency)
+        clock = SearchClock()
+        share = core_share()
+        cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+        wall, rows = one_run(url, tmp / "run", problems, iterations, m, w, lag, concurrency)
+        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
+    digest = hashlib.sha256(json.dumps(sorted(rows.items()), sort_keys=True, default=str).encode()).hexdigest()
+    return {"rows": len(rows), "digest": digest, "search_s": clock.seconds(), "wall_s": wall,
+            "cpu_per_it": cpu / (problems * (iterations + 1)), "share": share}
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """``ref``'s tree (git archive) with this bench file in it, so both sides measure the same way."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    tree = into / "ref"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref], capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"--compare {ref}: git archive failed: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    shutil.copy(__file__, tree / "bench" / "evolve_throughput.py")
+    return tree
+
+
+def measure_in(tree: Path, url: str, a: argparse.Namespace, problems: int, iterations: int, w: int) -> dict[str, Any]:
+    """:func:`measure` in a child process running ``tree``'s code."""
+    import subprocess
+
+    cmd = [sys.executable, str(tree / "bench" / "evolve_throughput.py"), "--measure",
+           f"{problems},{iterations},{w}", "--url", url, "--lag", str(a.lag), "-m", str(a.m),
+           "--concurrency", str(a.concurrency)]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tree)
+    if res.returncode != 0:
+        raise SystemExit(f"the bench child for {tree} failed:\n{res.stderr[-3000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.2, help="seconds the server takes per request")
     ap.add_argument("--concurrency", type=int, default=8, help="`vpo evolve --concurrency`")
@@ -202,48 +269,58 @@ def main() -> int:
     ap.add_argument("--one", type=int, default=64, help="iterations of the one-problem search")
     ap.add_argument("--many", type=int, default=32, help="problems of the many-problem search")
     ap.add_argument("--many-iterations", type=int, default=8, help="iterations of each of the many problems")
+    ap.add_argument("--compare", metavar="REF", help="also measure this git ref's code, alternating with the tree's")
+    ap.add_argument("--repeat", type=int, default=1, help="measurements of each configuration (and side)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the child: serve, print the URL
+    ap.add_argument("--measure", help=argparse.SUPPRESS)  # the child: one configuration, print JSON
+    ap.add_argument("--url", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
         FixedLatencyServer(a.latency).serve_forever()
         return 0
+    if a.measure:
+        problems, iterations, w = (int(x) for x in a.measure.split(","))
+        print(json.dumps(measure(a.url, problems, iterations, a.m, w, a.lag, a.concurrency)))
+        return 0
     widths = [int(w) for w in a.widths.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="vpo-evolve-bench-"))
+    here = Path(__file__).resolve().parents[1]
+    sides = [("tree", here)] + ([(a.compare, checkout(a.compare, tmp))] if a.compare else [])
     srv = ServerProcess(a.latency)
-    clock = SearchClock()
     verdicts = []
     try:
-        one_run(srv.base_url, tmp / "warm", 1, 1, a.m, 1, a.lag, a.concurrency)  # imports, first grading
         print(f"server latency L = {a.latency:.3f} s, unlimited capacity; --concurrency {a.concurrency}, "
-              f"--lag {a.lag}, -m {a.m}, --prompt-mode evolve, task maze")
-        print("| problems x iterations | W | candidates | search s | candidates/s | ideal/s | of ideal "
-              "| whole run s | CPU ms/iteration | core share | CPU ceiling/s | max in flight |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+              f"--lag {a.lag}, -m {a.m}, --prompt-mode evolve, task maze"
+              + (f"; code: the working tree and {a.compare}, alternating" if a.compare else ""))
+        print("| code | problems x iterations | W | candidates | search s | candidates/s | ideal/s | of ideal "
+              "| of schedule cap | whole run s | CPU ms/iteration | core share | CPU ceiling/s | max in flight |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for problems, iters in ((1, a.one), (a.many, a.many_iterations)):
-            rows_by_w = {}
+            digests: dict[tuple[str, int], set[str]] = {}
             for w in widths:
-                srv.stats()
-                share = core_share()
-                clock.reset()
-                cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-                wall, rows = one_run(srv.base_url, tmp / f"p{problems}-w{w}", problems, iters, a.m, w, a.lag,
-                                     a.concurrency)
-                cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-                stats = srv.stats()
-                cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
                 ideal = min(a.concurrency, problems * w) * a.m / a.latency
-                rate = len(rows) / clock.seconds()
-                per_it = cpu / (problems * (iters + 1))
-                ceiling = share / per_it * a.m  # candidates/s one event loop can process with that share
-                print(f"| {problems} x {iters + 1} | {w} | {len(rows)} | {clock.seconds():.2f} | {rate:.1f} | "
-                      f"{ideal:.1f} | {rate / ideal:.2f} | {wall:.2f} | "
-                      f"{1000 * per_it:.1f} | {share:.2f} | {ceiling:.1f} | {stats['max_in_flight']} |")
-                rows_by_w[w] = rows
-            first = rows_by_w[widths[0]]
-            same = all(r == first for r in rows_by_w.values())
-            verdicts.append(same)
-            print(f"rows of {problems} problem(s) identical across W = {', '.join(map(str, widths))}: "
-                  f"{'yes' if same else 'NO'} ({len(first)} rows, every field but {', '.join(TIMINGS)})")
+                cap = schedule_cap(problems, iters, w, a.m, a.concurrency, a.latency)
+                for rep in range(a.repeat):
+                    for name, tree in (sides if rep % 2 == 0 else sides[::-1]):
+                        srv.stats()
+                        r = measure_in(tree, srv.base_url, a, problems, iters, w)
+                        stats = srv.stats()
+                        rate = r["rows"] / r["search_s"]
+                        ceiling = r["share"] / r["cpu_per_it"] * a.m  # what one event loop can process
+                        digests.setdefault((name, w), set()).add(r["digest"])
+                        print(f"| {name} | {problems} x {iters + 1} | {w} | {r['rows']} | {r['search_s']:.2f} | "
+                              f"{rate:.1f} | {ideal:.1f} | {rate / ideal:.2f} | {rate / cap:.2f} | {r['wall_s']:.2f} | "
+                              f"{1000 * r['cpu_per_it']:.1f} | {r['share']:.2f} | {ceiling:.1f} | "
+                              f"{stats['max_in_flight']} |", flush=True)
+            for name, _ in sides:
+                same = len(set().union(*(digests[(name, w)] for w in widths))) == 1
+                verdicts.append(same)
+                print(f"rows of {problems} problem(s) identical across W = {', '.join(map(str, widths))} "
+                      f"({name}): {'yes' if same else 'NO'} (every field but {', '.join(TIMINGS)})")
+            if a.compare:
+                same = len(set().union(*digests.values())) == 1
+                print(f"rows of {problems} problem(s) identical between the tree and {a.compare}: "
+                      f"{'yes' if same else 'no'}")
     finally:
         srv.close()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -153,6 +153,7 @@ class ProblemEvolution:
         self._task_text: str | None = None
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         self._writes: list[concurrent.futures.Future] = []
+        self._last_saved: tuple[str, dict[str, str]] | None = None  # the writer thread's: see checkpoint()
         self.best = float("-inf")
         self.solved_at: int | None = None
 
@@ -368,6 +369,9 @@ class ProblemEvolution:
             "parent_id": best.parent_id, "metrics": dict(best.metrics), "language": best.language})
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vpo-checkpoint")
+        # a checkpoint still queued behind a write is superseded by this one (resume takes the newest,
+        # and only two are kept): it is dropped rather than written and deleted
+        self._writes = [f for f in self._writes if not f.cancel()]
         self._writes.append(self._writer.submit(self._write_checkpoint, it, snap, state, info))
 
     def _write_checkpoint(self, it: int, snap: Any, state: dict[str, Any], best: tuple[str, dict] | None) -> None:
@@ -375,6 +379,7 @@ class ProblemEvolution:
         final = self.ckpt_dir / f"checkpoint_{it}"
         tmp = self.ckpt_dir / f".checkpoint_{it}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
+        snap.link_from = self._last_saved  # unchanged program files are linked from the previous one
         snap.save(str(tmp), it)
         (tmp / STATE_FILE).write_text(json.dumps(state))
         if best is not None:
@@ -383,6 +388,7 @@ class ProblemEvolution:
             (tmp / "best_program_info.json").write_text(json.dumps(best[1], indent=2))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
+        self._last_saved = (str(final / "programs"), snap.saved_texts)
         keep = sorted((int(p.name[11:]), p) for p in self.ckpt_dir.glob("checkpoint_*") if p.name[11:].isdigit())
         for _, old in keep[:-2]:  # the last two are enough to resume; the rows hold the history
             shutil.rmtree(old, ignore_errors=True)

@@ -280,9 +280,11 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
     from search.llm import ChatLLM
     from search.solved import solved_fn
 
-    llm = ChatLLM(base_url, model_name, api_key=oe.llm.api_key or "EMPTY", timeout_s=cfg.timeout_s,
-                  temperature=oe.llm.temperature, top_p=oe.llm.top_p, max_tokens=cfg.max_tokens,
-                  chat_template_args=cfg.chat_template_args)
+    args = client_args(cfg)
+    if oe.llm.api_key and "api_key" not in args:  # the OpenEvolve YAML's key, as OpenEvolve would use it
+        args["api_key"] = oe.llm.api_key
+    llm = ChatLLM(base_url, model_name, temperature=oe.llm.temperature, top_p=oe.llm.top_p,
+                  max_tokens=cfg.max_tokens, chat_template_args=cfg.chat_template_args, **args)
     llm.check()
     total = len(problems) * (cfg.iterations + 1)
     overall = tqdm(total=total, desc="evolve", unit="it", disable=not cfg.progress, position=0)
@@ -331,6 +333,7 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
 
     t0 = time.perf_counter()
     try:
+        await llm.open()
         await asyncio.gather(*(one(p) for p in problems))
     finally:
         store.close()
@@ -338,6 +341,21 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
         await llm.aclose()
     print(f"[vpo] evolve: {len(problems)} problems x {cfg.iterations + 1} iterations in "
           f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+
+def client_args(cfg: EvolveConfig) -> dict[str, Any]:
+    """The openai backend's settings, the same for the loop's requests and the baseline's: one retry,
+    timeout, endpoint and fail-fast policy per run. An ``openai:`` model's ``--model-args`` (checked
+    against the backend's arguments), with ``--timeout`` and ``--concurrency`` where they leave them
+    open; a model the run serves itself has args for the server, not for the client."""
+    from harness.core.models import accepted_args, check_args
+    from harness.core.models.openai_server import OpenAIServerBackend
+
+    args = dict(cfg.model_args) if cfg.model.startswith("openai:") else {}
+    args.setdefault("timeout", cfg.timeout_s)
+    args.setdefault("concurrency", max(1, cfg.concurrency))
+    check_args("openai", args, accepted_args(OpenAIServerBackend, ("self", "model", "base_url")))
+    return args
 
 
 def _baseline(cfg: EvolveConfig, folder: Path, base_url: str, model_name: str, temperature: float, top_p: float,
@@ -355,8 +373,7 @@ def _baseline(cfg: EvolveConfig, folder: Path, base_url: str, model_name: str, t
                       ks=(1,), temperature=temperature, top_p=top_p, max_tokens=cfg.max_tokens, seed=cfg.seed + 1,
                       chat_template_args=dict(cfg.chat_template_args),
                       out=str(folder / "baseline"), progress=cfg.progress)
-    backend = load_backend(f"openai:{model_name}", base_url=base_url,
-                           model_args={"concurrency": max(1, cfg.concurrency), "timeout": cfg.timeout_s})
+    backend = load_backend(f"openai:{model_name}", base_url=base_url, model_args=client_args(cfg))
     try:
         return run(rc, backend=backend, problems=list(problems))
     finally:

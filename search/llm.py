@@ -1,27 +1,39 @@
 """The mutation operator's LLM calls: one OpenAI-compatible chat completion per iteration.
 
-The same ``openai.AsyncOpenAI`` client OpenEvolve uses (``openevolve/llm/openai.py``), with the
-request ``seed`` derived from the run seed, the problem and the iteration, so a seed-honouring server
-(``vpo serve``, vLLM) gives the same child for the same iteration on a re-run.
+The request, its retries, the per-attempt deadline, the endpoints and the fail-fast on a server that
+cannot be reached are the openai backend's (:class:`harness.core.models.openai_server.OpenAIServerBackend`,
+awaited through its ``generate_one`` in the evolve loop's own event loop): the loop and the run's
+plain-sampling baseline, which goes through the same backend, follow one policy, set by the same
+keyword arguments. The request ``seed`` is derived from the run seed, the problem and the iteration
+by the caller, so a seed-honouring server (``vpo serve``, vLLM) gives the same child for the same
+iteration on a re-run.
 
 ``base_url`` may list several servers (``URL1,URL2``: a fleet of vLLM replicas behind no load
-balancer). Requests then go through the same :class:`harness.core.models.endpoints.EndpointPool` as
-``vpo run``: least-in-flight routing, dead servers ejected and re-admitted after a health check, and
-a request that fails on one server is sent to another before the run gives up.
+balancer): least-in-flight routing, dead servers ejected and re-admitted after a health check, and a
+request that fails on one server is retried on another
+(:class:`harness.core.models.endpoints.EndpointPool`).
+
+Where a request fails for good, the search stops (a child the loop never got cannot be replaced by
+an empty one without changing the search): :class:`LLMUnreachable` when no connection could be
+opened, :class:`LLMError` for anything else, each one line naming the server. The rows so far are
+kept, and re-running the command resumes.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.models.base import SamplingConfig, chat_template_args as template_args
+from harness.core.models.endpoints import connect_failure, split_urls
+from harness.core.models.openai_server import OpenAIServerBackend, ServerUnreachable
 
-class LLMUnreachable(RuntimeError):
-    """The server did not answer: one clear error instead of a hang or a retry storm."""
+#: no connection could be opened to the server(s): the openai backend's own error, under the name the
+#: evolve command catches
+LLMUnreachable = ServerUnreachable
 
 
 class LLMError(RuntimeError):
-    """The server answered with an error the client's retries could not get past."""
+    """The server answered with an error the backend's retries could not get past."""
 
 
 @dataclass
@@ -34,90 +46,64 @@ class Completion:
 
 
 class ChatLLM:
-    def __init__(self, base_url: str, model: str, *, api_key: str = "EMPTY", timeout_s: float = 120.0,
-                 retries: int = 2, temperature: float = 0.7, top_p: float = 1.0, max_tokens: int = 1024,
-                 stop: tuple[str, ...] = (), eject_after: int = 3, cooldown_s: float = 10.0,
-                 chat_template_args: dict[str, Any] | None = None):
-        import openai
+    """Chat completions for the evolve loop with fixed sampling settings.
 
-        from harness.core.models.endpoints import EndpointPool, split_urls
+    ``backend_args`` are the openai backend's keyword arguments (``timeout``, ``max_retries``,
+    ``deadline``, ``api_key``, ``eject_after``, ``cooldown_s``, ``connect_retries``, ...): pass the
+    same ones the baseline's backend gets. Each call is one request for one answer (``n = 1``; the
+    ``-m`` answers of an iteration come in that one text)."""
 
+    def __init__(self, base_url: str, model: str, *, temperature: float = 0.7, top_p: float = 1.0,
+                 max_tokens: int = 1024, stop: tuple[str, ...] = (),
+                 chat_template_args: dict[str, Any] | None = None, **backend_args: Any):
         urls = split_urls(base_url)
         if not urls:
             raise ValueError("evolve needs the LLM server's URL (--base-url)")
-        self.base_url, self.model, self.api_key = ",".join(urls), model, api_key
-        self.temperature, self.top_p, self.max_tokens, self.stop = temperature, top_p, max_tokens, stop
+        self.base_url, self.model = ",".join(urls), model
+        self.sampling = SamplingConfig(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                                       stop=tuple(stop), chat_template_args=template_args(chat_template_args))
         #: the chat template's arguments (Qwen3's enable_thinking), sent as ``chat_template_kwargs`` in
-        #: the request body: the field vLLM, SGLang and `vpo serve` read
+        #: the request body by the backend: the field vLLM, SGLang and `vpo serve` read
         self.chat_template_args = dict(chat_template_args or {})
-        self.pool = EndpointPool(urls, lambda u: openai.AsyncOpenAI(api_key=api_key, base_url=u, timeout=timeout_s,
-                                                                    max_retries=retries),
-                                 eject_after=eject_after, cooldown_s=cooldown_s)
-
-    @property
-    def client(self) -> object:
-        """The first server's client (the only one when a single URL is given)."""
-        return self.pool.endpoints[0].client
+        self.backend = OpenAIServerBackend(model, self.base_url, mode="chat", use_n=False, **backend_args)
 
     def check(self, timeout_s: float = 10.0) -> list[str]:
-        """Model ids the servers list. Raises LLMUnreachable naming the URL(s) when none answers;
-        with several servers, those that do not answer start ejected (the pool re-checks them)."""
+        """Model ids the servers list. Raises LLMUnreachable naming the URL(s) when none answers."""
         import openai
 
         models: list[str] = []
-        dead: list[tuple[object, str]] = []
-        for ep in self.pool.endpoints:
-            probe = openai.OpenAI(api_key=self.api_key, base_url=ep.url, timeout=timeout_s, max_retries=0)
+        dead: list[str] = []
+        for url in self.backend.base_urls:
+            probe = openai.OpenAI(api_key=self.backend._api_key, base_url=url, timeout=timeout_s, max_retries=0)
             try:
                 models += [m.id for m in probe.models.list().data if m.id not in models]
             except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout, 404, garbage
-                dead.append((ep, f"{type(exc).__name__}: {str(exc)[:200]}"))
+                dead.append(connect_failure(exc) or f"{type(exc).__name__}: {str(exc)[:200]}")
             finally:
                 probe.close()
-        if len(dead) == len(self.pool.endpoints):
+        if len(dead) == len(self.backend.base_urls):
             where = "server at " + self.base_url if len(dead) == 1 else "servers " + self.base_url
-            raise LLMUnreachable(f"cannot reach the LLM {where} ({dead[0][1]})")
-        for ep, why in dead:
-            self.pool.eject(ep, f"failed the health check at start ({why})")
+            raise LLMUnreachable(f"cannot reach the LLM {where} (GET /models: {dead[0]}); "
+                                 "is the server running, and is --base-url right?")
         return models
 
-    async def complete(self, messages: list[dict[str, str]], seed: int) -> Completion:
-        import openai
+    async def complete(self, messages: list[dict[str, Any]], seed: int, *,
+                       extra_body: dict[str, Any] | None = None) -> Completion:
+        """One answer to ``messages`` (sent as given); ``extra_body`` adds request fields."""
+        gen = await self.backend.generate_one(messages, seed, self.sampling, extra_body=extra_body)
+        if gen.error is not None:
+            raise LLMError(f"LLM server at {gen.extra.get('endpoint', self.base_url)} failed a request after "
+                           f"{gen.attempts} attempt{'s' * (gen.attempts != 1)}: {gen.error[:300]}")
+        return Completion(text=gen.text, prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
+                          finish_reason=gen.finish_reason, latency_s=float(gen.latency_s or 0.0))
 
-        t0 = time.perf_counter()
-        kw: dict[str, Any] = dict(model=self.model, messages=messages, n=1, seed=int(seed),
-                                  temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
-        if self.stop:
-            kw["stop"] = list(self.stop)
-        if self.chat_template_args:
-            kw["extra_body"] = {"chat_template_kwargs": dict(self.chat_template_args)}
-        # one try per server (the client retries within each); a single server is tried once, as before
-        for attempt in range(len(self.pool.endpoints)):
-            last = attempt + 1 == len(self.pool.endpoints)
-            try:
-                async with self.pool.use() as ep:
-                    resp = await ep.client.chat.completions.create(**kw)
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-                if not last:
-                    continue
-                raise LLMUnreachable(f"LLM server at {ep.url} stopped answering ({type(exc).__name__})") from None
-            except openai.APIError as exc:  # 4xx/5xx after the client's retries: stop with one clear line
-                if not last and getattr(exc, "status_code", 500) >= 500:
-                    continue
-                raise LLMError(f"LLM server at {ep.url} refused a request after retries "
-                               f"({type(exc).__name__}: {str(exc)[:200]})") from None
-            break
-        choice = resp.choices[0] if resp.choices else None
-        text = (choice.message.content if choice is not None and choice.message is not None else None) or ""
-        usage = resp.usage
-        return Completion(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
-                          completion_tokens=getattr(usage, "completion_tokens", None),
-                          finish_reason=getattr(choice, "finish_reason", None),
-                          latency_s=time.perf_counter() - t0)
+    async def open(self) -> None:
+        """Set up the clients before the search starts (in the loop that will send the requests)."""
+        await self.backend.aopen()
 
     def describe(self) -> dict[str, Any]:
         """Per-server request/failure/ejection counts, recorded in the run's results."""
-        return self.pool.describe()
+        return self.backend.endpoint_stats()
 
     async def aclose(self) -> None:
-        await self.pool.aclose()
+        await self.backend.aclose()

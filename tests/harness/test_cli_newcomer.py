@@ -18,14 +18,39 @@ def _one_line_error(capsys) -> str:
 
 
 def test_every_chain_failed_says_so_and_exits_non_zero(tmp_path: Path, capsys) -> None:
-    # nothing listens on port 9: every request is refused (exit 0, metrics "-" before)
-    rc = main(["run", "--task", "maze", "--model", "openai:foo", "--base-url", "http://127.0.0.1:9/v1",
-               "--model-args", "max_retries=0", "--limit", "1", "-n", "2", "--out", str(tmp_path / "r"),
-               "--no-progress"])
+    # a server that answers every request with a 500: chains fail (exit 0, metrics "-" before)
+    from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
+
+    with FakeOpenAIServer(FakeServerConfig(fault_rate=1.0, faults=("500",))) as srv:
+        rc = main(["run", "--task", "maze", "--model", "openai:foo", "--base-url", srv.base_url,
+                   "--model-args", "max_retries=0", "--limit", "1", "-n", "2", "--out", str(tmp_path / "r"),
+                   "--no-progress"])
     assert rc == 1
     err = capsys.readouterr().err
     line = [ln for ln in err.splitlines() if "error" in ln][-1]
-    assert "all 2 chains failed" in line and "Connection" in line and "maze-test-0000" in line
+    assert "all 2 chains failed" in line and "InternalServerError" in line and "maze-test-0000" in line
+
+
+def test_unreachable_server_is_one_line_naming_the_url_and_no_table(tmp_path: Path, capsys) -> None:
+    """Nothing listens on port 9: one error line with the URL and what was tried (one quick retry,
+    not minutes of backoff: the attempts are counted in the line), non-zero exit, no table."""
+    url = "http://127.0.0.1:9/v1"
+    rc = main(["run", "--task", "maze", "--model", "openai:foo", "--base-url", url, "--limit", "2", "-n", "3",
+               "--out", str(tmp_path / "r"), "--no-progress"])
+    out, err = capsys.readouterr()
+    errors = [ln for ln in err.splitlines() if not ln.startswith("[vpo]")]
+    assert rc != 0 and out == "" and len(errors) == 1, err
+    line = errors[0]
+    assert line.startswith("vpo run: error: cannot connect to the server at " + url)
+    assert "connection refused" in line and f"POST {url}/chat/completions, 2 attempts in" in line
+
+
+def test_missing_url_names_the_flag_as_typed(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    rc = main(["run", "--task", "maze", "--model", "openai:foo", "--limit", "1", "-n", "1",
+               "--out", str(tmp_path / "r"), "--no-progress"])
+    line = _one_line_error(capsys)
+    assert rc != 0 and "pass --base-url" in line and "OPENAI_BASE_URL" in line
 
 
 def test_some_chains_failed_prints_count_and_first_error(tmp_path: Path, capsys) -> None:

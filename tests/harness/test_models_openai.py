@@ -246,3 +246,74 @@ def test_trickling_server_is_cut_by_the_request_deadline():
     with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, timeout=2.0, deadline=10.0) as b:
         g = list(b.generate(reqs, SAMPLING))[0]
     assert g.error is None and g.text
+
+
+def _dead_url() -> str:
+    from search.server_process import free_port  # a port nothing listens on
+
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+@pytest.mark.parametrize("connect_retries", [0, 1, 3])
+def test_connection_refused_fails_fast_with_one_error_naming_the_url(connect_retries):
+    """No server: a few quick connect retries (not max_retries with backoff), then ServerUnreachable
+    out of generate naming the URL, the reason and the attempts made (counted by the backend)."""
+    from harness.core.models.openai_server import ServerUnreachable
+
+    url = _dead_url()
+    b = OpenAIServerBackend("m", base_url=url, use_n=False, max_retries=6, backoff_base=0.01,
+                            connect_retries=connect_retries, connect_backoff=0.0)
+    try:
+        with pytest.raises(ServerUnreachable) as err:
+            list(b.generate(make_requests(1, 1), SAMPLING))
+    finally:
+        b.close()
+    msg = str(err.value)
+    n = connect_retries + 1
+    assert url in msg and "connection refused" in msg and f"POST {url}/chat/completions" in msg
+    assert f"{n} attempt{'s' if n > 1 else ''} in" in msg and "--base-url" in msg and "\n" not in msg
+    assert b.stats["requests"] == n and b.stats["retries"] == 0
+
+
+def test_timeouts_keep_their_retries_and_end_as_error_chains():
+    """A server that accepts but never answers in time is not 'unreachable': max_retries with
+    backoff, then an error chain (the run goes on), as before."""
+    cfg = FakeServerConfig(fault_rate=1.0, faults=("timeout",), hang_s=0.6)
+    with FakeOpenAIServer(cfg) as srv, backend(srv, use_n=False, timeout=0.2, max_retries=2) as b:
+        gens = list(b.generate(make_requests(1, 1), SAMPLING))
+    assert len(gens) == 1 and gens[0].error and gens[0].attempts == 3 and b.stats["retries"] == 2
+
+
+def test_a_dead_server_in_a_fleet_is_not_unreachable():
+    """With a live server beside it, refused connections are failed over, not the end of the run."""
+    with FakeOpenAIServer() as srv:
+        b = OpenAIServerBackend("m", base_url=f"{_dead_url()},{srv.base_url}", use_n=False, eject_after=1,
+                                connect_retries=0, connect_backoff=0.0, timeout=5.0)
+        try:
+            gens = list(b.generate(make_requests(2, 3), SAMPLING))
+        finally:
+            b.close()
+    assert len(gens) == 6 and all(g.error is None for g in gens)
+
+
+def test_generate_one_uses_the_same_request_and_merges_extra_body():
+    """The evolve loop's entry point: awaited in the caller's loop, messages sent as given, request
+    fields from extra_body merged over the backend's own (chat template args included)."""
+    import asyncio
+
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "partial"}]
+    sampling = SamplingConfig(temperature=0.5, top_p=0.9, max_tokens=8, chat_template_args=(("x", 1),))
+    with FakeOpenAIServer() as srv:
+        b = backend(srv, use_n=False, extra_body={"top_k": 5})
+
+        async def go():
+            try:
+                return await b.generate_one(msgs, 17, sampling, extra_body={"continue_final_message": True})
+            finally:
+                await b.aclose()
+
+        gen = asyncio.run(go())
+    body = srv.log[-1].body
+    assert gen.error is None and gen.text and gen.extra["seed"] == 17
+    assert body["messages"] == msgs and body["seed"] == 17 and body["top_k"] == 5
+    assert body["continue_final_message"] is True and body["chat_template_kwargs"] == {"x": 1}

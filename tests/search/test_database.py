@@ -168,3 +168,32 @@ def test_checkpoint_round_trip_continues_the_same_draws(tmp_path: Path, dims: li
         return _draws(db, 8) + [sorted(db.programs), [list(i) for i in db.islands], list(db.archive)]
 
     assert more(back) == more(live)
+
+
+def test_checkpoint_links_unchanged_program_files_and_writes_changed_ones(tmp_path: Path) -> None:
+    """A checkpoint written with ``link_from`` hard-links the files of programs whose JSON is the same
+    as in the previous checkpoint, writes the others, and loads back to the same database."""
+    import json
+
+    db = OrderedProgramDatabase(_config(), name="p", seed=3)
+    _fill(db, 12, list(range(12)))
+    first = db.snapshot()
+    first.save(str(tmp_path / "c1"), 1)
+    assert not any(f.stat().st_nlink > 1 for f in (tmp_path / "c1" / "programs").iterdir())  # nothing to link
+    changed = sorted(db.programs)[0]
+    db.programs[changed].metrics = {"combined_score": 0.99}  # same id, other content
+    _fill(db, 2, [12, 13])  # two programs more
+    second = db.snapshot()
+    second.link_from = (str(tmp_path / "c1" / "programs"), first.saved_texts)
+    second.save(str(tmp_path / "c2"), 2)
+    progs = tmp_path / "c2" / "programs"
+    linked = {f.stem for f in progs.iterdir() if f.stat().st_nlink == 2}
+    assert changed not in linked and "p012" not in linked and "p013" not in linked
+    same = {k for k, text in first.saved_texts.items() if second.saved_texts.get(k) == text}
+    assert linked == same and len(same) >= 5  # (admissions may also touch other programs' fields)
+    for f in progs.iterdir():  # every file, linked or written, holds what this checkpoint says
+        assert f.read_text() == second.saved_texts[f.stem]
+    assert json.loads((progs / f"{changed}.json").read_text())["metrics"] == {"combined_score": 0.99}
+    back = OrderedProgramDatabase(_config(), name="p", seed=3)
+    back.load(str(tmp_path / "c2"))
+    assert {k: p.to_dict() for k, p in back.programs.items()} == {k: p.to_dict() for k, p in db.programs.items()}

@@ -63,3 +63,20 @@ def test_an_evolve_run_sends_them_with_every_mutation_and_baseline_request(tmp_p
     assert all(r.get("chat_template_kwargs") == {"enable_thinking": False} for r in chats)
     base = json.loads((folder / "baseline" / "config.json").read_text())
     assert base["identity"]["sampling"]["chat_template_args"] == {"enable_thinking": False}
+
+
+def test_a_server_gone_mid_run_stops_the_loop_with_one_line_naming_it() -> None:
+    """The loop's requests use the openai backend's policy: a refused connection is LLMUnreachable
+    after one quick retry (counted), a server error after max_retries is LLMError; both name the URL."""
+    from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
+    from search.llm import LLMError, LLMUnreachable
+    from search.server_process import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(LLMUnreachable, match="connection refused") as err:
+        _one(ChatLLM(url, "m", connect_backoff=0.0))
+    assert url in str(err.value) and "2 attempts" in str(err.value)
+    with FakeOpenAIServer(FakeServerConfig(fault_rate=1.0, faults=("500",))) as srv:
+        with pytest.raises(LLMError, match="after 3 attempts") as err:
+            _one(ChatLLM(srv.base_url, "m", max_retries=2, backoff_base=0.001))
+    assert srv.base_url in str(err.value) and "InternalServerError" in str(err.value)

@@ -33,7 +33,8 @@ Factory = Callable[[str, "str | None", dict[str, Any]], Backend]
 #: run is resumed, and they are not written into the run's identity (``api_key`` is never written at all)
 EXECUTION_ARGS: dict[str, frozenset[str]] = {
     "openai": frozenset({"concurrency", "max_retries", "timeout", "deadline", "backoff_base", "backoff_max",
-                         "api_key", "eject_after", "cooldown_s"}),
+                         "api_key", "eject_after", "cooldown_s", "connect_retries",
+                         "connect_backoff"}),
     "hf": frozenset({"batch_size"}),  # each chain has its own seeded sampler: text independent of the batch
     "mock": frozenset({"latency_s"}),
 }
@@ -128,8 +129,8 @@ def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Back
     url = base_url or args.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL")
     if not url:
         raise ValueError(
-            f"openai:{model} needs a server URL: pass base_url (e.g. http://127.0.0.1:8000/v1) "
-            "or set OPENAI_BASE_URL"
+            f"openai:{model} needs a server URL: pass --base-url (e.g. --base-url http://127.0.0.1:8000/v1; "
+            "base_url= from Python) or set OPENAI_BASE_URL"
         )
     check_args("openai", args, accepted_args(OpenAIServerBackend, ("self", "model", "base_url")))
     return OpenAIServerBackend(model, base_url=url, **args)

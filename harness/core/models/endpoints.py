@@ -67,6 +67,28 @@ def counts_against_endpoint(exc: BaseException) -> bool:
     return type(exc).__name__ in ("GarbageResponse", "JSONDecodeError", "APIResponseValidationError")
 
 
+def connect_failure(exc: BaseException) -> str | None:
+    """Why no connection could be opened (refused, no such host, network unreachable), or None when the
+    failure is something else. These fail in milliseconds and the same way on every retry, unlike a
+    timeout or a dropped connection, so the backend gives up on them quickly instead of backing off
+    for a minute. A connect *timeout* is not one of them: a loaded server may accept the next try."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    connect = False
+    root: BaseException | None = None
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        # httpx's and httpcore's ConnectError (whichever copy of httpx the openai client bundles)
+        connect = connect or type(link).__name__ == "ConnectError"
+        if isinstance(link, ConnectionRefusedError):
+            return "connection refused"
+        root = link
+        link = link.__cause__ or link.__context__
+    if not connect:
+        return None
+    return str(root) or type(root).__name__
+
+
 class EndpointPool:
     def __init__(self, urls: Sequence[str], make_client: Callable[[str], Client], *, eject_after: int = 3,
                  cooldown_s: float = 10.0, health_timeout_s: float = 5.0):

@@ -6,6 +6,19 @@ Why it looks the way it does:
   and the client's own retries are off (``max_retries=0``) so attempts are counted in one place.
 - A failure that survives every retry becomes a ``Generation`` with ``error`` set; nothing escapes
   and kills a multi-hour run. The runner decides later whether to re-run errored chains.
+- The exception: no connection can be opened at all (connection refused, no such host). That fails
+  in milliseconds and the same way every time, so it gets ``connect_retries`` quick retries (default
+  one, ``connect_backoff`` seconds apart, per URL) and then :class:`ServerUnreachable` stops the
+  whole ``generate`` with one line naming the URL and what was tried; the chains already finished
+  are kept by the caller. A wrong port costs a fraction of a second, not a minute of backoff and a
+  table of failed chains. Timeouts and dropped connections keep the backoff above.
+- ``generate`` serves the synchronous runner; :meth:`OpenAIServerBackend.generate_one` sends one
+  request from the caller's own event loop (the evolve loop) through the same request, retry and
+  endpoint code, so one run has one policy.
+- Requests go through the client's generic ``post`` and the reply is read as plain JSON: the SDK's
+  typed request transformation and response models cost about a millisecond of CPU per request,
+  which an evolve loop at 40 iterations/s cannot spare; transport, timeouts and error classes are
+  still the SDK's.
 - The runner is synchronous but wants each chain as soon as it finishes (crash-resume appends to
   disk), so an asyncio loop runs on a background thread and finished chains cross over a queue.
 - Concurrency is bounded by a semaphore (servers queue or 429 beyond their batch size anyway).
@@ -38,7 +51,7 @@ from typing import Any, Iterator, Sequence
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.core.models import token_counts
-from harness.core.models.endpoints import EndpointPool, split_urls
+from harness.core.models.endpoints import EndpointPool, connect_failure, split_urls
 from harness.core.models.prompting import render_messages
 
 _DONE = object()
@@ -50,6 +63,11 @@ class GarbageResponse(Exception):
 
 class RequestDeadline(Exception):
     """An attempt ran past its wall-clock deadline (a slow or trickling server). Retried."""
+
+
+class ServerUnreachable(RuntimeError):
+    """No connection could be opened to the server(s) after the quick connect retries: the message
+    names the URL, the reason and the attempts. Raised out of ``generate``/``generate_one``."""
 
 
 class _TooFewChoices(Exception):
@@ -135,6 +153,8 @@ class OpenAIServerBackend(Backend):
         send_seed: bool = True,
         eject_after: int = 3,
         cooldown_s: float = 10.0,
+        connect_retries: int = 1,
+        connect_backoff: float = 0.25,
     ) -> None:
         if mode not in ("chat", "completions"):
             raise ValueError(f"mode must be 'chat' or 'completions', got {mode!r}")
@@ -144,6 +164,8 @@ class OpenAIServerBackend(Backend):
             raise ValueError("concurrency must be >= 1")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        if connect_retries < 0 or connect_backoff < 0:
+            raise ValueError("connect_retries and connect_backoff must be >= 0")
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         # several comma-separated URLs: requests are spread over them (harness/core/models/endpoints.py)
@@ -152,6 +174,7 @@ class OpenAIServerBackend(Backend):
         self.mode = mode
         self.concurrency = int(concurrency)
         self.max_retries = int(max_retries)
+        self.connect_retries, self.connect_backoff = int(connect_retries), float(connect_backoff)
         self.timeout = float(timeout)
         # the client's timeout is per read: a server trickling a byte a second never trips it, so
         # every attempt also gets a wall-clock deadline (default: the timeout) and is retried past it
@@ -178,6 +201,8 @@ class OpenAIServerBackend(Backend):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._pool: EndpointPool | None = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None  # the loop the pool's connections belong to
+        self._sem: asyncio.Semaphore | None = None  # generate_one's cap on requests in flight
         self._rng = random.Random()
         self.stats = {"requests": 0, "retries": 0, "errors": 0}
 
@@ -193,7 +218,12 @@ class OpenAIServerBackend(Backend):
         return loop
 
     async def _get_pool(self) -> EndpointPool:
-        # Built on the loop thread: the async HTTP pools belong to the loop that created them.
+        # Built on the running loop (the backend's own thread for generate, the caller's for
+        # generate_one): the async HTTP pools belong to the loop that created them.
+        running = asyncio.get_running_loop()
+        if self._pool is not None and self._pool_loop is not running:
+            raise RuntimeError("an OpenAIServerBackend serves one event loop: generate and generate_one "
+                               "cannot share an instance")
         if self._pool is None:
             from openai import AsyncOpenAI
 
@@ -203,8 +233,20 @@ class OpenAIServerBackend(Backend):
                 eject_after=self.eject_after, cooldown_s=self.cooldown_s,
                 health_timeout_s=min(self.timeout, 10.0))
             await pool.start()
-            self._pool = pool
+            self._pool, self._pool_loop = pool, running
         return self._pool
+
+    async def aopen(self) -> None:
+        """Build the clients and the endpoint pool in the running loop now (for :meth:`generate_one`),
+        so their setup (an SSL context each: a tenth of a second on a loaded machine) is not paid by
+        the first request of a search."""
+        await self._get_pool()
+
+    async def aclose(self) -> None:
+        """Close the connections :meth:`generate_one` opened, from the loop that opened them."""
+        if self._pool is not None:
+            await self._pool.aclose()
+        self._pool = self._pool_loop = self._sem = None
 
     def close(self) -> None:
         loop, thread = self._loop, self._thread
@@ -243,6 +285,8 @@ class OpenAIServerBackend(Backend):
                 "send_seed": self.send_seed,
                 "eject_after": self.eject_after,
                 "cooldown_s": self.cooldown_s,
+                "connect_retries": self.connect_retries,
+                "connect_backoff": self.connect_backoff,
             },
             "library": {"openai": openai.__version__},
         }
@@ -268,6 +312,19 @@ class OpenAIServerBackend(Backend):
         finally:
             if not future.done():  # consumer stopped early: stop sending requests
                 future.cancel()
+
+    async def generate_one(self, messages: list[dict[str, Any]], seed: int, sampling: SamplingConfig, *,
+                           extra_body: dict[str, Any] | None = None) -> Generation:
+        """One chain, awaited in the caller's event loop (the evolve loop), with the retries, deadline,
+        endpoints and fail-fast of :meth:`generate`. ``messages`` are sent as given and ``extra_body``
+        is merged over the backend's own body fields (a prefill's request fields, for one). A failure
+        that survives the retries comes back as a ``Generation`` with ``error`` set;
+        :class:`ServerUnreachable` is raised."""
+        await self._get_pool()
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.concurrency)
+        unit = _Unit(GenRequest("", messages, (0,), (int(seed),)), (0,), (int(seed),))
+        return (await self._attempts(unit, sampling, self._sem, extra_body))[0]
 
     # ---- async core ------------------------------------------------------------------------------
 
@@ -336,18 +393,21 @@ class OpenAIServerBackend(Backend):
         """A 400/422 to a request with n > 1 under use_n=auto: the server does not do n."""
         return self.use_n == "auto" and n > 1 and _status(exc) in (400, 422)
 
-    async def _attempts(self, unit: _Unit, sampling: SamplingConfig, sem: asyncio.Semaphore) -> list[Generation]:
+    async def _attempts(self, unit: _Unit, sampling: SamplingConfig, sem: asyncio.Semaphore,
+                        extra_body: dict[str, Any] | None = None) -> list[Generation]:
         n = len(unit.chain_indices)
         t0 = time.perf_counter()
         last: BaseException | None = None
-        attempts = 0
-        for attempt in range(self.max_retries + 1):
-            attempts = attempt + 1
+        attempts = retries = refused = 0
+        # quick connect retries per URL, so that with a fleet every server is tried before giving up
+        refuse_budget = (self.connect_retries + 1) * len(self.base_urls)
+        while True:
+            attempts += 1
             try:
                 async with sem:
                     self.stats["requests"] += 1
                     try:
-                        gens = await asyncio.wait_for(self._once(unit, sampling), self.deadline)
+                        gens = await asyncio.wait_for(self._once(unit, sampling, extra_body), self.deadline)
                     except asyncio.TimeoutError:
                         raise RequestDeadline(f"no complete reply within the {self.deadline:g} s deadline "
                                               "(model_args deadline=...)") from None
@@ -364,10 +424,18 @@ class OpenAIServerBackend(Backend):
                 last = exc
                 if self._rejects_n(exc, n):
                     raise _TooFewChoices() from exc
-                if not self._retryable(exc) or attempt == self.max_retries:
+                why = connect_failure(exc)
+                if why is not None:
+                    refused += 1
+                    if refused >= refuse_budget:
+                        raise ServerUnreachable(self._unreachable(exc, why, attempts, time.perf_counter() - t0)) from None
+                    await asyncio.sleep(self.connect_backoff)
+                    continue
+                if not self._retryable(exc) or retries >= self.max_retries:
                     break
                 self.stats["retries"] += 1
-                await asyncio.sleep(self._backoff(attempt, exc))
+                await asyncio.sleep(self._backoff(retries, exc))
+                retries += 1
         self.stats["errors"] += n
         msg = f"{type(last).__name__}: {last}"[:500] if last is not None else "unknown error"
         elapsed = time.perf_counter() - t0
@@ -384,6 +452,16 @@ class OpenAIServerBackend(Backend):
             for c, s in zip(unit.chain_indices, unit.seeds)
         ]
 
+    def _unreachable(self, exc: BaseException, why: str, attempts: int, elapsed: float) -> str:
+        """One line: the URL(s), the reason, and what was tried."""
+        request = getattr(exc, "request", None)
+        tried = f"{request.method} {request.url}" if request is not None else "a request"
+        urls = [u for u in self.base_urls if u]
+        where = (f"the server at {urls[0]}" if len(urls) == 1 else
+                 f"any of the servers {', '.join(urls)}" if urls else "the server (no URL given)")
+        return (f"cannot connect to {where}: {why} ({tried}, {attempts} attempt{'s' * (attempts != 1)} "
+                f"in {elapsed:.1f} s); is the server running, and is the URL (--base-url) right?")
+
     def _prompt_text(self, req: GenRequest, sampling: SamplingConfig | None = None) -> str:
         return render_messages(req.messages, self._tokenizer, template_kwargs(sampling) if sampling else None)
 
@@ -396,10 +474,11 @@ class OpenAIServerBackend(Backend):
             body["chat_template_kwargs"] = {**(given if isinstance(given, dict) else {}), **tmpl}
         return body
 
-    async def _once(self, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
+    async def _once(self, unit: _Unit, sampling: SamplingConfig,
+                    extra_body: dict[str, Any] | None = None) -> list[Generation]:
         pool = await self._get_pool()
         async with pool.use() as ep:
-            gens = await self._send(ep.client, unit, sampling)
+            gens = await self._send(ep.client, unit, sampling, extra_body)
         if pool.managed:
             for g in gens:
                 g.extra["endpoint"] = ep.url
@@ -409,62 +488,64 @@ class OpenAIServerBackend(Backend):
         """Per endpoint: requests, failures, ejections, re-admissions, admitted now."""
         return self._pool.describe() if self._pool is not None else {}
 
-    async def _send(self, client: Any, unit: _Unit, sampling: SamplingConfig) -> list[Generation]:
+    async def _send(self, client: Any, unit: _Unit, sampling: SamplingConfig,
+                    extra_body: dict[str, Any] | None = None) -> list[Generation]:
         n = len(unit.chain_indices)
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens,
-        }
-        if sampling.stop:
-            kwargs["stop"] = list(sampling.stop)
-        if n > 1:
-            kwargs["n"] = n
-        if self.send_seed:
-            kwargs["seed"] = int(unit.seeds[0])
-        extra_body = self._extra_body(sampling)
-        if extra_body:
-            kwargs["extra_body"] = extra_body
         if self.mode == "chat":
-            resp = await client.chat.completions.create(messages=unit.req.messages, **kwargs)
+            path, body = "/chat/completions", {"messages": unit.req.messages}
         else:
-            resp = await client.completions.create(prompt=self._prompt_text(unit.req, sampling), **kwargs)
+            path, body = "/completions", {"prompt": self._prompt_text(unit.req, sampling)}
+        body.update(model=self.model, temperature=sampling.temperature, top_p=sampling.top_p,
+                    max_tokens=sampling.max_tokens)
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        if n > 1:
+            body["n"] = n
+        if self.send_seed:
+            body["seed"] = int(unit.seeds[0])
+        body.update(self._extra_body(sampling))  # extra fields win over the standard ones, as in the SDK
+        if extra_body:
+            body.update(extra_body)
+        # the SDK's generic post with cast_to=object: its transport, timeouts and error classes, the
+        # reply as plain JSON (no typed request transformation, no response models: see the docstring)
+        resp = await client.post(path, body=body, cast_to=object)
         return self._to_generations(unit, resp, sampling)
 
     def _to_generations(self, unit: _Unit, resp: Any, sampling: SamplingConfig) -> list[Generation]:
         n = len(unit.chain_indices)
-        choices = getattr(resp, "choices", None)
-        if isinstance(resp, (str, bytes)) or not isinstance(choices, list) or not choices:
+        choices = resp.get("choices") if isinstance(resp, dict) else None
+        if not isinstance(choices, list) or not choices:
             raise GarbageResponse(f"no choices in response: {str(resp)[:200]!r}")
         try:
-            ordered = sorted(choices, key=lambda ch: ch.index if isinstance(ch.index, int) else 0)
+            ordered = sorted(choices, key=lambda ch: ch.get("index") if isinstance(ch.get("index"), int) else 0)
             texts = []
             for ch in ordered:
                 reasoning = None
+                finish = ch.get("finish_reason")
                 if self.mode == "chat":
-                    text = ch.message.content if ch.message is not None else None
+                    message = ch.get("message") or {}
+                    text = message.get("content")
                     # vLLM/SGLang reasoning parsers split thinking out of content; keep it for audits
-                    reasoning = getattr(ch.message, "reasoning_content", None) or getattr(ch.message, "reasoning", None)
+                    reasoning = message.get("reasoning_content") or message.get("reasoning")
                 else:
-                    text = ch.text
+                    text = ch.get("text")
                 if text is None:
                     # a 200 without text is not an empty answer: scoring it would be a silent zero
-                    raise GarbageResponse(f"choice {getattr(ch, 'index', '?')} has null "
+                    raise GarbageResponse(f"choice {ch.get('index', '?')} has null "
                                           f"{'message.content' if self.mode == 'chat' else 'text'} "
-                                          f"(finish_reason {ch.finish_reason!r})")
+                                          f"(finish_reason {finish!r})")
                 if not isinstance(text, str):
                     raise GarbageResponse(f"choice text is {type(text).__name__}")
-                texts.append((text, ch.finish_reason, reasoning if isinstance(reasoning, str) else None))
-        except (AttributeError, TypeError) as exc:
+                texts.append((text, finish, reasoning if isinstance(reasoning, str) else None))
+        except (AttributeError, TypeError) as exc:  # a choice or message that is not an object
             raise GarbageResponse(f"malformed choices: {exc}") from exc
         if len(texts) < n:
             if self.use_n == "auto" and n > 1:
                 raise _TooFewChoices()
             raise GarbageResponse(f"asked for n={n}, got {len(texts)} choices")
-        usage = getattr(resp, "usage", None)
-        prompt_tokens = _count(getattr(usage, "prompt_tokens", None) if usage is not None else None)
-        completion_tokens = _count(getattr(usage, "completion_tokens", None) if usage is not None else None)
+        usage = resp.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        prompt_tokens, completion_tokens = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
         texts = texts[:n]
         if prompt_tokens is None and self.counting_tokenizer() is not None:  # the server did not say
             prompt_tokens = self._token_len(self._prompt_text(unit.req, sampling), special=True)
