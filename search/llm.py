@@ -81,16 +81,24 @@ class ChatLLM:
             self.pool.eject(ep, f"failed the health check at start ({why})")
         return models
 
-    async def complete(self, messages: list[dict[str, str]], seed: int) -> Completion:
+    async def complete(self, messages: list[dict[str, str]], seed: int, prefix: str = "") -> Completion:
+        """One chat completion. ``prefix``: the start of the assistant's answer, continued by the model
+        (the prefill fields of :func:`harness.core.models.prefill.prefill_fields`); the returned text is
+        prefix + continuation."""
         import openai
 
+        from harness.core.models.prefill import join, prefill_fields
+
         t0 = time.perf_counter()
+        messages, prefill = prefill_fields(messages, prefix)
         kw: dict[str, Any] = dict(model=self.model, messages=messages, n=1, seed=int(seed),
                                   temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
         if self.stop:
             kw["stop"] = list(self.stop)
-        if self.chat_template_args:
-            kw["extra_body"] = {"chat_template_kwargs": dict(self.chat_template_args)}
+        extra = {**({"chat_template_kwargs": dict(self.chat_template_args)} if self.chat_template_args else {}),
+                 **prefill}
+        if extra:
+            kw["extra_body"] = extra
         # one try per server (the client retries within each); a single server is tried once, as before
         for attempt in range(len(self.pool.endpoints)):
             last = attempt + 1 == len(self.pool.endpoints)
@@ -110,7 +118,7 @@ class ChatLLM:
         choice = resp.choices[0] if resp.choices else None
         text = (choice.message.content if choice is not None and choice.message is not None else None) or ""
         usage = resp.usage
-        return Completion(text=text, prompt_tokens=getattr(usage, "prompt_tokens", None),
+        return Completion(text=join(prefix, text), prompt_tokens=getattr(usage, "prompt_tokens", None),
                           completion_tokens=getattr(usage, "completion_tokens", None),
                           finish_reason=getattr(choice, "finish_reason", None),
                           latency_s=time.perf_counter() - t0)

@@ -11,6 +11,7 @@ vpo run --task maze --model hf:maze-tiny-vpo --limit 20 -n 10 -m 3 --out runs/vp
 vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhost:8000/v1 -n 10 -m 3
 vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 30 samples
 vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
+vpo run --task maze --model hf:maze-tiny-vpo -n 8 -m 3 --prefix "<route_1>RIGHT"   # continue a given answer start
 """
 
 
@@ -44,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="completion budget; default: the model's own (bundled checkpoints), else 1024")
     p.add_argument("--seed", type=int, default=0, help="sampling seed; every chain's seed derives from it")
     add_chat_template_args(p)
+    p.add_argument("--prefix", default="", metavar="TEXT",
+                   help="assistant prefill: every chain continues this start of the answer (the completion "
+                        "scored and stored is prefix + continuation); part of the run's identity")
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1, help="threads grading chains (code tasks)")
     p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
@@ -72,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = RunConfig.of(task=args.task, model=args.model, split=args.split, task_options=args.task_args,
                     data_path=args.data_path, limit=args.limit, prompt_style=args.prompt_style, m=args.m,
                     n=args.n, ks=ks, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                    seed=args.seed, chat_template_args=args.chat_template_args, base_url=args.base_url,
+                    seed=args.seed, chat_template_args=args.chat_template_args, prefix=args.prefix,
+                    base_url=args.base_url,
                     model_args=args.model_args, out=args.out, protocol=args.protocol,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
                     retry_errors=args.retry_errors, progress=not args.no_progress,

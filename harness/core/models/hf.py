@@ -22,6 +22,7 @@ from typing import Any, Iterator, Sequence
 
 from harness.core.models import zoo
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from harness.core.models.prefill import join
 from harness.core.models.prompting import render_messages
 
 
@@ -86,6 +87,7 @@ class HFBackend(Backend):
     """``AutoModelForCausalLM.generate`` with left-padded batches of chains."""
 
     name = "hf"
+    supports_prefill = True
 
     def __init__(
         self,
@@ -174,7 +176,7 @@ class HFBackend(Backend):
         add special tokens (not when a chat template already wrote them)."""
         templated = bool(getattr(self.tokenizer, "chat_template", None))
         args = template_kwargs(sampling) if sampling is not None else {}
-        return render_messages(req.messages, self.tokenizer, args), not templated
+        return render_messages(req.messages, self.tokenizer, args, prefix=req.prefix), not templated
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
         rows: list[tuple[GenRequest, int, int]] = []
@@ -183,9 +185,12 @@ class HFBackend(Backend):
                 raise ValueError(f"{req.problem_id}: {len(req.chain_indices)} chain indices but {len(req.seeds)} seeds")
             rows += [(req, c, s) for c, s in zip(req.chain_indices, req.seeds)]
         prompts: dict[int, tuple[str, bool]] = {}
+        prefix_tokens: dict[int, int | None] = {}
         for req in requests:
             prompts[id(req)] = self._prompt(req, sampling)
             self._check_context(req, prompts[id(req)], sampling)
+            prefix_tokens[id(req)] = (len(self.tokenizer(req.prefix, add_special_tokens=False)["input_ids"])
+                                      if req.prefix else None)
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
             t0 = time.perf_counter()
@@ -194,19 +199,22 @@ class HFBackend(Backend):
             except Exception as exc:  # noqa: BLE001 - e.g. OOM or a too-long prompt: record, keep the run alive
                 msg = f"{type(exc).__name__}: {exc}"[:500]
                 for req, c, s in batch:
-                    yield Generation(req.problem_id, c, "", error=msg, latency_s=time.perf_counter() - t0, extra={"seed": s})
+                    yield Generation(req.problem_id, c, "", error=msg, latency_s=time.perf_counter() - t0, extra={"seed": s},
+                                     prefix=req.prefix)
                 continue
             elapsed = time.perf_counter() - t0
             for (req, c, s), (text, n_prompt, n_out, finish) in zip(batch, results):
                 yield Generation(
                     problem_id=req.problem_id,
                     chain_index=c,
-                    text=text,
+                    text=join(req.prefix, text),
                     prompt_tokens=n_prompt,
                     completion_tokens=n_out,
                     finish_reason=finish,
                     latency_s=elapsed,
                     extra={"seed": s},
+                    prefix=req.prefix,
+                    prefix_tokens=prefix_tokens[id(req)],
                 )
 
     def _check_context(self, req: GenRequest, prompt: tuple[str, bool], sampling: SamplingConfig) -> None:

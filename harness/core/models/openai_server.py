@@ -21,6 +21,12 @@ in the chat request body as ``chat_template_kwargs``, the field vLLM and SGLang 
 over any ``chat_template_kwargs`` in ``extra_body``); in completions mode they go to the local
 tokenizer's template instead.
 
+Prefill (``GenRequest.prefix``): in chat mode the prefix is sent as the final assistant message with
+``continue_final_message: true, add_generation_prompt: false`` in the body (``prefill_fields``, the
+fields vLLM's server and `vpo serve` read); in completions mode the local template renders it open.
+The server returns the continuation only; the Generation's text is prefix + continuation. A server
+that ignores the fields (a hosted API) answers a fresh turn instead: use vLLM or `vpo serve`.
+
 Only SamplingConfig's fields are sent; a vLLM server may still add the checkpoint's own sampling
 defaults (its ``--generation-config``), which the local hf/vllm backends deliberately do not.
 """
@@ -38,6 +44,7 @@ from typing import Any, Iterator, Sequence
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.core.models.endpoints import EndpointPool, split_urls
+from harness.core.models.prefill import join, prefill_fields
 from harness.core.models.prompting import render_messages
 
 _DONE = object()
@@ -85,6 +92,7 @@ class OpenAIServerBackend(Backend):
     """Chat or completions endpoint of an OpenAI-compatible server."""
 
     name = "openai"
+    supports_prefill = True
 
     def __init__(
         self,
@@ -345,16 +353,19 @@ class OpenAIServerBackend(Backend):
                 attempts=attempts,
                 latency_s=elapsed,
                 extra={"seed": s},
+                prefix=unit.req.prefix,
             )
             for c, s in zip(unit.chain_indices, unit.seeds)
         ]
 
     def _prompt_text(self, req: GenRequest, sampling: SamplingConfig | None = None) -> str:
-        return render_messages(req.messages, self._tokenizer, template_kwargs(sampling) if sampling else None)
+        return render_messages(req.messages, self._tokenizer, template_kwargs(sampling) if sampling else None,
+                               prefix=req.prefix)
 
-    def _extra_body(self, sampling: SamplingConfig) -> dict[str, Any]:
-        """``extra_body`` plus, in chat mode, the template arguments as ``chat_template_kwargs``."""
-        body = dict(self.extra_body)
+    def _extra_body(self, sampling: SamplingConfig, prefill: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``extra_body`` plus, in chat mode, the template arguments as ``chat_template_kwargs`` and
+        the prefill fields of a prefixed request (:func:`prefill_fields`)."""
+        body = {**self.extra_body, **(prefill or {})}
         tmpl = template_kwargs(sampling)
         if tmpl and self.mode == "chat":
             given = body.get("chat_template_kwargs")
@@ -388,14 +399,22 @@ class OpenAIServerBackend(Backend):
             kwargs["n"] = n
         if self.send_seed:
             kwargs["seed"] = int(unit.seeds[0])
-        extra_body = self._extra_body(sampling)
+        messages, prefill = prefill_fields(unit.req.messages, unit.req.prefix)
+        extra_body = self._extra_body(sampling, prefill if self.mode == "chat" else None)
         if extra_body:
             kwargs["extra_body"] = extra_body
         if self.mode == "chat":
-            resp = await client.chat.completions.create(messages=unit.req.messages, **kwargs)
+            resp = await client.chat.completions.create(messages=messages, **kwargs)
         else:
             resp = await client.completions.create(prompt=self._prompt_text(unit.req, sampling), **kwargs)
         return self._to_generations(unit, resp)
+
+    def _prefix_tokens(self, prefix: str) -> int | None:
+        """The prefix's length in tokens, counted with the local tokenizer when one is given (the
+        server's usage counts it inside the prompt and does not say how much of it was the prefix)."""
+        if not prefix or self._tokenizer is None:
+            return None
+        return len(self._tokenizer(prefix, add_special_tokens=False)["input_ids"])
 
     def _to_generations(self, unit: _Unit, resp: Any) -> list[Generation]:
         n = len(unit.chain_indices)
@@ -445,11 +464,13 @@ class OpenAIServerBackend(Backend):
                 Generation(
                     problem_id=unit.req.problem_id,
                     chain_index=c,
-                    text=text,
+                    text=join(unit.req.prefix, text),  # the server returns the continuation only
                     prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
                     completion_tokens=completion_tokens if n == 1 and isinstance(completion_tokens, int) else None,
                     finish_reason=finish if isinstance(finish, str) else None,
                     extra=extra,
+                    prefix=unit.req.prefix,
+                    prefix_tokens=self._prefix_tokens(unit.req.prefix),
                 )
             )
         return gens
