@@ -290,3 +290,36 @@ def test_lcb_prefix_mode_continues_the_parents_program(tmp_path: Path) -> None:
     assert sum(prefilled(b) is not None for b in bodies) == 2
     # the task prompt, not OpenEvolve's template: a policy trained on the task prompt reads it
     assert all("# The task" not in b["messages"][0]["content"] for b in bodies)
+
+
+# ---- locality: child-parent vs child-other distance ----------------------------------------------------------
+
+def test_edit_distance_and_locality() -> None:
+    from search.metrics import edit_distance, locality, normalised_distance
+
+    assert edit_distance("kitten", "sitting") == 3 and edit_distance([], ["a"]) == 1
+    assert normalised_distance("ab", "ab") == 0.0 and normalised_distance("ab", "cd") == 1.0
+
+    def row(it, pid, parent, ans):
+        return {"problem_id": "p", "iteration": it, "answer_index": 0, "program_id": pid, "parent_id": parent,
+                "answers": [ans]}
+
+    rows = [row(0, "a", None, "U U U U"), row(1, "b", "a", "U U U D"), row(2, "c", "b", "U U D D"),
+            row(3, "d", "c", "L L L L")]
+    got = locality(rows, lambda pid, ans: ans.split())
+    # b: parent a 1/4, others none (left out); c: parent b 1/4, other a 2/4; d: parent c 1, others a, b: 1
+    assert got["n"] == 2
+    assert got["child_parent"] == pytest.approx((0.25 + 1.0) / 2)
+    assert got["child_other"] == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_prefix_children_are_closer_to_their_parents(tmp_path: Path) -> None:
+    """On the scripted policy the prefix mode's children share their parent's first moves: their
+    distance to the parent is below their distance to other earlier candidates."""
+    from search.metrics import locality
+
+    task = get_task("maze")
+    with ScriptedOpenAIServer(continue_route) as srv:
+        rows = list(rows_of(run_evolve(cfg(srv.base_url, tmp_path / "p", iterations=20))).values())
+    got = locality(rows, lambda pid, ans: task.moves(ans))
+    assert got["n"] > 20 and got["child_parent"] < got["child_other"]
