@@ -343,8 +343,12 @@ class Maze(Benchmark):
     answer_open = "<answer>"
 
     def answer_steps(self, problem: Problem, answer: str) -> list[str]:
-        """A route's steps are its moves (as the parser reads them)."""
-        return self.moves(answer)
+        """A route's steps are the moves it uses (as the parser reads them): up to reaching E or the
+        step budget. Moves after those are ignored by the simulator, so a cut among them would keep
+        the whole effective route and the child would walk the parent's path."""
+        moves = self.moves(answer)
+        _, info = simulate(MazeInstance.from_problem(problem), moves, self.reward_mode)
+        return moves[: info["steps"]]
 
     def join_steps(self, steps: Sequence[str]) -> str:
         return " ".join(steps)  # space-separated move words, as the prompts ask for

@@ -189,6 +189,8 @@ def test_maze_plateau_cut_rule() -> None:
             (len(info["gold"]), len(info["diamond"]), info["bonus_visited"], len(info["lava_hit"]))
     assert task.answer_prefix(p, " ".join(route), 2, 3) == "<route_1>" + " ".join(route[:2])
     assert task.answer_prefix(p, " ".join(route), 0, 1) == "<answer>"
+    # the steps a cut may fall between are the moves the route uses: none after E
+    assert task.answer_steps(p, " ".join(route + ["UP", "UP", "LEFT"])) == route
 
 
 def test_default_answer_prefix_keeps_the_text_up_to_a_word() -> None:
