@@ -27,6 +27,13 @@ the run's identity). Up to L iterations can therefore be generated and graded at
 on the order the server answers in, or on the process's string-hash seed. With L = 1 it is the plain
 sequential loop (draw i after admit i - 1).
 
+Prefix mode (``--prompt-mode prefix``). The draw also fixes the child's assistant prefix: the parent's
+answer in the task's completion format cut after ``cut`` steps (:meth:`ProblemEvolution._prefix`),
+the cut drawn from the iteration's own seed (or the task's plateau rule), so the prefix is a function
+of the database state the draw sees and the seeds, like the parent; it is saved with the pending draw
+and recorded in the rows (``cut``, ``prefix``). The prompt is the task's own; the client sends the
+prefix as an open assistant turn and the completion graded is prefix + continuation.
+
 Resume. A checkpoint is taken right after admitting iteration j (every ``checkpoint_interval`` and
 the last): OpenEvolve's database files plus ``vpo_state.json`` (the random state, copy counter,
 diversity cache, and the *pending* draws: iterations already drawn but not yet admitted, with their
