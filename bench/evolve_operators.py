@@ -20,136 +20,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.search_arms import curves_of, pair, plot as plot_arms, summarize, vpo  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 ARMS = ("evolve-vpo", "sample-vpo", "evolve-grpo", "sample-grpo")
 CONTRASTS = (("evolve-vpo", "sample-vpo"), ("evolve-grpo", "sample-grpo"), ("evolve-vpo", "evolve-grpo"))
-
-
-def vpo(*args: str) -> float:
-    print("$ vpo " + " ".join(args), flush=True)
-    t0 = time.time()
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    subprocess.run([sys.executable, "-m", "harness.app.cli", *args], cwd=REPO, check=True, env=env)
-    return time.time() - t0
-
-
-def _rows(folder: Path) -> list[dict[str, Any]]:
-    from harness.core.store import latest_rows
-
-    return [r for r in latest_rows(folder) if not r.get("error")]
-
-
-def per_maze(folder: Path, budget: int, thr: dict[str, float], ids: list[str], evolve: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(P, budget) best scalar so far and solved-so-far per maze. Evolve: candidates in the order the
-    search evaluated them. Sampling: the unbiased expectation over draws without replacement from the
-    pool (best@c, and solved-within-c as pass@c of the solved flags)."""
-    from harness.core.metrics import best_at_k, pass_at_k
-
-    best = np.full((len(ids), budget), np.nan)
-    solved = np.full((len(ids), budget), np.nan)
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in _rows(folder):
-        by.setdefault(r["problem_id"], []).append(r)
-    for i, pid in enumerate(ids):
-        rs = by.get(pid, [])
-        if evolve:
-            rs = sorted(rs, key=lambda r: (int(r["iteration"]), int(r["answer_index"])))
-            sc = np.array([float(r["scalars"][0]) for r in rs])[:budget]
-            if sc.size:
-                best[i, : sc.size] = np.maximum.accumulate(sc)
-                solved[i, : sc.size] = np.maximum.accumulate(sc >= thr[pid] - 1e-6)
-        else:
-            sc = np.array([float(s) for r in sorted(rs, key=lambda r: int(r["chain_index"])) for s in r["scalars"]])
-            n = min(sc.size, budget)
-            for c in range(1, n + 1):
-                best[i, c - 1] = best_at_k([sc], c)[0]
-                solved[i, c - 1] = pass_at_k([sc >= thr[pid] - 1e-6], c)[0]
-    return best, solved
+STYLE = {"evolve-vpo": ("C0", "-"), "sample-vpo": ("C0", ":"), "evolve-grpo": ("C3", "-"), "sample-grpo": ("C3", ":")}
 
 
 def analyse(folders: dict[str, Path], budget: int, ids: list[str], thr: dict[str, float]) -> tuple[str, dict[str, Any]]:
-    from harness.core.metrics import mean_se
-    from reports.compare import paired_bootstrap
-
-    curves = {a: per_maze(f, budget, thr, ids, a.startswith("evolve")) for a, f in folders.items()}
-    marks = sorted({b for b in (1, 3, 10, 30, 60, budget) if b <= budget})
-    from reports.tables import format_number, write_table
-
-    arm_rows = []
-    out: dict[str, Any] = {"budgets": marks, "arms": {}, "contrasts": {}}
-    for a in ARMS:
-        best, solved = curves[a]
-        s = [mean_se(solved[:, b - 1]) for b in marks]
-        v = [mean_se(best[:, b - 1]) for b in marks]
-        out["arms"][a] = {"solved": [e.as_dict() for e in s], "best": [e.as_dict() for e in v]}
-        arm_rows.append([a, *s, *v])
-    lines = [write_table(["arm"] + [f"solved@{b}" for b in marks] + [f"best@{b}" for b in marks], arm_rows,
-                         "markdown")]
-    lines += ["", f"Paired differences at the largest budget ({budget} candidates per maze), 95% bootstrap "
-              "interval over mazes, win/tie/loss:", ""]
-    contrast_rows = []
-    for a, b in CONTRASTS:
-        cells = []
-        for j in (1, 0):  # solved, then best
-            d = curves[a][j][:, -1] - curves[b][j][:, -1]
-            lo, hi = paired_bootstrap(d[None, :])
-            w, t, lo_n = int((d > 1e-9).sum()), int((np.abs(d) <= 1e-9).sum()), int((d < -1e-9).sum())
-            cells += [f"{format_number(float(np.nanmean(d)), sign=True)} [{format_number(lo[0], sign=True)}, "
-                      f"{format_number(hi[0], sign=True)}]", f"{w}/{t}/{lo_n}"]
-            out["contrasts"][f"{a} - {b}:{'solved' if j else 'best'}"] = {
-                "mean": float(np.nanmean(d)), "ci": [float(lo[0]), float(hi[0])], "wtl": [w, t, lo_n]}
-        contrast_rows.append([f"{a} − {b}", *cells])
-    lines.append(write_table(["contrast", "solved diff [CI]", "w/t/l", "best diff [CI]", "w/t/l"], contrast_rows,
-                             "markdown", align="lllll"))
-    only = {}
-    for a in ARMS:
-        mine = {pid for i, pid in enumerate(ids) if curves[a][1][i, -1] >= 1 - 1e-9}
-        others = {pid for o in ARMS if o != a for i, pid in enumerate(ids) if curves[o][1][i, -1] >= 1 - 1e-9}
-        only[a] = sorted(mine - others)
-    out["solved_by_one_arm_only"] = only
-    lines += ["", "Mazes solved by one arm only (sampling arms: solved with certainty in the pool): " +
-              "; ".join(f"{a}: {', '.join(v) if v else 'none'}" for a, v in only.items())]
-    return "\n".join(lines), {**out, "_curves": curves}
+    return summarize(curves_of(folders, budget, ids, thr), ids, budget, ARMS, [pair(a, b) for a, b in CONTRASTS])
 
 
 def plot(results: dict[str, dict[str, Any]], budget: int, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
-    sets = list(results)
-    fig, axes = plt.subplots(2, len(sets), figsize=(5.2 * len(sets), 7.2), squeeze=False)
-    style = {"evolve-vpo": ("C0", "-"), "sample-vpo": ("C0", ":"), "evolve-grpo": ("C3", "-"), "sample-grpo": ("C3", ":")}
-    xs = np.arange(1, budget + 1)
-    for c, name in enumerate(sets):
-        curves = results[name]["_curves"]
-        for r, (j, label) in enumerate(((1, "solved (fraction of mazes)"), (0, "best task scalar"))):
-            ax = axes[r][c]
-            for a in ARMS:
-                v = curves[a][j]
-                m = np.nanmean(v, axis=0)
-                se = np.nanstd(v, axis=0, ddof=1) / np.sqrt(np.sum(~np.isnan(v), axis=0).clip(min=1))
-                col, ls = style[a]
-                ax.plot(xs, m, color=col, ls=ls, label=a)
-                ax.fill_between(xs, m - se, m + se, color=col, alpha=0.12)
-            ax.set_xlabel("candidates per maze")
-            ax.set_ylabel(label)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_title(f"{name} (32 mazes; bands: ±1 s.e.)")
-            ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    plot_arms(results, budget, path, ARMS, STYLE)
 
 
 def main() -> int:

@@ -81,7 +81,8 @@ def score_generation(task: Benchmark, problem: Problem, gen: Generation, m: int,
     row = ChainRow(problem_id=gen.problem_id, chain_index=gen.chain_index, seed=seed, text=gen.text,
                    prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
                    finish_reason=gen.finish_reason, latency_s=gen.latency_s, attempts=gen.attempts,
-                   error=gen.error, extra=dict(gen.extra or {}))
+                   error=gen.error, extra=dict(gen.extra or {}),
+                   prefix=gen.prefix or None, prefix_tokens=gen.prefix_tokens if gen.prefix else None)
     if not gen.error:
         try:
             sc = score_chain(task, problem, gen.text, m)

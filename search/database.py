@@ -126,6 +126,10 @@ class SortedIdMap(MutableMapping):
         return f"SortedIdMap({len(self._d)} programs)"
 
 
+def _score(program: Any) -> float:
+    return float((program.metrics or {}).get("combined_score", 0.0))
+
+
 def _base() -> type:
     from openevolve.database import ProgramDatabase
 
@@ -194,6 +198,24 @@ class OrderedProgramDatabase(_base()):  # type: ignore[misc]
     def _next_copy_id(self) -> uuid.UUID:
         self.copies += 1
         return uuid.uuid5(uuid.NAMESPACE_URL, f"vpo-evolve/{self._name}/copy/{self.copies}")
+
+    def sample_from_island(self, island_id: int, num_inspirations: int | None = None, *,
+                           allow_zero: bool = True) -> tuple[Any, list[Any]]:
+        """OpenEvolve's parent and inspiration draw; with ``allow_zero=False`` a parent whose score
+        (``combined_score``) is 0 is replaced, while the island (else the database) holds programs
+        scoring above 0, by one of those drawn uniformly from this database's stream. Why: a child
+        continuing a zero-reward parent (a route that never reaches the exit) inherits nothing worth
+        keeping, and OpenEvolve's exploration draw picks such parents as often as any."""
+        parent, inspirations = super().sample_from_island(island_id, num_inspirations)
+        if allow_zero or _score(parent) > 0:
+            return parent, inspirations
+        ids = [p for p in self.islands[island_id % len(self.islands)] if p in self.programs]
+        better = [p for p in ids if _score(self.programs[p]) > 0] or \
+            [p for p in self.programs if _score(self.programs[p]) > 0]
+        if not better:
+            return parent, inspirations
+        chosen = self.programs[self.rand.choice(better)]
+        return chosen, [p for p in inspirations if p.id != chosen.id]
 
     def _get_cached_diversity(self, program: Any) -> float:
         self._codes[hash(program.code)] = program.code

@@ -27,6 +27,13 @@ the run's identity). Up to L iterations can therefore be generated and graded at
 on the order the server answers in, or on the process's string-hash seed. With L = 1 it is the plain
 sequential loop (draw i after admit i - 1).
 
+Prefix mode (``--prompt-mode prefix``). The draw also fixes the child's assistant prefix: the parent's
+answer in the task's completion format cut after ``cut`` steps (:meth:`ProblemEvolution._prefix`),
+the cut drawn from the iteration's own seed (or the task's plateau rule), so the prefix is a function
+of the database state the draw sees and the seeds, like the parent; it is saved with the pending draw
+and recorded in the rows (``cut``, ``prefix``). The prompt is the task's own; the client sends the
+prefix as an open assistant turn and the completion graded is prefix + continuation.
+
 Resume. A checkpoint is taken right after admitting iteration j (every ``checkpoint_interval`` and
 the last): OpenEvolve's database files plus ``vpo_state.json`` (the random state, copy counter,
 diversity cache, and the *pending* draws: iterations already drawn but not yet admitted, with their
@@ -73,7 +80,7 @@ class EvolveSettings:
     llm: ChatLLM
     iterations: int
     m: int
-    prompt_mode: str                 # "evolve" | "task"
+    prompt_mode: str                 # "evolve" | "task" | "prefix"
     prompt_style: str
     seed: int
     checkpoint_root: Path
@@ -84,6 +91,13 @@ class EvolveSettings:
     lag: int = 1                     # identity: which database state iteration i draws from
     parallel: int = 1                # execution: iterations of this problem generated at once (<= lag)
     llm_slots: asyncio.Semaphore | None = None  # the run's cap on LLM requests in flight
+    cut: str = "uniform"             # prefix mode: where the parent's answer is cut (CUT_RULES)
+    allow_zero_parents: bool = True  # False: a zero-score parent is redrawn while better ones exist
+
+
+#: prefix mode's cut rules: a uniform step of the parent's answer, or where its reward stopped improving
+#: (``Benchmark.plateau_cut``; tasks that cannot say fall back to uniform)
+CUT_RULES = ("uniform", "plateau")
 
 
 def program_id(problem_id: str, iteration: int, j: int) -> str:
@@ -134,6 +148,8 @@ class Draw:
     inspiration_ids: list[str]
     mode: str
     messages: list[dict[str, str]]
+    prefix: str = ""                 # prefix mode: the start of the answer the policy continues
+    cut: int | None = None           # prefix mode: how many of the parent's steps the prefix keeps
 
 
 class ProblemEvolution:
@@ -268,12 +284,15 @@ class ProblemEvolution:
         inspirations: list[Any] = []
         with self.db.streams():
             if self.db.programs:
-                parent, inspirations = self.db.sample_from_island(island, cfg.prompt.num_diverse_programs)
+                parent, inspirations = self.db.sample_from_island(island, cfg.prompt.num_diverse_programs,
+                                                                  allow_zero=self.s.allow_zero_parents)
             mode, messages = self._messages(it, island, parent, inspirations)
+        prefix, cut = self._prefix(it, parent) if mode == "prefix" else ("", None)
         d = Draw(iteration=it, island=island, parent_id=parent.id if parent is not None else None,
                  parent_code=parent.code if parent is not None else None,
                  parent_generation=parent.generation if parent is not None else -1,
-                 inspiration_ids=[p.id for p in inspirations], mode=mode, messages=messages)
+                 inspiration_ids=[p.id for p in inspirations], mode=mode, messages=messages,
+                 prefix=prefix, cut=cut)
         self.pending[it] = d
         return d
 
@@ -290,12 +309,14 @@ class ProblemEvolution:
     async def _generate(self, d: Draw) -> list[dict[str, Any]]:
         s, it = self.s, d.iteration
         seed = derive_seed(s.seed, self.problem.id, it, "llm")
+        # the prefix travels only when there is one: clients of the other modes are called as before
+        kw = {"prefix": d.prefix} if d.prefix else {}
         if s.llm_slots is not None:
             async with s.llm_slots:
-                comp = await s.llm.complete(d.messages, seed)
+                comp = await s.llm.complete(d.messages, seed, **kw)
         else:
-            comp = await s.llm.complete(d.messages, seed)
-        if d.mode in ("task", "mutation"):  # both answer in the task's own format
+            comp = await s.llm.complete(d.messages, seed, **kw)
+        if d.mode in ("task", "mutation", "prefix"):  # all answer in the task's own format
             grade, arg = self.evaluator.evaluate_text, (comp.text, s.m)
         else:
             grade, arg = self.evaluator.evaluate_many, (self._parse(comp.text, d.mode, d.parent_code),)
@@ -320,6 +341,7 @@ class ProblemEvolution:
                 "completion_tokens": comp.completion_tokens if j == 0 else 0,
                 "finish_reason": comp.finish_reason, "latency_s": round(comp.latency_s, 6) if j == 0 else 0.0,
                 "score_s": round(ev.score_s, 6), "error": None,
+                **({"cut": d.cut, "prefix": d.prefix if j == 0 else None} if d.mode == "prefix" else {}),
             })
         return rows
 
@@ -405,13 +427,34 @@ class ProblemEvolution:
                 self._writer = None
 
     # ---- prompts and parsing ---------------------------------------------------------------------------
+    def _task_prompt(self) -> list[dict[str, str]]:
+        s = self.s
+        if s.m == 1:
+            return s.task.prompt(self.problem, style=s.prompt_style)
+        return s.task.multi_prompt(self.problem, s.m, style=s.prompt_style)
+
+    def _prefix(self, it: int, parent: Any) -> tuple[str, int]:
+        """Prefix mode: the parent's answer in the task's completion format, cut after ``cut`` steps.
+        ``uniform`` draws the cut from this iteration's own seed (a function of run seed, problem and
+        iteration, so replays, W and hash seeds cannot move it), uniform over 0 .. steps - 1, so at
+        least one step is rewritten; ``plateau`` cuts where the parent's reward stopped improving
+        when the task can say (Maze), else uniformly."""
+        s = self.s
+        steps = s.task.answer_steps(self.problem, parent.code)
+        cut = s.task.plateau_cut(self.problem, parent.code) if s.cut == "plateau" else None
+        if cut is None:
+            rng = random.Random(derive_seed(s.seed, self.problem.id, it, "cut"))
+            cut = rng.randrange(len(steps)) if steps else 0
+        cut = max(0, min(int(cut), len(steps)))
+        return s.task.answer_prefix(self.problem, parent.code, cut, s.m), cut
+
     def _messages(self, it: int, island: int, parent: Any, inspirations: list[Any]) -> tuple[str, list[dict[str, str]]]:
         s, cfg = self.s, self.s.config
         if s.prompt_mode == "task" or parent is None:
             # the task's own prompt; also how every problem's population is seeded at iteration 0
-            if s.m == 1:
-                return "task", s.task.prompt(self.problem, style=s.prompt_style)
-            return "task", s.task.multi_prompt(self.problem, s.m, style=s.prompt_style)
+            return "task", self._task_prompt()
+        if s.prompt_mode == "prefix":  # the task's own prompt; the draw adds the parent's answer prefix
+            return "prefix", self._task_prompt()
         own = self._task_mutation(parent, inspirations)
         if own is not None:
             return "mutation", own

@@ -27,6 +27,9 @@ from benchmarks import Problem, get_task
 from harness.core.store import RunStore, latest_rows, write_json_atomic
 
 CODE_TASKS = {"livecodebench"}
+#: evolve: OpenEvolve's templates / the task's mutation prompt; task: independent samples of the task
+#: prompt; prefix: the task prompt with the start of a parent's answer as the assistant prefix
+PROMPT_MODES = ("evolve", "task", "prefix")
 
 
 @dataclass
@@ -37,6 +40,8 @@ class EvolveConfig:
     iterations: int = 20
     m: int = 1
     prompt_mode: str = "evolve"
+    cut: str = "uniform"              # prefix mode: where the parent's answer is cut (search.engine.CUT_RULES)
+    allow_zero_parents: bool | None = None  # None: the mode's default (prefix: False, others: True)
     config_path: str | None = None
     out: str | None = None
     split: str = "test"
@@ -64,8 +69,14 @@ class EvolveConfig:
             raise ValueError(f"--iterations must be >= 0, got {self.iterations}")
         if self.m < 1:
             raise ValueError(f"-m must be >= 1, got {self.m}")
-        if self.prompt_mode not in ("evolve", "task"):
-            raise ValueError(f"--prompt-mode must be evolve or task, got {self.prompt_mode!r}")
+        if self.prompt_mode not in PROMPT_MODES:
+            raise ValueError(f"--prompt-mode must be one of {', '.join(PROMPT_MODES)}, got {self.prompt_mode!r}")
+        from search.engine import CUT_RULES
+
+        if self.cut not in CUT_RULES:
+            raise ValueError(f"--cut must be one of {', '.join(CUT_RULES)}, got {self.cut!r}")
+        if self.allow_zero_parents not in (None, True, False):
+            raise ValueError(f"allow_zero_parents must be true, false or unset, got {self.allow_zero_parents!r}")
         if self.concurrency < 1:
             raise ValueError(f"--concurrency must be >= 1, got {self.concurrency}")
         if self.lag < 1:
@@ -95,7 +106,19 @@ class EvolveConfig:
         out["model"]["args"] = identity_args(self.model, self.model_args)  # not timeouts, keys, batch sizes
         if not out["sampling"].get("chat_template_args"):  # folders from before the field keep their identity
             out["sampling"].pop("chat_template_args", None)
+        # the prefix mode's settings: identity where they act, left out elsewhere (older folders keep theirs)
+        if self.prompt_mode != "prefix":
+            out["evolve"].pop("cut", None)
+        if self.allow_zero_parents is None:
+            out["evolve"].pop("allow_zero_parents", None)
         return out
+
+    def zero_parents_allowed(self) -> bool:
+        """Whether a zero-score parent may be drawn while better ones exist: the flag, else the mode's
+        default (prefix mode continues the parent's own answer, so a zero-reward parent is avoided)."""
+        if self.allow_zero_parents is not None:
+            return bool(self.allow_zero_parents)
+        return self.prompt_mode != "prefix"
 
     def default_out(self) -> Path:
         """A deterministic folder from the identity, so repeating a command resumes the same run."""
@@ -115,7 +138,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "task": ("task", "split", "task_options", "data_path", "limit", "prompt_style"),
     "model": ("model", "model_args"),
     "sampling": ("m", "temperature", "top_p", "max_tokens", "seed", "chat_template_args"),
-    "evolve": ("problems", "iterations", "prompt_mode", "config_path", "baseline"),
+    "evolve": ("problems", "iterations", "prompt_mode", "config_path", "baseline", "cut", "allow_zero_parents"),
     "execution": ("out", "base_url", "progress", "concurrency", "serve_threads", "timeout_s"),
 }
 # the parallel schedule (search/engine.py): the lag decides which database state each iteration
@@ -316,7 +339,8 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
                               prompt_mode=cfg.prompt_mode, prompt_style=cfg.prompt_style, seed=cfg.seed,
                               checkpoint_root=folder / "openevolve", write_rows=write_rows, solved=solved_fn(task),
                               on_iteration=on_iteration, code=cfg.task in CODE_TASKS, lag=cfg.lag,
-                              parallel=parallel, llm_slots=asyncio.Semaphore(cfg.concurrency))
+                              parallel=parallel, llm_slots=asyncio.Semaphore(cfg.concurrency), cut=cfg.cut,
+                              allow_zero_parents=cfg.zero_parents_allowed())
     sem = asyncio.Semaphore(cfg.concurrency)
     slots = list(range(1, cfg.concurrency + 1))
 

@@ -172,3 +172,61 @@ def sampling_at_budgets(solved_pools: Sequence[np.ndarray], scalar_pools: Sequen
     curve = best_at_k_curve([np.asarray(s, dtype=float) for s in scalar_pools], [int(c) for c in budgets])
     best = np.stack([curve[int(c)] for c in budgets], axis=1)
     return solved, best
+
+
+def edit_distance(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Levenshtein distance between two sequences (insertions, deletions, substitutions: cost 1)."""
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+def normalised_distance(a: Sequence[Any], b: Sequence[Any]) -> float:
+    """Edit distance over the longer length: 0 for equal answers, 1 for answers sharing nothing."""
+    n = max(len(a), len(b))
+    return edit_distance(a, b) / n if n else 0.0
+
+
+def locality(rows: Sequence[dict[str, Any]], steps: Callable[[str, str], list[str]],
+             n_others: int = 8) -> dict[str, Any]:
+    """How local a search's children are: for every child with a parent and an answer, the normalised
+    edit distance (over the task's answer steps, ``steps(problem_id, answer)``: Maze moves, words,
+    program lines) to its parent, and the mean distance to up to ``n_others`` other candidates of
+    earlier iterations (evenly spaced over them in evaluation order, the parent left out: a fixed,
+    seed-free choice that keeps the cost linear in the run). A local operator has child-parent
+    distances well below child-other ones; independent sampling has them equal on average.
+
+    Returns the means over children (``child_parent``, ``child_other``, ``n``) and per problem."""
+    by_p: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_p.setdefault(r["problem_id"], []).append(r)
+    all_par: list[float] = []
+    all_oth: list[float] = []
+    per: dict[str, dict[str, float | int | None]] = {}
+    for pid, rs in sorted(by_p.items()):
+        rs = sorted(rs, key=lambda r: (int(r["iteration"]), int(r.get("answer_index", 0))))
+        seq = {r["program_id"]: steps(pid, r["answers"][0]) for r in rs if r.get("answers") and r["answers"][0]}
+        par, oth = [], []
+        for k, r in enumerate(rs):
+            me = seq.get(r.get("program_id"))
+            parent = seq.get(r.get("parent_id")) if r.get("parent_id") else None
+            if me is None or parent is None:
+                continue
+            earlier = [x["program_id"] for x in rs[:k] if int(x["iteration"]) < int(r["iteration"])
+                       and x["program_id"] in seq and x["program_id"] != r["parent_id"]]
+            if earlier:
+                pick = sorted({earlier[int(i)] for i in np.linspace(0, len(earlier) - 1, min(n_others, len(earlier)))})
+                oth.append(float(np.mean([normalised_distance(me, seq[o]) for o in pick])))
+                par.append(normalised_distance(me, parent))
+        per[pid] = {"child_parent": float(np.mean(par)) if par else None,
+                    "child_other": float(np.mean(oth)) if oth else None, "n": len(par)}
+        all_par += par
+        all_oth += oth
+    return {"child_parent": float(np.mean(all_par)) if all_par else None,
+            "child_other": float(np.mean(all_oth)) if all_oth else None, "n": len(all_par), "per_problem": per}

@@ -16,7 +16,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from harness.core.models.base import Backend, GenRequest
+from harness.core.models.base import Backend, GenRequest, check_prefill
+from harness.core.models.prefill import continuation
 from search.serve_protocol import Job
 
 
@@ -117,7 +118,8 @@ class Batcher:
         reqs = []
         for b, j in enumerate(batch):
             msgs = j.payload if j.kind == "chat" else [{"role": "user", "content": j.payload}]
-            reqs.append(GenRequest(str(b), msgs, tuple(range(len(j.seeds))), tuple(j.seeds)))
+            reqs.append(GenRequest(str(b), msgs, tuple(range(len(j.seeds))), tuple(j.seeds), prefix=j.prefix))
+        check_prefill(self.backend, reqs)
         got: dict[tuple[int, int], Any] = {}
         for g in self.backend.generate(reqs, batch[0].sampling):
             got[(int(g.problem_id), g.chain_index)] = g
@@ -128,7 +130,8 @@ class Batcher:
             if bad != "ok":
                 res.append(RuntimeError(bad.error if bad is not None else "backend returned no generation"))
                 continue
-            res.append([{"text": g.text, "prompt_tokens": g.prompt_tokens or 0,
+            # the reply holds the continuation only (vLLM's convention; the client keeps the prefix)
+            res.append([{"text": continuation(g.text, j.prefix), "prompt_tokens": g.prompt_tokens or 0,
                          "completion_tokens": g.completion_tokens or 0,
                          "finish_reason": g.finish_reason or "stop"} for g in gens])
         return res

@@ -64,6 +64,9 @@ class Job:
     stream: bool = False
     include_usage: bool = False
     future: Future = field(default_factory=Future)
+    #: assistant prefill (``continue_final_message``): the final assistant message's text, taken out
+    #: of ``payload``; the model continues it and the reply holds the continuation only, as vLLM's
+    prefix: str = ""
 
 
 #: a request's ``seed`` is a signed 64-bit integer that is not negative: torch's generators take at most
@@ -176,6 +179,38 @@ def _template_args(body: dict[str, Any], default: dict[str, Any]) -> tuple[tuple
     return tuple(sorted({**default, **extra}.items()))
 
 
+def _flag(body: dict[str, Any], name: str, default: bool) -> bool:
+    v = body.get(name)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise BadRequest(name, f"expected a boolean, got {v!r}")
+    return v
+
+
+def _prefill(body: dict[str, Any], messages: list[dict[str, str]]) -> tuple[list[dict[str, str]], str]:
+    """``(messages, prefix)``: with ``continue_final_message`` the last (assistant) message becomes
+    the prefix the model continues. vLLM's rules: it excludes ``add_generation_prompt``, and it needs
+    an assistant message last; a prompt rendered with no generation prompt and nothing to continue is
+    not something the backends here can do, so that is refused too."""
+    cont = _flag(body, "continue_final_message", False)
+    gen_prompt = _flag(body, "add_generation_prompt", True)
+    if cont and gen_prompt:
+        raise BadRequest("continue_final_message", "continue_final_message and add_generation_prompt cannot both "
+                         "be true (send add_generation_prompt: false to continue the last message)")
+    if not cont:
+        if not gen_prompt:
+            raise BadRequest("add_generation_prompt", "add_generation_prompt: false is supported only with "
+                             "continue_final_message: true (continuing the last assistant message)")
+        return messages, ""
+    if messages[-1]["role"] != "assistant":
+        raise BadRequest("messages", f"continue_final_message needs the last message to be an assistant one, "
+                         f"got role {messages[-1]['role']!r}")
+    if len(messages) < 2:
+        raise BadRequest("messages", "continue_final_message needs a prompt before the assistant message")
+    return messages[:-1], messages[-1]["content"]
+
+
 def _neutral(body: dict[str, Any], name: str) -> None:
     v = body.get(name)
     if v is None or any(type(v) is type(ok) and v == ok for ok in NEUTRAL[name]):
@@ -198,6 +233,9 @@ def parse_body(body: Any, kind: str, *, model_name: str, context_len: int | None
         raise BadRequest("model", f"the model {model!r} does not exist; this server serves {model_name!r}",
                          status=404, code="model_not_found")
     payload: Any = _messages(body) if kind == "chat" else _prompt(body)
+    prefix = ""
+    if kind == "chat":
+        payload, prefix = _prefill(body, payload)
     n = _integer(body, "n")
     n = 1 if n is None else n
     if not 1 <= n <= MAX_N:
@@ -232,7 +270,7 @@ def parse_body(body: Any, kind: str, *, model_name: str, context_len: int | None
     sampling = SamplingConfig(temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=_stop(body),
                               chat_template_args=_template_args(body, template_args or {}))
     return Job(kind, payload, choice_seeds(body.get("seed"), n), sampling, stream=bool(stream),
-               include_usage=bool(opts and opts.get("include_usage")))
+               include_usage=bool(opts and opts.get("include_usage")), prefix=prefix)
 
 
 def error_body(status: int, message: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:

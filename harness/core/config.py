@@ -65,6 +65,9 @@ class SamplingSpec:
     #: it): they change the prompt the model sees, so they are identity (left out of it while empty, so
     #: runs from before the field existed keep their identity and folder name)
     chat_template_args: dict[str, Any] = field(default_factory=dict)
+    #: assistant prefill: every chain continues this start of the answer (``GenRequest.prefix``); it
+    #: changes what the model sees, so it is identity (left out of it while empty, like the above)
+    prefix: str = ""
 
     def __post_init__(self) -> None:
         self.ks = default_ks(self.n * self.m) if self.ks is None else tuple(self.ks)
@@ -99,7 +102,7 @@ IDENTITY_SECTIONS = ("task", "model", "sampling")
 #: ``model.base_url`` was identity in older folders; listed so their resume check ignores it
 NOT_IDENTITY = ("sampling.ks", "model.base_url")
 #: identity fields left out while empty (added after runs existed: an empty value keeps old identities)
-OMIT_WHEN_EMPTY = ("sampling.chat_template_args",)
+OMIT_WHEN_EMPTY = ("sampling.chat_template_args", "sampling.prefix")
 _SECTIONS = {"task": TaskSpec, "model": ModelSpec, "sampling": SamplingSpec, "execution": ExecutionSpec}
 #: flat keyword -> (section, field) where the flat name differs from the field name (EvolveConfig too)
 ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),
@@ -179,6 +182,8 @@ class RunConfig:
                              f"problem (n={s.n} chains x m={s.m} answers); use k <= {s.n * s.m} or raise -n / -m")
         if not isinstance(s.chat_template_args, dict) or not all(isinstance(k, str) and k for k in s.chat_template_args):
             raise ValueError(f"chat_template_args must map names to values (k=v,...), got {s.chat_template_args!r}")
+        if not isinstance(s.prefix, str):
+            raise ValueError(f"prefix must be a string, got {s.prefix!r}")
         if self.task.limit is not None and self.task.limit < 1:
             raise ValueError(f"limit must be >= 1, got {self.task.limit}")
         self.execution.executor.validate()

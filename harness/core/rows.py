@@ -33,9 +33,10 @@ _NONE = type(None)
 #: optional fields: the exact types each may have (bool is not an int here: ``type(True) is bool``)
 _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     **{k: ((int, _NONE), "an integer") for k in ("seed", "prompt_tokens", "completion_tokens", "attempts",
-                                                  "n_unique", "iteration", "answer_index", "of")},
+                                                  "n_unique", "iteration", "answer_index", "of",
+                                                  "prefix_tokens", "cut")},
     **{k: ((int, float, _NONE), "a number") for k in ("latency_s", "score_s")},
-    **{k: ((str, _NONE), "a string") for k in ("error", "text", "finish_reason")},
+    **{k: ((str, _NONE), "a string") for k in ("error", "text", "finish_reason", "prefix")},
     "solved": ((bool, _NONE), "true or false"),
 }
 _INF = float("inf")
@@ -115,6 +116,10 @@ def check_row(row: Any) -> str | None:
     return None
 
 
+#: fields written only when set (added after runs existed: rows without them stay as they were)
+_WHEN_SET = ("prefix", "prefix_tokens")
+
+
 @dataclass
 class ChainRow:
     """One chain: the generation's metadata, its parsed answers and one reward vector per answer.
@@ -144,6 +149,10 @@ class ChainRow:
     #: backend-specific extras (token ids, server fields); empty when none
     extra: dict[str, Any] = field(default_factory=dict)
     score_s: float | None = None
+    #: assistant prefill: the prefix the model was given (``text`` starts with it) and its token count;
+    #: ``completion_tokens`` counts the continuation. Written only for prefilled chains
+    prefix: str | None = None
+    prefix_tokens: int | None = None
     #: keys of a stored row this version does not know, kept so a read-modify-write loses nothing
     other: dict[str, Any] = field(default_factory=dict)
 
@@ -158,7 +167,8 @@ class ChainRow:
             if f.name == "other":
                 continue
             v = getattr(self, f.name)
-            if f.name == "details" and v is None or f.name == "extra" and not v:
+            if f.name == "details" and v is None or f.name == "extra" and not v \
+                    or f.name in _WHEN_SET and v is None:
                 continue
             out[f.name] = v
         out.update(self.other)

@@ -178,7 +178,7 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         todo = [c for c in range(s.n) if (p.id, c) not in done]
         if todo:
             requests.append(GenRequest(p.id, make_prompt(task, p, cfg), tuple(todo),
-                                       tuple(derive_seed(s.seed, p.id, c) for c in todo)))
+                                       tuple(derive_seed(s.seed, p.id, c) for c in todo), prefix=s.prefix))
     n_todo = sum(len(r.chain_indices) for r in requests)
     store.update_record(ks=list(s.ks))  # the ks are metrics, not identity: a resume may read others
     if n_todo == 0 and store.results_current():

@@ -45,8 +45,11 @@ class FakeTokenizer:
     chat_template = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}<|assistant|>"
 
     def apply_chat_template(self, messages: list[dict[str, str]], tokenize: bool = False,
-                            add_generation_prompt: bool = True, **template_vars: Any) -> str:
-        text = "".join(f"<|{m['role']}|>{m['content']}" for m in messages)
+                            add_generation_prompt: bool = True, continue_final_message: bool = False,
+                            **template_vars: Any) -> str:
+        if continue_final_message and (add_generation_prompt or messages[-1]["role"] != "assistant"):
+            raise ValueError("continue_final_message needs add_generation_prompt=False and an assistant message last")
+        text = "".join(f"<|{m['role']}|>{m['content']}" for m in messages)  # the last one stays open
         text += "<|assistant|>" if add_generation_prompt else ""
         if add_generation_prompt and template_vars.get("enable_thinking", True) is False:
             text += "<think>\n\n</think>\n\n"
@@ -68,6 +71,7 @@ class LLM:
         self.kwargs = kwargs
         self.calls: list[tuple[list[Any], list[SamplingParams]]] = []
         self.chat_calls: list[dict[str, Any] | None] = []  # chat_template_kwargs of every chat call
+        self.chat_modes: list[tuple[bool, bool]] = []  # (add_generation_prompt, continue_final_message) per call
         self.tokenizer = FakeTokenizer()
         LLM.instances.append(self)
 
@@ -75,10 +79,13 @@ class LLM:
         return self.tokenizer
 
     def chat(self, messages: list[list[dict[str, str]]], sampling_params: list[SamplingParams],
-             use_tqdm: bool = True, chat_template_kwargs: dict[str, Any] | None = None) -> list[RequestOutput]:
+             use_tqdm: bool = True, chat_template_kwargs: dict[str, Any] | None = None,
+             add_generation_prompt: bool = True, continue_final_message: bool = False) -> list[RequestOutput]:
         self.chat_calls.append(chat_template_kwargs)
+        self.chat_modes.append((add_generation_prompt, continue_final_message))
         prompts = [{"prompt_token_ids": self.tokenizer(
-            self.tokenizer.apply_chat_template(conv, tokenize=False, add_generation_prompt=True,
+            self.tokenizer.apply_chat_template(conv, tokenize=False, add_generation_prompt=add_generation_prompt,
+                                               continue_final_message=continue_final_message,
                                                **(chat_template_kwargs or {})),
             add_special_tokens=False)["input_ids"]} for conv in messages]
         return self.generate(prompts, sampling_params, use_tqdm=use_tqdm)

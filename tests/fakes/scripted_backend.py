@@ -1,7 +1,8 @@
 """A scripted Backend for runner/metric/search tests: no model, fully controlled outputs.
 
 - ``responder(request, chain_index, seed) -> str`` decides each text (default: a deterministic
-  string built from problem id, chain index and seed, so seeds visibly matter);
+  string built from problem id, chain index and seed, so seeds visibly matter); for a prefilled
+  request (``request.prefix``) it gives the continuation and the text is prefix + continuation;
 - ``errors``: (problem_id, chain_index) pairs that come back as error Generations;
 - ``crash_after=N``: raise ``SimulatedCrash`` after N yielded chains (crash-resume tests);
 - ``shuffle_seed``: yield in a shuffled (but reproducible) completion order, as real servers do.
@@ -29,6 +30,7 @@ def default_responder(req: GenRequest, chain_index: int, seed: int) -> str:
 
 class ScriptedBackend(Backend):
     name = "scripted"
+    supports_prefill = True  # a prefilled request's text is prefix + the responder's continuation
 
     def __init__(
         self,
@@ -67,10 +69,12 @@ class ScriptedBackend(Backend):
             if (req.problem_id, c) in self.errors:
                 yield Generation(req.problem_id, c, "", error="scripted failure", attempts=3, extra={"seed": s})
                 continue
-            text = self.responder(req, c, s)
-            yield Generation(req.problem_id, c, text, prompt_tokens=sum(len(m["content"].split()) for m in req.messages),
-                             completion_tokens=len(text.split()), finish_reason="stop", latency_s=0.0,
-                             extra={"seed": s})
+            cont = self.responder(req, c, s)
+            yield Generation(req.problem_id, c, req.prefix + cont,
+                             prompt_tokens=sum(len(m["content"].split()) for m in req.messages),
+                             completion_tokens=len(cont.split()), finish_reason="stop", latency_s=0.0,
+                             extra={"seed": s}, prefix=req.prefix,
+                             prefix_tokens=len(req.prefix.split()) if req.prefix else None)
 
 
 def register() -> None:

@@ -96,11 +96,29 @@ class ScriptedOpenAIServer:
         return H
 
 
+def prefilled(body: dict[str, Any]) -> str | None:
+    """The prefix a chat body asks the server to continue (vLLM's ``continue_final_message`` with
+    ``add_generation_prompt: false`` and an assistant message last), or None for an ordinary request."""
+    msgs = body.get("messages") or []
+    if body.get("continue_final_message") is True and body.get("add_generation_prompt") is False \
+            and msgs and msgs[-1].get("role") == "assistant":
+        return msgs[-1]["content"]
+    return None
+
+
 def maze_routes_responder(m: int) -> Respond:
-    """Seeded random routes (a pure function of the request seed), m per reply in <route_i> tags."""
+    """Seeded random routes (a pure function of the request seed), m per reply in <route_i> tags. A
+    prefilled request is answered as vLLM does, with the continuation only: the open route gets more
+    moves and its closing tag, then the remaining routes follow (the mock backend's continuation)."""
     import random
 
     def respond(body: dict[str, Any], idx: int) -> str:
+        prefix = prefilled(body)
+        if prefix is not None:
+            from harness.core.models.mock import MockBackend
+
+            mock = MockBackend("moves", length=30)
+            return mock.text_for(body["messages"][:-1], int(body.get("seed") or 0), prefix)[len(prefix):]
         rng = random.Random(body.get("seed"))
         routes = [", ".join(rng.choice(("UP", "DOWN", "LEFT", "RIGHT")) for _ in range(rng.randint(4, 30)))
                   for _ in range(m)]

@@ -29,10 +29,40 @@ IDENTITY_CHANGES = {"problems": "hardest:4", "iterations": 7, "m": 3, "prompt_mo
 
 EXECUTION_CHANGES["parallel"] = 2  # in flight: speed only (search/engine.py's schedule)
 IDENTITY_CHANGES["lag"] = 1        # which database state each iteration draws from
+IDENTITY_CHANGES["allow_zero_parents"] = False  # which parents may be drawn
+#: identity only where they act (prefix mode); elsewhere they are left out, so older folders keep theirs
+PREFIX_IDENTITY_CHANGES = {"cut": "plateau"}
 
 
 def test_changes_cover_every_field():
-    assert set(EXECUTION_CHANGES) | set(IDENTITY_CHANGES) | {"task"} == {f.name for f in fields(EvolveConfig)}
+    assert set(EXECUTION_CHANGES) | set(IDENTITY_CHANGES) | set(PREFIX_IDENTITY_CHANGES) | {"task"} == \
+        {f.name for f in fields(EvolveConfig)}
+
+
+@pytest.mark.parametrize("name", sorted(PREFIX_IDENTITY_CHANGES))
+def test_prefix_settings_are_identity_in_prefix_mode_only(name):
+    a, b = base(prompt_mode="prefix"), base(prompt_mode="prefix", **{name: PREFIX_IDENTITY_CHANGES[name]})
+    assert a.identity() != b.identity() and a.default_out() != b.default_out()
+    a, b = base(), base(**{name: PREFIX_IDENTITY_CHANGES[name]})
+    assert a.identity() == b.identity() and name not in a.identity()["evolve"]
+
+
+def test_new_evolve_fields_keep_older_identities():
+    evolve = base().identity()["evolve"]
+    assert "cut" not in evolve and "allow_zero_parents" not in evolve
+    assert base(prompt_mode="prefix").identity()["evolve"]["cut"] == "uniform"
+
+
+def test_zero_parents_default_follows_the_mode():
+    assert base().zero_parents_allowed() and base(prompt_mode="task").zero_parents_allowed()
+    assert not base(prompt_mode="prefix").zero_parents_allowed()
+    assert base(prompt_mode="prefix", allow_zero_parents=True).zero_parents_allowed()
+
+
+@pytest.mark.parametrize("kw, match", [({"prompt_mode": "prefixx"}, "--prompt-mode"), ({"cut": "middle"}, "--cut")])
+def test_bad_prefix_settings_are_one_line(kw, match):
+    with pytest.raises(ValueError, match=match):
+        base(**kw).validate()
 
 
 @pytest.mark.parametrize("name", sorted(EXECUTION_CHANGES))

@@ -21,8 +21,16 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--problems", default="all", help="all | ID,ID,... | hardest:N@RUN_FOLDER[,RUN2]")
     p.add_argument("--iterations", type=int, default=20, help="iterations per problem (plus iteration 0, the seed)")
     p.add_argument("-m", "--answers", dest="m", type=int, default=1, help="answers (children) per LLM call")
-    p.add_argument("--prompt-mode", choices=["evolve", "task"], default="evolve",
-                   help="evolve: OpenEvolve's templates with the task in the system message; task: the task's own prompt")
+    p.add_argument("--prompt-mode", choices=["evolve", "task", "prefix"], default="evolve",
+                   help="evolve: OpenEvolve's templates with the task in the system message (or the task's mutation "
+                        "prompt); task: the task's own prompt (independent samples); prefix: the task's own prompt, "
+                        "the policy continuing the start of a parent's answer (any model trained on the task prompt)")
+    p.add_argument("--cut", choices=["uniform", "plateau"], default="uniform",
+                   help="prefix mode: where the parent's answer is cut: a uniform step, or where its reward stopped "
+                        "improving (Maze; other tasks fall back to uniform)")
+    p.add_argument("--allow-zero-parents", default=None, action=argparse.BooleanOptionalAction,
+                   help="whether a zero-score parent may be drawn while better ones exist (default: not in prefix "
+                        "mode, yes in the others, as OpenEvolve draws)")
     p.add_argument("--config", dest="config_path", default=None, help="OpenEvolve YAML for everything the flags do not set")
     p.add_argument("--out", default=None, help="run folder (default: runs/evo-<task>-<model>-<mode>-m<m>-<hash>)")
     p.add_argument("--split", default="test", help="split the problems come from")
@@ -60,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
     apply_unsafe_sandbox(args)
     cfg = EvolveConfig(task=args.task, model=args.model, problems=args.problems, iterations=args.iterations,
-                       m=args.m, prompt_mode=args.prompt_mode, config_path=args.config_path, out=args.out,
+                       m=args.m, prompt_mode=args.prompt_mode, cut=args.cut,
+                       allow_zero_parents=args.allow_zero_parents, config_path=args.config_path, out=args.out,
                        split=args.split, limit=args.limit, task_options=args.task_args, data_path=args.data_path,
                        prompt_style=args.prompt_style, base_url=args.base_url, model_args=args.model_args,
                        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,

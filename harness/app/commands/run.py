@@ -16,6 +16,7 @@ vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhos
 vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 50 samples
 vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
 vpo run --task maze --model mock:moves --limit 5 -n 4 --seeds 0,1,2 --out runs/seeds   # one run per seed
+vpo run --task maze --model hf:maze-tiny-vpo -n 8 -m 3 --prefix "<route_1>RIGHT"   # continue a given answer start
 """
 
 
@@ -56,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "plot and report read the folder as the mean over seeds. --protocol paper: the authors' "
                         "evaluation seed count where they average several (EUREQA, ToolRL: 4)")
     add_chat_template_args(p)
+    p.add_argument("--prefix", default="", metavar="TEXT",
+                   help="assistant prefill: every chain continues this start of the answer (the completion "
+                        "scored and stored is prefix + continuation); part of the run's identity")
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1, help="threads grading chains (code tasks)")
     p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
@@ -143,6 +147,7 @@ def build_config(args: argparse.Namespace) -> "RunConfig":
                         data_path=args.data_path, limit=args.limit, prompt_style=style, m=m, n=n,
                         ks=args.ks or default_ks(n * m), temperature=got["temperature"], top_p=got["top_p"],
                         max_tokens=max_tokens, seed=0 if args.seed is None else args.seed, chat_template_args=got["chat_template_args"],
+                        prefix=args.prefix,
                         base_url=args.base_url, model_args=args.model_args, out=args.out, protocol=args.protocol,
                         concurrency=args.concurrency, score_workers=args.score_workers,
                         flush_every=args.flush_every, retry_errors=args.retry_errors,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from harness.core.executors.base import BackendSpec, ChainScorer, Executor, ScoringPool, seeds_of
-from harness.core.models.base import Backend, GenRequest, SamplingConfig
+from harness.core.models.base import Backend, GenRequest, SamplingConfig, check_prefill
 
 
 class LocalExecutor(Executor):
@@ -36,6 +36,7 @@ class LocalExecutor(Executor):
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,
              scorer: ChainScorer, on_generated: Callable[[int], None] | None = None,
              on_leftover: Callable[[Any], None] | None = None) -> Iterator[Any]:
+        check_prefill(self.backend, requests)
         pool = ScoringPool(scorer, problems, seeds_of(requests), self.score_workers)
         try:
             for gen in self.backend.generate(requests, sampling):

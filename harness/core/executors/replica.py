@@ -26,6 +26,9 @@ class Replica:
     def run(self, requests: Sequence[GenRequest], sampling: SamplingConfig,
             problems: Mapping[str, Any] | None = None) -> list[Any]:
         """Sample one batch; returns Generations, or scored rows when this replica scores."""
+        from harness.core.models.base import check_prefill
+
+        check_prefill(self.backend, requests)
         gens = list(self.backend.generate(requests, sampling))
         if self.scorer is None:
             return gens

@@ -41,12 +41,17 @@ def template_kwargs(sampling: SamplingConfig) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class GenRequest:
-    """k chains of one prompt. ``seeds[i]`` is the seed of chain ``chain_indices[i]``."""
+    """k chains of one prompt. ``seeds[i]`` is the seed of chain ``chain_indices[i]``.
+
+    ``prefix``: the start of the assistant's answer (prefill). The model continues it as its own
+    turn (no new generation prompt after it) and the Generation's ``text`` is prefix + continuation,
+    so a task parses and scores the whole answer. Empty: an ordinary request."""
 
     problem_id: str
     messages: list[dict[str, str]]
     chain_indices: tuple[int, ...]
     seeds: tuple[int, ...]
+    prefix: str = ""
 
 
 @dataclass
@@ -63,12 +68,19 @@ class Generation:
     error: str | None = None
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the request's prefix (``text`` starts with it) and its length in tokens where the backend can
+    #: count them; ``completion_tokens`` counts the continuation only
+    prefix: str = ""
+    prefix_tokens: int | None = None
 
 
 class Backend(ABC):
     """A model that samples completions for chat prompts."""
 
     name: str = "base"
+    #: whether generate honours ``GenRequest.prefix``; a backend that does not is refused by
+    #: :func:`check_prefill` before any request goes out (a prefix silently dropped is a wrong run)
+    supports_prefill: bool = False
 
     @abstractmethod
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
@@ -94,3 +106,10 @@ def check_args(kind: str, args: dict[str, Any], valid: list[str]) -> None:
     if unknown:
         raise ValueError(f"unknown --model-args {', '.join(unknown)} for the {kind} backend; "
                          f"valid: {', '.join(sorted(valid))}")
+
+
+def check_prefill(backend: Backend, requests: Sequence[GenRequest]) -> None:
+    """Refuse, in one line, prefilled requests to a backend that cannot continue a message."""
+    if not getattr(backend, "supports_prefill", False) and any(r.prefix for r in requests):
+        raise ValueError(f"the {backend.name} backend cannot continue an assistant prefix (prefill); "
+                         "use hf, vllm, openai (a vLLM or vpo serve server) or mock")

@@ -22,6 +22,7 @@ from typing import Any, Iterator, Sequence
 
 from harness.core.models import zoo
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from harness.core.models.prefill import join
 from harness.core.models.prompting import render_messages
 from harness.core.progress import step
 
@@ -104,6 +105,7 @@ class HFBackend(Backend):
     """``AutoModelForCausalLM.generate`` with left-padded batches of chains."""
 
     name = "hf"
+    supports_prefill = True
 
     def __init__(
         self,
@@ -194,7 +196,7 @@ class HFBackend(Backend):
         add special tokens (not when a chat template already wrote them)."""
         templated = bool(getattr(self.tokenizer, "chat_template", None))
         args = template_kwargs(sampling) if sampling is not None else {}
-        return render_messages(req.messages, self.tokenizer, args), not templated
+        return render_messages(req.messages, self.tokenizer, args, prefix=req.prefix), not templated
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
         rows: list[tuple[GenRequest, int, int]] = []
@@ -203,9 +205,12 @@ class HFBackend(Backend):
                 raise ValueError(f"{req.problem_id}: {len(req.chain_indices)} chain indices but {len(req.seeds)} seeds")
             rows += [(req, c, s) for c, s in zip(req.chain_indices, req.seeds)]
         prompts: dict[int, tuple[str, bool]] = {}
+        prefix_tokens: dict[int, int | None] = {}
         for req in requests:
             prompts[id(req)] = self._prompt(req, sampling)
             self._check_context(req, prompts[id(req)], sampling)
+            prefix_tokens[id(req)] = (len(self.tokenizer(req.prefix, add_special_tokens=False)["input_ids"])
+                                      if req.prefix else None)
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
             t0 = time.perf_counter()
@@ -213,16 +218,17 @@ class HFBackend(Backend):
                 results = self._generate_batch([prompts[id(r)] for r, _, _ in batch], [s for _, _, s in batch], sampling)
             except BatchInterrupted as stop:  # hand on the rows that had ended, then stop
                 for i, result in stop.finished:
-                    yield _generation(batch[i], result, time.perf_counter() - t0)
+                    yield _generation(batch[i], result, time.perf_counter() - t0, prefix_tokens[id(batch[i][0])])
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. OOM or a too-long prompt: record, keep the run alive
                 msg = f"{type(exc).__name__}: {exc}"[:500]
                 for req, c, s in batch:
-                    yield Generation(req.problem_id, c, "", error=msg, latency_s=time.perf_counter() - t0, extra={"seed": s})
+                    yield Generation(req.problem_id, c, "", error=msg, latency_s=time.perf_counter() - t0, extra={"seed": s},
+                                     prefix=req.prefix)
                 continue
             elapsed = time.perf_counter() - t0
             for row, result in zip(batch, results):
-                yield _generation(row, result, elapsed)
+                yield _generation(row, result, elapsed, prefix_tokens[id(row[0])])
 
     def _check_context(self, req: GenRequest, prompt: tuple[str, bool], sampling: SamplingConfig) -> None:
         """A prompt longer than the model's context is a configuration error (every chain would be
@@ -327,8 +333,11 @@ class HFBackend(Backend):
         return text, n, "length" if n >= sampling.max_tokens else "stop"
 
 
-def _generation(row: tuple[GenRequest, int, int], result: tuple[str, int, int, str], latency_s: float) -> Generation:
-    """One chain's Generation from its batch row (request, chain index, seed) and decoded result."""
+def _generation(row: tuple[GenRequest, int, int], result: tuple[str, int, int, str], latency_s: float,
+                prefix_tokens: int | None = None) -> Generation:
+    """One chain's Generation from its batch row (request, chain index, seed) and decoded result; the
+    text is the request's prefix (assistant prefill) followed by the decoded continuation."""
     (req, c, s), (text, n_prompt, n_out, finish) = row, result
-    return Generation(problem_id=req.problem_id, chain_index=c, text=text, prompt_tokens=n_prompt,
-                      completion_tokens=n_out, finish_reason=finish, latency_s=latency_s, extra={"seed": s})
+    return Generation(problem_id=req.problem_id, chain_index=c, text=join(req.prefix, text), prompt_tokens=n_prompt,
+                      completion_tokens=n_out, finish_reason=finish, latency_s=latency_s, extra={"seed": s},
+                      prefix=req.prefix, prefix_tokens=prefix_tokens)

@@ -14,6 +14,9 @@ chain seed, so chains differ, reruns are identical and seeds visibly matter. Mod
 - ``mock:words``: a small word list (text tasks: well-formed but wrong answers);
 - ``mock:echo``: the prompt's last message, verbatim (prompt plumbing checks).
 
+A prefilled request (``GenRequest.prefix``) is continued in the same format: the answer the prefix
+left open gets more words and its closing tag, then the remaining answers of the set follow.
+
 model_args: ``length`` (words per answer, default 12), ``vocab`` (``|``-separated, overrides the
 mode's), ``latency_s`` (sleep per chain, to imitate a server), ``fail_every`` (every k-th chain comes
 back as an error, to exercise error paths).
@@ -42,8 +45,25 @@ def answer_format(messages: list[dict[str, str]]) -> tuple[str | None, int]:
     return stem, max(int(i) for s, i in found if s == stem)
 
 
+def open_answer(prefix: str, stem: str | None) -> int:
+    """Which answer a prefix leaves open: i when ``<stem_i>`` (or ``<answer>`` as 1) was opened and not
+    closed, 0 when none is open (then the answers after the last closed one follow)."""
+    tags = [(m.group(1) == "/", int(m.group(2) or 1)) for m in
+            re.finditer(rf"<(/?)(?:{re.escape(stem)}_(\d+)|answer)>" if stem else r"<(/?)answer()>", prefix)]
+    if tags and not tags[-1][0]:
+        return tags[-1][1]
+    return 0
+
+
+def _closed(prefix: str, stem: str | None) -> int:
+    """The highest answer number the prefix closes (0: none)."""
+    found = [int(i) for i in re.findall(rf"</{re.escape(stem)}_(\d+)>", prefix)] if stem else []
+    return max(found, default=1 if not stem and "</answer>" in prefix else 0)
+
+
 class MockBackend(Backend):
     name = "mock"
+    supports_prefill = True
 
     def __init__(self, mode: str = "moves", *, length: int = 12, vocab: str | None = None,
                  latency_s: float = 0.0, fail_every: int = 0):
@@ -59,16 +79,29 @@ class MockBackend(Backend):
         return {"backend": self.name, "mode": self.mode, "length": self.length, "vocab": list(self.vocab),
                 "latency_s": self.latency_s, "fail_every": self.fail_every}
 
-    def text_for(self, messages: list[dict[str, str]], seed: int) -> str:
+    def text_for(self, messages: list[dict[str, str]], seed: int, prefix: str = "") -> str:
+        """The chain's text; with a prefix, prefix + a continuation in the same format: the open
+        answer gets more words and its closing tag, then the answers after it follow."""
         if self.mode == "echo":
-            return messages[-1]["content"] if messages else ""
+            return prefix + (messages[-1]["content"] if messages else "")
         rng = random.Random(seed)
         stem, m = answer_format(messages)
         sep = ", " if self.mode == "moves" else " "
         answers = [sep.join(rng.choice(self.vocab) for _ in range(rng.randint(1, self.length))) for _ in range(m)]
-        if stem is None:
-            return f"<answer>{answers[0]}</answer>"
-        return "\n".join(f"<{stem}_{i}>{a}</{stem}_{i}>" for i, a in enumerate(answers, 1))
+
+        def tag(i: int, a: str) -> str:
+            return f"<answer>{a}</answer>" if stem is None else f"<{stem}_{i}>{a}</{stem}_{i}>"
+
+        if not prefix:
+            return "\n".join(tag(i, a) for i, a in enumerate(answers, 1))
+        i = open_answer(prefix, stem)
+        if i:
+            head = (sep if prefix.rstrip() and not prefix.rstrip().endswith(">") else "") + answers[i - 1]
+            head += "</answer>" if stem is None else f"</{stem}_{i}>"
+            rest = range(i + 1, m + 1)
+        else:
+            head, rest = "", range(_closed(prefix, stem) + 1, m + 1)
+        return prefix + head + "".join("\n" + tag(j, answers[j - 1]) for j in rest)
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
         for req in requests:
@@ -81,7 +114,8 @@ class MockBackend(Backend):
                     yield Generation(req.problem_id, c, "", error="mock failure (fail_every)",
                                      latency_s=time.perf_counter() - t0)
                     continue
-                text = self.text_for(req.messages, seed)
+                text = self.text_for(req.messages, seed, req.prefix)
                 yield Generation(req.problem_id, c, text, prompt_tokens=sum(len(m["content"].split()) for m in req.messages),
-                                 completion_tokens=len(text.split()), finish_reason="stop",
-                                 latency_s=time.perf_counter() - t0)
+                                 completion_tokens=len(text[len(req.prefix):].split()), finish_reason="stop",
+                                 latency_s=time.perf_counter() - t0, prefix=req.prefix,
+                                 prefix_tokens=len(req.prefix.split()) if req.prefix else None)

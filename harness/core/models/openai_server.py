@@ -34,6 +34,12 @@ in the chat request body as ``chat_template_kwargs``, the field vLLM and SGLang 
 over any ``chat_template_kwargs`` in ``extra_body``); in completions mode they go to the local
 tokenizer's template instead.
 
+Prefill (``GenRequest.prefix``): in chat mode the prefix is sent as the final assistant message with
+``continue_final_message: true, add_generation_prompt: false`` in the body (``prefill_fields``, the
+fields vLLM's server and `vpo serve` read); in completions mode the local template renders it open.
+The server returns the continuation only; the Generation's text is prefix + continuation. A server
+that ignores the fields (a hosted API) answers a fresh turn instead: use vLLM or `vpo serve`.
+
 Only SamplingConfig's fields are sent; a vLLM server may still add the checkpoint's own sampling
 defaults (its ``--generation-config``), which the local hf/vllm backends deliberately do not.
 """
@@ -52,6 +58,7 @@ from typing import Any, Iterator, Sequence
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.core.models import token_counts
 from harness.core.models.endpoints import EndpointPool, connect_failure, split_urls
+from harness.core.models.prefill import join, prefill_fields
 from harness.core.models.prompting import render_messages
 
 _DONE = object()
@@ -133,6 +140,7 @@ class OpenAIServerBackend(Backend):
     """Chat or completions endpoint of an OpenAI-compatible server."""
 
     name = "openai"
+    supports_prefill = True
 
     def __init__(
         self,
@@ -314,16 +322,17 @@ class OpenAIServerBackend(Backend):
                 future.cancel()
 
     async def generate_one(self, messages: list[dict[str, Any]], seed: int, sampling: SamplingConfig, *,
-                           extra_body: dict[str, Any] | None = None) -> Generation:
+                           prefix: str = "", extra_body: dict[str, Any] | None = None) -> Generation:
         """One chain, awaited in the caller's event loop (the evolve loop), with the retries, deadline,
-        endpoints and fail-fast of :meth:`generate`. ``messages`` are sent as given and ``extra_body``
-        is merged over the backend's own body fields (a prefill's request fields, for one). A failure
+        endpoints and fail-fast of :meth:`generate`. ``messages`` are sent as given, ``prefix`` is an
+        assistant prefill as in :class:`GenRequest` (the text returned is prefix + continuation), and
+        ``extra_body`` is merged over the backend's own body fields. A failure
         that survives the retries comes back as a ``Generation`` with ``error`` set;
         :class:`ServerUnreachable` is raised."""
         await self._get_pool()
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
-        unit = _Unit(GenRequest("", messages, (0,), (int(seed),)), (0,), (int(seed),))
+        unit = _Unit(GenRequest("", messages, (0,), (int(seed),), prefix=prefix), (0,), (int(seed),))
         return (await self._attempts(unit, sampling, self._sem, extra_body))[0]
 
     # ---- async core ------------------------------------------------------------------------------
@@ -448,6 +457,7 @@ class OpenAIServerBackend(Backend):
                 attempts=attempts,
                 latency_s=elapsed,
                 extra={"seed": s},
+                prefix=unit.req.prefix,
             )
             for c, s in zip(unit.chain_indices, unit.seeds)
         ]
@@ -463,11 +473,13 @@ class OpenAIServerBackend(Backend):
                 f"in {elapsed:.1f} s); is the server running, and is the URL (--base-url) right?")
 
     def _prompt_text(self, req: GenRequest, sampling: SamplingConfig | None = None) -> str:
-        return render_messages(req.messages, self._tokenizer, template_kwargs(sampling) if sampling else None)
+        return render_messages(req.messages, self._tokenizer, template_kwargs(sampling) if sampling else None,
+                               prefix=req.prefix)
 
-    def _extra_body(self, sampling: SamplingConfig) -> dict[str, Any]:
-        """``extra_body`` plus, in chat mode, the template arguments as ``chat_template_kwargs``."""
-        body = dict(self.extra_body)
+    def _extra_body(self, sampling: SamplingConfig, prefill: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``extra_body`` plus, in chat mode, the template arguments as ``chat_template_kwargs`` and
+        the prefill fields of a prefixed request (:func:`prefill_fields`)."""
+        body = {**self.extra_body, **(prefill or {})}
         tmpl = template_kwargs(sampling)
         if tmpl and self.mode == "chat":
             given = body.get("chat_template_kwargs")
@@ -491,8 +503,9 @@ class OpenAIServerBackend(Backend):
     async def _send(self, client: Any, unit: _Unit, sampling: SamplingConfig,
                     extra_body: dict[str, Any] | None = None) -> list[Generation]:
         n = len(unit.chain_indices)
+        messages, prefill = prefill_fields(unit.req.messages, unit.req.prefix)
         if self.mode == "chat":
-            path, body = "/chat/completions", {"messages": unit.req.messages}
+            path, body = "/chat/completions", {"messages": messages}
         else:
             path, body = "/completions", {"prompt": self._prompt_text(unit.req, sampling)}
         body.update(model=self.model, temperature=sampling.temperature, top_p=sampling.top_p,
@@ -503,13 +516,22 @@ class OpenAIServerBackend(Backend):
             body["n"] = n
         if self.send_seed:
             body["seed"] = int(unit.seeds[0])
-        body.update(self._extra_body(sampling))  # extra fields win over the standard ones, as in the SDK
+        # extra fields win over the standard ones, as in the SDK; the prefill fields only in chat mode
+        # (in completions mode the prefix is rendered into the prompt text)
+        body.update(self._extra_body(sampling, prefill if self.mode == "chat" else None))
         if extra_body:
             body.update(extra_body)
         # the SDK's generic post with cast_to=object: its transport, timeouts and error classes, the
         # reply as plain JSON (no typed request transformation, no response models: see the docstring)
         resp = await client.post(path, body=body, cast_to=object)
         return self._to_generations(unit, resp, sampling)
+
+    def _prefix_tokens(self, prefix: str) -> int | None:
+        """The prefix's length in tokens, counted with the local tokenizer when one is given (the
+        server's usage counts it inside the prompt and does not say how much of it was the prefix)."""
+        if not prefix or self._tokenizer is None:
+            return None
+        return len(self._tokenizer(prefix, add_special_tokens=False)["input_ids"])
 
     def _to_generations(self, unit: _Unit, resp: Any, sampling: SamplingConfig) -> list[Generation]:
         n = len(unit.chain_indices)
@@ -572,11 +594,13 @@ class OpenAIServerBackend(Backend):
                 Generation(
                     problem_id=unit.req.problem_id,
                     chain_index=c,
-                    text=text,
+                    text=join(unit.req.prefix, text),  # the server returns the continuation only
                     prompt_tokens=prompt_tokens,
                     completion_tokens=counts[i],
                     finish_reason=finish if isinstance(finish, str) else None,
                     extra=extra,
+                    prefix=unit.req.prefix,
+                    prefix_tokens=self._prefix_tokens(unit.req.prefix),
                 )
             )
         return gens

@@ -5,20 +5,35 @@ from typing import Any
 
 
 def render_messages(messages: list[dict[str, str]], tokenizer: Any | None = None,
-                    template_args: dict[str, Any] | None = None) -> str:
+                    template_args: dict[str, Any] | None = None, prefix: str = "") -> str:
     """The model's own chat template when it has one (instruct models, our tiny checkpoints), else a
     plain concatenation: raw LMs then see exactly the prompt text, nothing invented.
+
+    ``prefix`` (assistant prefill): the template renders it as an open final assistant turn
+    (``continue_final_message=True, add_generation_prompt=False``), so generation continues it; the
+    plain concatenation ends with it. A template that cannot render an open assistant turn is a
+    one-line ValueError naming the problem, not transformers' traceback.
 
     ``template_args`` go to the Jinja template as variables (Qwen3's ``enable_thinking``); a template
     that does not use a variable ignores it, as transformers and vLLM do. Without a template they have
     nothing to act on: that is said once on stderr, so a protocol that did not apply is not silent."""
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                             **(template_args or {}))
+        if not prefix:
+            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                 **(template_args or {}))
+        from harness.core.models.prefill import prefill_messages
+
+        try:
+            return tokenizer.apply_chat_template(prefill_messages(messages, prefix), tokenize=False,
+                                                 add_generation_prompt=False, continue_final_message=True,
+                                                 **(template_args or {}))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"this model's chat template cannot continue an assistant prefix "
+                             f"({str(exc).splitlines()[0][:200]})") from None
     if template_args:
         _warn_once(f"[vpo] chat template arguments {_fmt(template_args)} have no effect: the model has no chat "
                    "template (it sees the plain prompt text)")
-    return "\n\n".join(m["content"] for m in messages) + "\n\n"
+    return "\n\n".join(m["content"] for m in messages) + "\n\n" + prefix
 
 
 _WARNED: set[str] = set()

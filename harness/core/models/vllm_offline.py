@@ -31,6 +31,7 @@ import time
 from typing import Any, Iterator, Sequence
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from harness.core.models.prefill import CONTINUE_FIELDS, join, prefill_messages
 from harness.core.models.prompting import render_messages
 
 INSTALL_HINT = (
@@ -58,6 +59,7 @@ def _on_cpu() -> bool:
 
 class VLLMOfflineBackend(Backend):
     name = "vllm"
+    supports_prefill = True
 
     def __init__(self, model: str, *, model_args: dict[str, Any] | None = None) -> None:
         try:
@@ -112,14 +114,27 @@ class VLLMOfflineBackend(Backend):
         """One engine call for a chunk of chains. Chat-templated models go through ``LLM.chat``, which
         renders the model's template with the sampling's template arguments (``chat_template_kwargs``,
         e.g. Qwen3's ``enable_thinking``) and tokenises without a second BOS; template-less models get
-        the plain prompt text through ``LLM.generate``."""
-        params = [self._params(sampling, s) for _, _, s in chunk]
-        if self._templated():
+        the plain prompt text through ``LLM.generate``. Prefilled chains go through ``LLM.chat``'s own
+        continue-the-last-message mode (one call per mode: the flag is per call, not per prompt)."""
+        if not self._templated():
+            params = [self._params(sampling, s) for _, _, s in chunk]
+            return self.llm.generate([render_messages(r.messages, None, template_kwargs(sampling), prefix=r.prefix)
+                                      for r, _, _ in chunk], params, use_tqdm=False)
+        out: list[Any] = [None] * len(chunk)
+        for prefilled in (False, True):
+            idx = [i for i, (r, _, _) in enumerate(chunk) if bool(r.prefix) == prefilled]
+            if not idx:
+                continue
             kwargs = template_kwargs(sampling)
-            return self.llm.chat([r.messages for r, _, _ in chunk], params, use_tqdm=False,
-                                 chat_template_kwargs=kwargs or None)
-        return self.llm.generate([render_messages(r.messages, None, template_kwargs(sampling)) for r, _, _ in chunk],
-                                 params, use_tqdm=False)
+            mode = dict(CONTINUE_FIELDS) if prefilled else {}
+            got = self.llm.chat([prefill_messages(chunk[i][0].messages, chunk[i][0].prefix) for i in idx],
+                                [self._params(sampling, chunk[i][2]) for i in idx], use_tqdm=False,
+                                chat_template_kwargs=kwargs or None, **mode)
+            if len(got) != len(idx):
+                raise RuntimeError(f"vllm returned {len(got)} outputs for {len(idx)} prompts")
+            for i, o in zip(idx, got):
+                out[i] = o
+        return out
 
     def _params(self, sampling: SamplingConfig, seed: int) -> Any:
         return self._vllm.SamplingParams(
@@ -171,20 +186,24 @@ class VLLMOfflineBackend(Backend):
     @staticmethod
     def _error(req: GenRequest, c: int, s: int, exc: BaseException, t0: float) -> Generation:
         return Generation(req.problem_id, c, "", error=f"{type(exc).__name__}: {exc}"[:500],
-                          latency_s=time.perf_counter() - t0, extra={"seed": s})
+                          latency_s=time.perf_counter() - t0, extra={"seed": s}, prefix=req.prefix)
 
-    @staticmethod
-    def _to_generation(req: GenRequest, c: int, s: int, out: Any, elapsed: float) -> Generation:
+    def _prefix_tokens(self, prefix: str) -> int | None:
+        return len(self.tokenizer(prefix, add_special_tokens=False)["input_ids"]) if prefix else None
+
+    def _to_generation(self, req: GenRequest, c: int, s: int, out: Any, elapsed: float) -> Generation:
         completion = out.outputs[0]
         prompt_ids = getattr(out, "prompt_token_ids", None)
         token_ids = getattr(completion, "token_ids", None)
         return Generation(
             problem_id=req.problem_id,
             chain_index=c,
-            text=completion.text,
+            text=join(req.prefix, completion.text),  # vLLM returns the continuation only
             prompt_tokens=len(prompt_ids) if prompt_ids is not None else None,
             completion_tokens=len(token_ids) if token_ids is not None else None,
             finish_reason=getattr(completion, "finish_reason", None),
             latency_s=elapsed,
             extra={"seed": s},
+            prefix=req.prefix,
+            prefix_tokens=self._prefix_tokens(req.prefix),
         )
