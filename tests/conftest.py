@@ -53,3 +53,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.fixture(autouse=True)
+def _own_generation_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets an empty generation cache of its own (never the user's ~/.cache), so a test
+    sees the cache exactly as a fresh machine would and no test depends on what another stored."""
+    monkeypatch.setenv("VPO_CACHE_DIR", str(tmp_path_factory.mktemp("vpo-generations")))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
+from harness.app.commands._args import (add_cache_flag, add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox,
+                                        int_list, kv)
 
 EXAMPLES = """\
 vpo run --task maze --model mock:moves --limit 5 -n 4 -m 3          # no model: exercises the harness
@@ -11,6 +12,7 @@ vpo run --task maze --model hf:maze-tiny-vpo --limit 20 -n 10 -m 3 --out runs/vp
 vpo run --task musique --model openai:Qwen/Qwen3-1.7B --base-url http://localhost:8000/v1 -n 10 -m 3
 vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the paper's settings, 30 samples
 vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
+vpo run ... --out runs/again   # another folder: the chains come from the generation cache (vpo cache)
 """
 
 
@@ -50,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_cache_flag(p)
     add_unsafe_sandbox(p)
     from harness.core.executors.cli_args import add_executor_arguments
 
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                     model_args=args.model_args, out=args.out, protocol=args.protocol,
                     concurrency=args.concurrency, score_workers=args.score_workers, flush_every=args.flush_every,
                     retry_errors=args.retry_errors, progress=not args.no_progress,
-                    executor=executor_config(args))
+                    executor=executor_config(args), cache=args.cache)
     folder = run_eval(cfg)
     print(format_table([load_run(folder)]))
     print(f"\nrun folder: {folder}")
