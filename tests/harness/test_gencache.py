@@ -337,3 +337,17 @@ def test_an_unusable_cache_file_is_one_line(tmp_path: Path, capsys: pytest.Captu
                "--out", str(tmp_path / "a")])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "generations.sqlite" in err[0] and "--no-cache" in err[0]
+
+
+@pytest.mark.parametrize("flag,expect", [([], None), (["--no-cache"], False), (["--cache"], True)])
+def test_vpo_demo_passes_the_flag_to_its_runs(flag: list[str], expect: bool | None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool | None] = []
+
+    def first_run_only(cfg: RunConfig) -> Path:
+        seen.append(cfg.execution.cache)
+        raise RuntimeError("stopped after the first run's config")
+
+    monkeypatch.setattr(runner, "run", first_run_only)
+    assert main(["demo", "--limit", "1", "--threads", "1", *flag]) == 2
+    assert seen == [expect]
