@@ -4,6 +4,7 @@ differs in any one key part samples all of them)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ from harness.core.models.mock import MockBackend
 from harness.core.paths import REPO_ROOT
 from harness.eval import runner
 from harness.eval.runner import RunConfig, run
+from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401 (fixture)
 from tests.harness.scripted import ScriptedBackend
 
 MODEL = {"spec": "hf:tiny", "args": {}, "weights": "abc"}
@@ -351,3 +353,50 @@ def test_vpo_demo_passes_the_flag_to_its_runs(flag: list[str], expect: bool | No
     monkeypatch.setattr(runner, "run", first_run_only)
     assert main(["demo", "--limit", "1", "--threads", "1", *flag]) == 2
     assert seen == [expect]
+
+
+def test_a_real_hf_model_hits_without_loading_and_new_weights_miss(tiny_llama_dir, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hf backend on a real (tiny) checkpoint, weights digest from the files: a second identical
+    run neither loads the model nor samples; the same folder with other weights samples every chain."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from harness.core.models.hf import HFBackend
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(tiny_llama_dir, ckpt)
+    built: list[str] = []
+    calls: list[tuple[str, int]] = []
+    real_init, real_generate = HFBackend.__init__, HFBackend.generate
+
+    @functools.wraps(real_init)  # the factory reads the accepted --model-args off the signature
+    def init(self: HFBackend, model: str, **kw: Any) -> None:
+        built.append(model)
+        real_init(self, model, **kw)
+
+    def generate(self: HFBackend, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
+        for gen in real_generate(self, requests, sampling):
+            calls.append((gen.problem_id, gen.chain_index))
+            yield gen
+
+    monkeypatch.setattr(HFBackend, "__init__", init)
+    monkeypatch.setattr(HFBackend, "generate", generate)
+    work = dict(task="maze", model=f"hf:{ckpt}", model_args={"device": "cpu", "batch_size": 4}, limit=2, n=2, m=1,
+                ks=(1,), prompt_style="compact", max_tokens=6, temperature=1.0, progress=False)
+    first = run(RunConfig.of(**work, out=str(tmp_path / "a")))
+    assert len(built) == 1 and len(calls) == 4
+    second = run(RunConfig.of(**work, out=str(tmp_path / "b")))
+    assert len(built) == 1 and len(calls) == 4  # neither built nor sampled
+    assert sorted((r["problem_id"], r["chain_index"], r["text"]) for r in _rows(second)) == \
+        sorted((r["problem_id"], r["chain_index"], r["text"]) for r in _rows(first))
+    weights = next(ckpt.glob("*.safetensors"))
+    tensors = load_file(str(weights))
+    name = next(iter(tensors))
+    tensors[name] = tensors[name] + torch.full_like(tensors[name], 0.01)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    calls.clear()
+    third = run(RunConfig.of(**work, out=str(tmp_path / "c")))
+    assert len(built) == 2 and len(calls) == 4 and _config(third)["cache"]["found"] == 0
