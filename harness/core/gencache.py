@@ -113,11 +113,15 @@ class GenerationCache:
         keys = list(dict.fromkeys(keys))
         out: dict[str, dict[str, Any]] = {}
         with self._lock:
-            for i in range(0, len(keys), _LOOKUP_CHUNK):
-                part = keys[i: i + _LOOKUP_CHUNK]
-                marks = ",".join("?" * len(part))
-                for key, value in self._db.execute(f"SELECT key, value FROM chains WHERE key IN ({marks})", part):
-                    out[key] = json.loads(value)
+            try:
+                for i in range(0, len(keys), _LOOKUP_CHUNK):
+                    part = keys[i: i + _LOOKUP_CHUNK]
+                    marks = ",".join("?" * len(part))
+                    for key, value in self._db.execute(f"SELECT key, value FROM chains WHERE key IN ({marks})",
+                                                       part):
+                        out[key] = json.loads(value)
+            except sqlite3.Error as exc:
+                raise CacheError(f"generation cache {self.path}: {exc} (pass --no-cache to run without it)") from None
         return out
 
     def put(self, key: str, model: str, value: Mapping[str, Any]) -> None:
@@ -125,8 +129,11 @@ class GenerationCache:
         and for a deterministic backend both writers hold the same text anyway."""
         text = json.dumps(dict(value), ensure_ascii=True, separators=(",", ":"))
         with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO chains (key, model, value, bytes) VALUES (?, ?, ?, ?)",
-                             (key, model, text, len(text)))
+            try:
+                self._db.execute("INSERT OR IGNORE INTO chains (key, model, value, bytes) VALUES (?, ?, ?, ?)",
+                                 (key, model, text, len(text)))
+            except sqlite3.Error as exc:  # a full disk, a lock held past the timeout
+                raise CacheError(f"generation cache {self.path}: {exc}") from None
 
     def stats(self) -> CacheStats:
         with self._lock:
@@ -177,6 +184,8 @@ class CachedChains:
         self._keys: dict[tuple[str, int], str] = {}
         self.found = 0
         self.stored = 0
+        #: why storing stopped (the first write that failed), None while it works
+        self.failed: str | None = None
 
     def split(self, requests: Sequence[GenRequest]) -> tuple[list[Generation], list[GenRequest]]:
         """(the chains found, as generations marked ``extra["cached"]``; the requests left to sample)."""
@@ -205,13 +214,22 @@ class CachedChains:
         return hits, left
 
     def remember(self, row: Any) -> None:
-        """Store a freshly sampled chain (a scored row); failed and cached ones are not stored."""
-        if getattr(row, "error", None) or (getattr(row, "extra", None) or {}).get("cached"):
+        """Store a freshly sampled chain (a scored row); failed and cached ones are not stored. A
+        write that fails (a full disk) stops storing with one warning: the run itself goes on, its
+        rows are safe in the run folder, only later runs will sample those chains again."""
+        if self.failed or getattr(row, "error", None) or (getattr(row, "extra", None) or {}).get("cached"):
             return
         key = self._keys.get((row.problem_id, row.chain_index))
         if key is None:
             return
-        self.cache.put(key, self.label, generation_value(row))
+        try:
+            self.cache.put(key, self.label, generation_value(row))
+        except CacheError as exc:
+            import sys
+
+            self.failed = str(exc)
+            print(f"[vpo] warning: {exc}; the run goes on without storing its chains in the cache", file=sys.stderr)
+            return
         self.stored += 1
 
 

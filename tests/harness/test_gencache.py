@@ -400,3 +400,39 @@ def test_a_real_hf_model_hits_without_loading_and_new_weights_miss(tiny_llama_di
     calls.clear()
     third = run(RunConfig.of(**work, out=str(tmp_path / "c")))
     assert len(built) == 2 and len(calls) == 4 and _config(third)["cache"]["found"] == 0
+
+
+def test_a_failing_cache_write_warns_once_and_the_run_goes_on(tmp_path: Path, sampled: list,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    def full_disk(self: GenerationCache, key: str, model: str, value: Any) -> None:
+        raise CacheError(f"generation cache {self.path}: database or disk is full")
+
+    monkeypatch.setattr(GenerationCache, "put", full_disk)
+    folder = _run(tmp_path, "a")
+    assert len(_rows(folder)) == N_CHAINS and json.loads((folder / "results.json").read_text())["n_chains"] == N_CHAINS
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if "disk is full" in ln]
+    assert len(warnings) == 1 and "goes on" in warnings[0]
+
+
+def test_a_failing_lookup_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        def execute(self, *a: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        def close(self) -> None:
+            pass
+
+    real_init = GenerationCache.__init__
+
+    def init(self: GenerationCache, folder: Any = None) -> None:
+        real_init(self, folder)
+        self._db.close()
+        self._db = Broken()
+
+    monkeypatch.setattr(GenerationCache, "__init__", init)
+    rc = main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "-n", "1", "--no-progress",
+               "--out", str(tmp_path / "a")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "disk I/O error" in err[0] and "--no-cache" in err[0]
