@@ -54,7 +54,7 @@ def main() -> int:
             times[f"rank-{name}"] = vpo("run", "--task", "maze", *ta, "--model", f"hf:maze-tiny-{name}", "-m", str(m),
                                         "-n", str(n), "--prompt-style", "compact", "--max-tokens", str(mt),
                                         "--temperature", "0.7", "--top-p", "1.0", "--model-args", "batch_size=100",
-                                        "--out", str(out / f"rank-{name}"), *quiet)
+                                        "--out", str(out / f"rank-{name}"), "--no-cache", *quiet)
         rank = f"{out / 'rank-vpo'},{out / 'rank-grpo'}"
     runs = []
     for name, m in (("vpo", 3), ("grpo", 1)):

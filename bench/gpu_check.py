@@ -66,7 +66,7 @@ def hf_eval(device: str, dtype: str, sizes: Sizes, out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     rc = main(["run", "--task", "maze", "--model", f"hf:{TINY}", "--limit", str(sizes.limit), "-n", str(sizes.n),
                "-m", "3", "--model-args", f"device={device},dtype={dtype},batch_size=32", "--out", str(folder),
-               "--no-progress"])
+               "--no-progress", "--no-cache"])  # timed sampling: never from the generation cache
     sync(device)
     wall = time.perf_counter() - t0
     if rc != 0:

@@ -40,7 +40,8 @@ def content(folder: Path) -> dict:
 
 
 def one(kind: str, replicas: int, spec: BackendSpec, work: dict, out: Path, local_threads: int) -> dict:
-    cfg = RunConfig.of(model=spec.model, model_args=dict(spec.model_args), out=str(out), **work)
+    # --no-cache: every configuration samples its chains (a cached chain would time nothing)
+    cfg = RunConfig.of(model=spec.model, model_args=dict(spec.model_args), out=str(out), cache=False, **work)
     scorer = ChainScorer(functools.partial(get_task, work["task"]), work["m"], score_generation)
     t0 = time.perf_counter()
     if kind == "local":

@@ -93,7 +93,8 @@ def bench_eval(limit: int, threads: int) -> dict[str, float]:
     ckpt = REPO_ROOT / "checkpoints" / "maze-tiny-vpo"
     out: dict[str, float] = {}
     common = dict(task="maze", split="test", limit=limit, prompt_style="compact", m=3, n=10, ks=(1, 30),
-                  temperature=0.7, top_p=1.0, max_tokens=110, progress=False)
+                  temperature=0.7, top_p=1.0, max_tokens=110, progress=False,
+                  cache=False)  # timed sampling: never read chains from the generation cache
     cands = limit * 30
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

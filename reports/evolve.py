@@ -391,12 +391,16 @@ def integer_axis(ax: Any, xmax: int) -> None:
     ax.set_xlim(0.5, max(1, xmax) + 0.5)
 
 
-def draw(axes: Sequence[Any], runs: Sequence[EvolveRun]) -> None:
+def draw(axes: Sequence[Any], runs: Sequence[EvolveRun], colours: Sequence[str] | None = None) -> None:
     """Solved (left) and best task scalar (right) vs candidates: the search solid, plain sampling of
-    the same model dashed, one colour per run, bands ±1 standard error over problems."""
-    for i, run in enumerate(runs):
+    the same model dashed, one colour per run (``colours``, else by position: reports/colours.py),
+    bands ±1 standard error over problems; a panel at 0 throughout gets the 0..1 axis and a note."""
+    from reports.axes import mark_all_zero
+    from reports.colours import run_colour
+
+    colours = list(colours) if colours is not None else [run_colour(r.label, i) for i, r in enumerate(runs)]
+    for run, color in zip(runs, colours):
         cur = curves(run)
-        color = f"C{i}"
         tag = " (partial)" if run.partial else ""
         for ax, metric in zip(axes, ("solved", "best")):
             for name, style, alpha in (("evolve", "-", 0.18), ("sampling", "--", 0.1)):
@@ -419,5 +423,6 @@ def draw(axes: Sequence[Any], runs: Sequence[EvolveRun]) -> None:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
+        mark_all_zero(ax)
     axes[0].set_title(f"solved = {runs[0].solved_definition}" if runs else "solved", fontsize=9)
     axes[1].set_title("best task scalar found", fontsize=9)

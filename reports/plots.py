@@ -29,14 +29,27 @@ def _with_shape(label: str, run: Any) -> str:
     return label if not shape or shape in label else f"{label} ({shape})"
 
 
+def _colours(runs: Sequence[Any]) -> list[str]:
+    """The runs' colours (reports/colours.py): by position in the figure's run list, the rule every
+    figure of `vpo plot` and of the report follows."""
+    from reports.colours import run_colour
+
+    return [run_colour(str(r.path), i) for i, r in enumerate(runs)]
+
+
 def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
     """Limits that keep a flat line visible, with a floor of 0.25 on the range so a flat zero reads as
     zero on a labelled scale (autoscaling put it on the axis edge or blew up rounding noise); returns
     True when every value is zero."""
+    from reports.axes import ZERO_YLIM
+
     lo, hi = min(lows + [0.0]), max(highs + [0.0])
-    span = max(hi - lo, 0.25) if hi > lo else 1.0  # all zero: the 0..1 axis of a score or rate
+    if not hi > lo:  # all zero: the 0..1 axis of a score or rate
+        ax.set_ylim(*ZERO_YLIM)
+        return True
+    span = max(hi - lo, 0.25)
     ax.set_ylim(lo - 0.06 * span, lo + 1.12 * span)
-    return hi <= 0.0 and lo >= 0.0
+    return False
 
 
 def _curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,6 +84,7 @@ def best_at_k_figure(runs: Sequence[Any], metric: str = "best", labels: Sequence
     all_ks: set[int] = set()
     lows, highs = [], []
     seeded = False
+    colours = _colours(runs)
     for i, run in enumerate(runs):
         if run.summary is None:
             raise ValueError(f"{run.path}: no results.json (finish or resume the run first)")
@@ -81,13 +95,13 @@ def best_at_k_figure(runs: Sequence[Any], metric: str = "best", labels: Sequence
         est = run.summary.best if metric == "best" else run.summary.pass_at
         if run.summary.seeds:
             lab += f", {len(run.summary.seeds)} seeds"
-        (line,) = ax.plot(ks, mean, marker="o", ms=3, label=lab, zorder=3)
+        ax.plot(ks, mean, marker="o", ms=3, label=lab, zorder=3, color=colours[i])
         se = np.nan_to_num(se)
-        ax.fill_between(ks, mean - se, mean + se, color=line.get_color(), alpha=0.2, lw=0)
+        ax.fill_between(ks, mean - se, mean + se, color=colours[i], alpha=0.2, lw=0)
         seed_se = np.array([np.nan if est[int(k)].seed_stderr is None else est[int(k)].seed_stderr for k in ks],
                            dtype=float)
         if run.summary.seeds and np.isfinite(seed_se).any():  # a seed group: the between-seed s.e. as bars
-            ax.errorbar(ks, mean, yerr=np.nan_to_num(seed_se), fmt="none", ecolor=line.get_color(), capsize=3,
+            ax.errorbar(ks, mean, yerr=np.nan_to_num(seed_se), fmt="none", ecolor=colours[i], capsize=3,
                         lw=1, zorder=4)
             seeded = True
         all_ks.update(int(k) for k in ks)
@@ -127,7 +141,7 @@ def plot_diversity(runs: Sequence[Any], out: str | Path, labels: Sequence[str] |
         names.append(_with_shape(labels[i], run) if labels else _label(run))
         means.append(d.mean if d is not None else np.nan)
         ses.append(d.stderr if d is not None else 0.0)
-    ax.bar(range(len(names)), means, yerr=ses, capsize=4, color=[f"C{i}" for i in range(len(names))])
+    ax.bar(range(len(names)), means, yerr=ses, capsize=4, color=_colours(runs))
     ax.set_title("diversity (error bars: ±1 standard error)", fontsize=9)
     ax.set_xticks(range(len(names)), names, rotation=15, fontsize=8, ha="right")
     ax.set_ylabel("diversity (mean pairwise L1\nof reward vectors)")
@@ -177,6 +191,9 @@ class PlotRun:
     pools: Any = None  # reports.pools.RunPools
     evolve: dict[str, Any] | None = None
     ks: list[int] = field(default_factory=list)
+    #: a colour fixed by the caller (the report's, shared by all its figures); None = by the run's
+    #: position in the figure (reports/colours.py)
+    colour: str | None = None
 
 
 def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[PlotRun]:
@@ -318,7 +335,9 @@ def _flat_limits(lo: float, hi: float, bounded: bool) -> tuple[float, float]:
     if not (lo == lo and hi == hi):
         return 0.0, 1.0
     if hi - lo < 1e-12 and abs(hi) < 1e-12:
-        return -0.03, 1.03
+        from reports.axes import ZERO_YLIM
+
+        return ZERO_YLIM
     span = max(hi - lo, 0.1 * max(abs(hi), abs(lo)), 0.05)
     lo2, hi2 = lo - 0.08 * span, hi + 0.08 * span
     if lo >= 0 and lo2 < 0:  # non-negative values (bars, rates): the axis starts at 0
@@ -333,10 +352,15 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
     from matplotlib.patches import Patch
 
     from harness.core.metrics import DEFAULT_TAUS
-    from reports.axes import k_axis
+    from reports.axes import ZERO_NOTE, k_axis
+
+    from reports.colours import run_colour
 
     taus = tuple(taus or DEFAULT_TAUS)
     st = STYLES[style]
+    # a run's colour is its position among all the figure's runs, so a bar panel (evaluation runs
+    # only) colours a run as the line panels next to it do
+    colour = [r.colour or run_colour(r.label, i) for i, r in enumerate(runs)]
     cols = min(len(metrics), 2 if style == "paper" else 3)
     rows = (len(metrics) + cols - 1) // cols
     rc = {"font.size": st["font"], "axes.titlesize": st["font"], "axes.labelsize": st["font"],
@@ -353,10 +377,11 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
             lo, hi = np.inf, -np.inf
             drawn = 0
             if kind == "bar":
-                vals, errs, names = [], [], []
-                for r in runs:
+                vals, errs, names, cols = [], [], [], []
+                for r, c in zip(runs, colour):
                     if r.pools is None:
                         continue
+                    cols.append(c)
                     per = _per_problem(r, taus)
                     key = _BAR_KEYS.get(metric, metric)
                     m, s = _est(per.get(key, np.array([np.nan])))
@@ -366,7 +391,7 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                 if not names:
                     raise ValueError(f"--metric {metric}: needs an evaluation run (evolve runs have no pools here)")
                 x = np.arange(len(names))
-                ax.bar(x, vals, yerr=errs, capsize=3, color=[f"C{i}" for i in range(len(names))],
+                ax.bar(x, vals, yerr=errs, capsize=3, color=cols,
                        error_kw={"lw": st["lw"] * 0.8})
                 tilt = len(names) > 2
                 ax.set_xticks(x, names, rotation=15 if tilt else 0, ha="right" if tilt else "center")
@@ -385,13 +410,13 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                                      " (plain sampling: pass@k)" if dashed else "")
                     marker = "o" if x.size <= 40 and kind != "tau" else None
                     ax.plot(x, m, ls="--" if dashed else "-", marker=marker, ms=st["ms"],
-                            color=f"C{i}", label=lab, zorder=3)
-                    ax.fill_between(x, m - s, m + s, color=f"C{i}", alpha=0.2, lw=0)
+                            color=colour[i], label=lab, zorder=3)
+                    ax.fill_between(x, m - s, m + s, color=colour[i], alpha=0.2, lw=0)
                     if r.evolve is not None and metric == "evolve-solved" and r.evolve.get("baseline"):
                         b = r.evolve["baseline"].get("solved_vs_candidates") or {}
                         bx, bm = np.asarray(b.get("x", []), float), np.asarray(b.get("mean", []), float)
                         if bx.size:
-                            ax.plot(bx, bm, ls=":", color=f"C{i}", label=f"{r.label} (plain sampling)")
+                            ax.plot(bx, bm, ls=":", color=colour[i], label=f"{r.label} (plain sampling)")
                     lo, hi = min(lo, float(np.nanmin(m - s))), max(hi, float(np.nanmax(m + s)))
                     drawn += 1
                 if not drawn:
@@ -435,7 +460,7 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                 ax.set_ylim(*_flat_limits(lo, hi, metric in _BOUNDED))
         for ax, (lo, hi) in zip(used, limits):
             if hi - lo < 1e-12 and abs(hi) < 1e-12:
-                ax.text(0.5, 0.5, "0 for every run", transform=ax.transAxes, ha="center", color="0.35")
+                ax.text(0.5, 0.5, ZERO_NOTE, transform=ax.transAxes, ha="center", color="0.35")
         if title:
             fig.suptitle(title)
         fig.tight_layout()

@@ -21,7 +21,8 @@ import numpy as np
 from harness.core.metrics import mean_se
 from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
-from reports.axes import k_axis
+from reports.axes import k_axis, mark_all_zero
+from reports.colours import run_colour
 from reports.tables import format_estimate, format_number
 
 CURVE_METRICS = ("best", "pass")
@@ -38,6 +39,8 @@ class RunView:
     ks: list[int]
     strategies: list[str]
     per_problem: dict[str, np.ndarray]
+    #: the run's colour in every figure of the report (reports/colours.py)
+    colour: str = "C0"
 
     def estimate(self, name: str) -> dict[str, float]:
         return mean_se(self.per_problem.get(name, np.array([np.nan]))).as_dict()
@@ -66,11 +69,11 @@ def _with_rows(pools: RunPools) -> RunPools:
     return pools
 
 
-def _view(pools: RunPools, label: str, strategies: Sequence[str], seed: int) -> RunView:
+def _view(pools: RunPools, label: str, strategies: Sequence[str], seed: int, colour: str = "C0") -> RunView:
     ks = [k for k in (pools.ks or default_ks([pools])) if 1 <= k <= pools.min_pool] or default_ks([pools])
     strats = strategies_for([pools], strategies)
     per = per_problem_metrics(pools, ks, ["oracle", *strats], seed, pools.metric_seed)
-    return RunView(pools, label, ks, strats, per)
+    return RunView(pools, label, ks, strats, per, colour)
 
 
 def choose_problems(views: Sequence[RunView], n: int) -> tuple[list[str], str]:
@@ -109,20 +112,6 @@ FONT_SCALE = 1.3
 BAND_LABEL = "band: ±1 standard error"
 
 
-def _all_zero(ax: Any) -> bool | None:
-    """True when every line and bar of ``ax`` sits at 0, None when it draws neither (a scatter)."""
-    vals: list[float] = []
-    for ln in ax.get_lines():
-        vals += [float(v) for v in np.asarray(ln.get_ydata(), dtype=float).ravel()]
-    from matplotlib.patches import Rectangle
-
-    vals += [float(r.get_height()) for r in ax.patches if isinstance(r, Rectangle)]
-    vals = [v for v in vals if v == v]
-    if not vals:
-        return None
-    return max(abs(v) for v in vals) < 1e-12
-
-
 def _polish(fig: Any) -> None:
     """Readability fixes every report figure gets: larger fonts; a panel whose values are all 0 on a
     0..1 axis (autoscaling gave -0.04..0.04 around nothing) with a note saying so; whole-number ticks
@@ -137,10 +126,8 @@ def _polish(fig: Any) -> None:
     for ax in fig.axes:
         if not ax.get_visible() or not ax.axison:
             continue
-        if _all_zero(ax) and not any("for every run" in t.get_text() for t in ax.texts):
-            ax.set_ylim(-0.03, 1.03)
-            ax.text(0.5, 0.5, "0 for every run", transform=ax.transAxes, ha="center", color="0.35",
-                    fontsize=11)
+        if not any("for every run" in t.get_text() for t in ax.texts):
+            mark_all_zero(ax, fontsize=11)
         title = ax.title
         width_pt = ax.get_position().width * fig.get_figwidth() * 72
         per_line = max(12, int(width_pt / (0.6 * title.get_fontsize())))
@@ -197,11 +184,11 @@ def fig_curves(views: Sequence[RunView]) -> str:
             se = np.array([e["stderr"] for e in est])
             if np.isnan(mean).all():
                 continue
-            ax.plot(v.ks, mean, marker="o", ms=3, color=f"C{i}", label=v.label)
-            ax.fill_between(v.ks, mean - se, mean + se, color=f"C{i}", alpha=0.2, lw=0)
+            ax.plot(v.ks, mean, marker="o", ms=3, color=v.colour, label=v.label)
+            ax.fill_between(v.ks, mean - se, mean + se, color=v.colour, alpha=0.2, lw=0)
             if metric.startswith("selected"):  # the oracle for reference, same colour, dashed
                 best = np.array([v.estimate(f"best@{k}")["mean"] for k in v.ks])
-                ax.plot(v.ks, best, ls="--", lw=0.8, color=f"C{i}", alpha=0.7)
+                ax.plot(v.ks, best, ls="--", lw=0.8, color=v.colour, alpha=0.7)
         k_axis(ax, sorted({k for v in views for k in v.ks}))
         ax.set_ylabel("task scalar" if metric != "pass" else "fraction of problems")
         ax.set_title(title + ("  (dashed: best@k)" if metric.startswith("selected") else ""), fontsize=10)
@@ -224,7 +211,7 @@ def fig_bars(views: Sequence[RunView]) -> str:
     for ax, (key, title) in zip(axes, items):
         est = [v.estimate(key) for v in views]
         ax.bar(x, [e["mean"] for e in est], yerr=[e["stderr"] for e in est], capsize=4,
-               color=[f"C{i}" for i in range(len(views))])
+               color=[v.colour for v in views])
         ax.set_xticks(x, [v.label for v in views], rotation=12, fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.set_ylabel("mean over problems (bars: ±1 s.e.)")
@@ -238,7 +225,7 @@ def fig_field_metrics(views: Sequence[RunView]) -> str | None:
     recorded token counts), drawn by reports.plots so `vpo plot` and the report show the same curves."""
     from reports.plots import PlotRun, metric_figure
 
-    runs = [PlotRun(v.label, pools=v.pools, ks=v.ks) for v in views]
+    runs = [PlotRun(v.label, pools=v.pools, ks=v.ks, colour=v.colour) for v in views]
     names = ["pass^k", "cover"] + (["tokens"] if any(v.pools.tokens_per_chain > 0 for v in views) else [])
     return _png(metric_figure(runs, names))
 
@@ -266,7 +253,7 @@ def fig_components(views: Sequence[RunView]) -> str | None:
         per_prob = np.stack([r.mean(axis=0) for r in v.pools.rewards if len(r)])
         se = per_prob.std(axis=0, ddof=1) / np.sqrt(len(per_prob)) if len(per_prob) > 1 else np.zeros(len(comps))
         ax.bar(np.arange(len(comps)) + (i - (len(views) - 1) / 2) * width, allr.mean(axis=0), width,
-               yerr=se, capsize=3, color=f"C{i}", label=v.label)
+               yerr=se, capsize=3, color=v.colour, label=v.label)
     ax.set_xticks(np.arange(len(comps)), comps)
     ax.set_ylabel("mean reward (0–1)")
     ax.set_title("mean reward per component over all candidates (bars: ±1 s.e. over problems)", fontsize=10)
@@ -353,7 +340,7 @@ def fig_projections(views: Sequence[RunView], problems: Sequence[str], axes_spec
             start += len(m)
             if len(pts):
                 uniq, counts = np.unique(np.round(pts, 9), axis=0, return_counts=True)
-                ax.scatter(uniq[:, 0], uniq[:, 1], s=18 + 22 * counts, color=f"C{c}", alpha=0.6,
+                ax.scatter(uniq[:, 0], uniq[:, 1], s=18 + 22 * counts, color=v.colour, alpha=0.6,
                            edgecolor="k", lw=0.4)
                 n_vec = len(np.unique(np.round(m, 9), axis=0))  # of the full vectors, not of the 2-D points
                 ax.set_title(f"{v.label}\n{pid}: {len(m)} candidates, {n_vec} distinct vector{'s' if n_vec != 1 else ''}",
@@ -379,16 +366,17 @@ def _projection_note(projection: str | None) -> str:
             "of a row; --projection pca for principal components")
 
 
-def fig_evolve(runs: Sequence[Any]) -> str | None:
+def fig_evolve(runs: Sequence[Any], colours: Sequence[str] | None = None) -> str | None:
     """Evolve runs (reports.evolve.EvolveRun): fraction solved and best task scalar vs candidates
-    evaluated, plain sampling of the same model at the same budget dashed; integer candidate ticks."""
+    evaluated, plain sampling of the same model at the same budget dashed; integer candidate ticks;
+    ``colours``: the runs' colours in the report (default: reports/colours.py over these runs)."""
     from reports.evolve import draw
 
     if not runs:
         return None
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.6))
-    draw(axes, runs)
+    draw(axes, runs, colours)
     fig.tight_layout()
     return _png(fig)
 
@@ -615,8 +603,10 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
     from reports.evolve import curves as evolve_curves, load_evolve, require_candidates
 
     check_same_task(paths)  # one report, one task and split
+    # one colour per run for every figure of the report, evaluation and evolve runs alike
+    colour_of = {p: run_colour(str(p), i) for i, p in enumerate(paths)}
     evolve = [require_candidates(load_evolve(p, nm), "report") for nm, p in zip(names, paths) if is_evolve_run(p)]
-    views = [_view(_with_rows(load_pools(p)), nm, strategies, seed)
+    views = [_view(_with_rows(load_pools(p)), nm, strategies, seed, colour_of[p])
              for nm, p in zip(names, paths) if not is_evolve_run(p)]
     if not views and not evolve:
         raise ValueError("no runs to report")
@@ -685,7 +675,8 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
         sections.append("<h2>Evolutionary search</h2><p class='note'>Solved and best task scalar vs candidates "
                         "evaluated per problem (computed from the stored rows), the search solid and plain "
                         "sampling of the same model at the same budget dashed; bands ±1 standard error over "
-                        "problems.</p>" + _img(fig_evolve(evolve), "evolve curves") + tables)
+                        "problems.</p>" + _img(fig_evolve(evolve, [colour_of[p] for p in paths if is_evolve_run(p)]),
+                                                   "evolve curves") + tables)
         if "comparison" in evo_data:
             data["evolve_comparison"] = evo_data.pop("comparison")
         for run in evolve:

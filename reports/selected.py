@@ -66,8 +66,11 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
+    from reports.colours import run_colour
+
     all_ks: set[int] = set()
     for i, p in enumerate(paths):
+        colour = run_colour(str(p), i)
         run = load_pools(p)
         cur = curves(run, [strategy], seed)
         if strategy not in cur:
@@ -79,9 +82,9 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
         se = np.array([cur[strategy][k]["stderr"] for k in ks])
         best = np.array([cur["oracle"][k]["mean"] for k in ks])
         lab = labels[i] if labels else run.label
-        ax.plot(ks, mean, marker="o", ms=3, color=f"C{i}", label=f"{lab}: selected@k [{strategy}]")
-        ax.fill_between(ks, mean - se, mean + se, color=f"C{i}", alpha=0.2, lw=0)
-        ax.plot(ks, best, ls="--", lw=1, color=f"C{i}", label=f"{lab}: best@k (oracle)")
+        ax.plot(ks, mean, marker="o", ms=3, color=colour, label=f"{lab}: selected@k [{strategy}]")
+        ax.fill_between(ks, mean - se, mean + se, color=colour, alpha=0.2, lw=0)
+        ax.plot(ks, best, ls="--", lw=1, color=colour, label=f"{lab}: best@k (oracle)")
     k_axis(ax, sorted(all_ks))
     ax.set_ylabel("task scalar of the selected candidate")
     ax.set_title(title or f"selected@k [{strategy}] vs best@k")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -53,3 +54,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_generation_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs made by module- and session-scoped fixtures (set up before any test's own cache below)
+    never write to the user's ~/.cache either."""
+    before = os.environ.get("VPO_CACHE_DIR")
+    os.environ["VPO_CACHE_DIR"] = str(tmp_path_factory.mktemp("vpo-generations-session"))
+    yield
+    if before is None:
+        os.environ.pop("VPO_CACHE_DIR", None)
+    else:
+        os.environ["VPO_CACHE_DIR"] = before
+
+
+@pytest.fixture(autouse=True)
+def _own_generation_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets an empty generation cache of its own (never the user's ~/.cache), so a test
+    sees the cache exactly as a fresh machine would and no test depends on what another stored."""
+    monkeypatch.setenv("VPO_CACHE_DIR", str(tmp_path_factory.mktemp("vpo-generations")))

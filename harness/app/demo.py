@@ -62,8 +62,9 @@ def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = DEM
 
 
 def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_size: int = 200, seed: int = 0,
-             only: Sequence[str] | None = ("vpo", "grpo")) -> Path:
-    """Evaluate the bundled checkpoints, print the table, write demo_table.md, demo_metrics.json, plots."""
+             only: Sequence[str] | None = ("vpo", "grpo"), cache: bool | None = None) -> Path:
+    """Evaluate the bundled checkpoints, print the table, write demo_table.md, demo_metrics.json, plots.
+    ``cache``: the generation cache (``--cache/--no-cache``; None: on, the checkpoints are seeded hf)."""
     from harness.core.results import load_run
     from harness.eval.runner import run
 
@@ -74,6 +75,7 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
     t0 = time.time()
     for name, cfg in cfgs:
         t = time.time()
+        cfg.execution.cache = cache
         folder = run(cfg)
         loaded = load_run(folder)
         runs.append((name, loaded))

@@ -89,6 +89,9 @@ class ExecutionSpec:
     score_workers: int = 1
     progress: bool = True
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # local | ray (replicas, ...)
+    #: the generation cache (harness/core/gencache.py): None = on where the backend samples each chain
+    #: from its own seed, True / False = ``--cache`` / ``--no-cache``
+    cache: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.executor, dict):  # read back from config.json

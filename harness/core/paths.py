@@ -26,3 +26,11 @@ def cache_dir() -> Path:
         p = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "vpo-harness"
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def generations_dir() -> Path:
+    """The generation cache (``vpo cache``): $VPO_CACHE_DIR, else ``generations`` under :func:`cache_dir`."""
+    env = os.environ.get("VPO_CACHE_DIR")
+    p = Path(env) if env else cache_dir() / "generations"
+    p.mkdir(parents=True, exist_ok=True)
+    return p

@@ -19,9 +19,11 @@ import numpy as np
 from benchmarks import Benchmark, Problem, get_task
 from benchmarks.scoring import score_generation
 from harness.core import metrics
-from harness.core.executors import BackendSpec, ChainScorer, Executor, make_executor
+from harness.core.executors import BackendSpec, ChainScorer, Executor, ScoringPool, make_executor
+from harness.core.executors.base import seeds_of
+from harness.core.gencache import CachedChains, GenerationCache, cache_decision
 from harness.core.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
-from harness.core.models.base import Backend, GenRequest, SamplingConfig, chat_template_args
+from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, chat_template_args
 from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
 from harness.core.results import summarize_rows
 from harness.core.rows import ChainRow
@@ -74,6 +76,7 @@ def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], 
         "task": cfg.task.name, "split": cfg.task.split, "model": cfg.model.spec, "m": s.m, "n": s.n,
         "pool_size": cfg.pool_size, "metrics": summary,
         "n_chains": len(rows), "n_errors": n_errors,
+        "n_cached": sum(1 for r in rows if r.extra.get("cached")),  # chains the generation cache supplied
         "mean_completion_tokens": float(np.mean(tokens)) if tokens else None,
         "config": config_record,
     }
@@ -191,13 +194,8 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         store.invalidate_results()  # until the rows below are summarised again, there are no metrics
         if resuming:
             print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
-        own_executor = executor is None
-        if executor is None:
-            args = dict(cfg.model.args)
-            if cfg.model.spec.startswith("openai:"):  # --concurrency is a default; explicit model_args win
-                args.setdefault("concurrency", ex.concurrency)
-            executor = make_executor(ex.executor, BackendSpec(cfg.model.spec, cfg.execution.base_url, args),
-                                     backend=backend, score_workers=ex.score_workers)
+        seeds = seeds_of(requests)
+        cached, hits, requests = _consult_cache(cfg, record, sampling, requests, backend is not None, store)
         # a replica rebuilds the task from its name and options (a Benchmark does not travel)
         scorer = ChainScorer(functools.partial(get_task, cfg.task.name, **cfg.task.options), s.m,
                              score_generation, task=task)
@@ -206,32 +204,47 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
         # backends that decode in batches (hf) report tokens as they go, so the bar moves (with a rate
         # and an ETA) while a batch runs; the total is the upper bound n_todo * max_tokens
         bar_tok = live = None
+        own_executor = executor is None and bool(requests)
 
         def keep(row: Any) -> None:
             store.append(row.to_json())
+            if cached is not None:
+                cached.remember(row)
             bar_score.update(1)
 
         rows = None
         try:
-            executor.start(scorer)
-            store.record_backend(executor.describe_backend())
-            if hasattr(executor, "on_event"):  # Ray replica losses and restarts go into config.json
-                executor.on_event = store.append_event
-            live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
-            if hasattr(live, "on_tokens") and ex.progress:
-                bar_tok = tqdm(total=n_todo * sampling.max_tokens, desc="tokens (upper bound)", unit="tok",
-                               unit_scale=True)
-                live.on_tokens = bar_tok.update
-            # on an interrupt or a failure elsewhere, chains already generated and scored are kept
-            rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update, on_leftover=keep)
-            for row in rows:
-                keep(row)
+            if hits:  # chains found in the cache are scored like sampled ones, without the model
+                _score_cached(hits, by_id, seeds, scorer, ex.score_workers, bar_gen.update, keep)
+            if requests:
+                if executor is None:
+                    args = dict(cfg.model.args)
+                    if cfg.model.spec.startswith("openai:"):  # --concurrency is a default; explicit model_args win
+                        args.setdefault("concurrency", ex.concurrency)
+                    executor = make_executor(ex.executor, BackendSpec(cfg.model.spec, cfg.execution.base_url, args),
+                                             backend=backend, score_workers=ex.score_workers)
+                executor.start(scorer)
+                store.record_backend(executor.describe_backend())
+                if hasattr(executor, "on_event"):  # Ray replica losses and restarts go into config.json
+                    executor.on_event = store.append_event
+                live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
+                if hasattr(live, "on_tokens") and ex.progress:
+                    bar_tok = tqdm(total=sum(len(r.chain_indices) for r in requests) * sampling.max_tokens,
+                                   desc="tokens (upper bound)", unit="tok", unit_scale=True)
+                    live.on_tokens = bar_tok.update
+                # on an interrupt or a failure elsewhere, chains already generated and scored are kept
+                rows = executor.rows(requests, by_id, sampling, scorer, on_generated=bar_gen.update,
+                                     on_leftover=keep)
+                for row in rows:
+                    keep(row)
         finally:
             if rows is not None:
                 rows.close()
-            if own_executor:
+            if own_executor and executor is not None:
                 executor.close()
             store.close()
+            if cached is not None:
+                cached.cache.close()
             bar_gen.close()
             bar_score.close()
             if bar_tok is not None:
@@ -240,3 +253,43 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
     results = compute_results(folder, task, problems, cfg, record)
     store.write_results(results)
     return folder
+
+
+def _consult_cache(cfg: RunConfig, record: dict[str, Any], sampling: SamplingConfig, requests: list[GenRequest],
+                   backend_given: bool, store: RunStore) -> tuple[CachedChains | None, list[Generation], list[GenRequest]]:
+    """(the run's cache view or None when off, the chains found, the requests left to sample). The
+    decision, why, where and how many were found go into config.json's ``cache``; the rows found are
+    marked ``extra.cached``. The model part of the key is the run's own identity (spec, identity args,
+    weights digest), so the cache and resume agree on what "the same model" is."""
+    use, why = cache_decision(cfg.execution.cache, cfg.model.spec, cfg.model.args, backend_given)
+    if not use:
+        store.update_record(cache={"enabled": False, "why": why})
+        return None, [], requests
+    ident = record["identity"]
+    model = {**ident["model"], "weights": ident.get("model_fingerprint")}
+    cached = CachedChains(GenerationCache(), model, sampling)
+    hits, left = cached.split(requests)
+    n_left = sum(len(r.chain_indices) for r in left)
+    store.update_record(cache={"enabled": True, "why": why, "dir": str(cached.cache.folder),
+                               "found": len(hits), "sampled": n_left})
+    if hits:
+        print(f"[vpo] generation cache {cached.cache.folder}: {len(hits)} of {len(hits) + n_left} chains found, "
+              f"{n_left} to sample (--no-cache samples them all)", file=sys.stderr)
+    return cached, hits, left
+
+
+def _score_cached(hits: Sequence[Generation], problems: dict[str, Problem], seeds: dict[tuple[str, int], int],
+                  scorer: ChainScorer, workers: int, on_generated: Any, keep: Any) -> None:
+    """Score the chains the cache supplied, in the scoring threads sampled chains use; on an interrupt
+    the ones already scored are kept, like sampled chains."""
+    pool = ScoringPool(scorer, problems, seeds, workers)
+    try:
+        for gen in hits:
+            on_generated(1)
+            pool.submit(gen)
+            for row in pool.drain(block=pool.backlog >= 4 * pool.workers):
+                keep(row)
+        for row in pool.drain_all():
+            keep(row)
+    finally:
+        pool.close(keep)

@@ -12,7 +12,7 @@ from types import ModuleType
 
 #: subcommand modules under harness.app.commands, in `vpo --help` order
 COMMANDS: tuple[str, ...] = ("run", "ls", "show", "plot", "compare", "report", "rescore", "train", "export_verl",
-                             "demo", "evolve", "serve", "view")
+                             "demo", "evolve", "serve", "view", "cache")
 
 
 def load(name: str) -> ModuleType:

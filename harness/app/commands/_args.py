@@ -53,3 +53,11 @@ def add_chat_template_args(p: argparse.ArgumentParser) -> None:
                    help="keyword arguments of the model's chat template, coerced like --model-args; e.g. "
                         "enable_thinking=false renders Qwen3 prompts without thinking, as the paper ran them "
                         "(hf/vllm: passed to the template; openai: sent as chat_template_kwargs). Part of the run")
+
+
+def add_cache_flag(p: argparse.ArgumentParser) -> None:
+    """``--cache / --no-cache`` on every command that samples chains through the runner (run, demo)."""
+    p.add_argument("--cache", action=argparse.BooleanOptionalAction, default=None,
+                   help="reuse chains from the generation cache ($VPO_CACHE_DIR, else ~/.cache/vpo-harness/"
+                        "generations) and store new ones; default: on for backends that sample each chain from "
+                        "its own seed (hf, vllm, mock), off for servers (openai). See `vpo cache`")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.app.commands._args import add_cache_flag
 from harness.core.paths import BUNDLED_CHECKPOINTS
 
 
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--only", nargs="*", default=["vpo", "grpo"],
                    help="methods to evaluate (default and 'all': vpo grpo, the bundled checkpoints)")
+    add_cache_flag(p)
     return p
 
 
@@ -32,5 +34,5 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     run_demo(Path(args.checkpoints), Path(args.out), limit=args.limit, batch_size=args.batch_size,
-             seed=args.seed, only=args.only)
+             seed=args.seed, only=args.only, cache=args.cache)
     return 0

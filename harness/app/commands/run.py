@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, int_list, kv
+from harness.app.commands._args import (add_cache_flag, add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox,
+                                        int_list, kv)
 
 if TYPE_CHECKING:
     from harness.core.config import RunConfig
@@ -17,6 +18,7 @@ vpo run --task toolrl --model vllm:Qwen/Qwen3-1.7B --protocol paper -m 1   # the
 vpo run ... --k 1,3,10     # same command, other ks: metrics recomputed from the stored rows
 vpo run --task maze --model mock:moves --limit 5 -n 4 --seeds 0,1,2 --out runs/seeds   # one run per seed
 vpo run --task maze --model hf:maze-tiny-vpo -n 8 -m 3 --prefix "<route_1>RIGHT"   # continue a given answer start
+vpo run ... --out runs/again   # another folder: the chains come from the generation cache (vpo cache)
 """
 
 
@@ -66,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_cache_flag(p)
     add_unsafe_sandbox(p)
     from harness.core.executors.cli_args import add_executor_arguments
 
@@ -151,7 +154,7 @@ def build_config(args: argparse.Namespace) -> "RunConfig":
                         base_url=args.base_url, model_args=args.model_args, out=args.out, protocol=args.protocol,
                         concurrency=args.concurrency, score_workers=args.score_workers,
                         flush_every=args.flush_every, retry_errors=args.retry_errors,
-                        progress=not args.no_progress, executor=executor_config(args))
+                        progress=not args.no_progress, executor=executor_config(args), cache=args.cache)
 
 
 def report_failures(folder) -> int:

@@ -18,6 +18,7 @@ __all__ = [
     "KNOWN_BACKENDS",
     "EXECUTION_ARGS",
     "identity_args",
+    "deterministic",
     "accepted_args",
     "check_args",
     "load_backend",
@@ -38,6 +39,25 @@ EXECUTION_ARGS: dict[str, frozenset[str]] = {
     "hf": frozenset({"batch_size"}),  # each chain has its own seeded sampler: text independent of the batch
     "mock": frozenset({"latency_s"}),
 }
+
+
+#: backends whose chain text is a function of (weights, rendered prompt, sampling, chain seed) alone, so
+#: the generation cache is on by default for them (``vpo run --cache/--no-cache`` overrides either way):
+#: hf draws each chain from its own seeded ``torch.Generator``, vllm sends one ``SamplingParams(seed=)``
+#: per chain, the mock is a seeded RNG unless ``fail_every`` makes a chain's fate depend on the order it
+#: was served in. ``openai`` is absent: whether a server honours ``seed`` is the server's business
+#: (hosted APIs call it best effort) and with ``use_n`` one seed covers a group of chains.
+SEEDED: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "hf": lambda args: True,
+    "vllm": lambda args: True,
+    "mock": lambda args: not args.get("fail_every"),
+}
+
+
+def deterministic(spec: str, args: dict[str, Any] | None = None) -> bool:
+    """Whether ``spec`` built with ``args`` samples a chain as a function of its cache key (see :data:`SEEDED`)."""
+    rule = SEEDED.get(spec.split(":", 1)[0].strip().lower())
+    return bool(rule and rule(dict(args or {})))
 
 
 def identity_args(spec: str, args: dict[str, Any]) -> dict[str, Any]:

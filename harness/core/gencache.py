@@ -1,0 +1,250 @@
+"""The generation cache: a chain sampled once is not sampled again by a later command that needs
+exactly the same chain.
+
+A chain is reused only when everything that determines its text is equal, so the key is a digest of
+all of it: the model (its spec, the model args that identify it and the digest of its weights, as a
+run's identity records them), the prompt (the messages, the chat-template arguments and the assistant
+prefix, "" when there is none), every :class:`SamplingConfig` field and the chain's seed. Any one part
+differing is another key: nothing is reused. It is only sound for backends whose chain is a function
+of that key (``harness.core.models.deterministic``), so the runner turns it on by default for those
+alone; ``--cache`` / ``--no-cache`` decide either way.
+
+Storage, chosen for crash safety and several writers: one SQLite database in WAL mode. Every put is
+one transaction, so a process killed with SIGKILL mid-write leaves an uncommitted WAL tail that the
+next open discards: an entry is there whole or not at all. Writers in several processes serialise on
+SQLite's write lock (``busy_timeout`` makes them wait instead of failing) and readers never block
+them. One file per key written by rename would be as atomic, but a run of 100k chains would leave
+100k files, and ``vpo cache`` would walk all of them to say how big the cache is; here it is one
+query. WAL needs memory shared between the processes, so the cache must be on a local disk, not NFS.
+Failed generations are never stored: a retry should sample again.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from harness.core.models.base import GenRequest, Generation, SamplingConfig
+
+#: bumped when the key or the stored value changes meaning: older entries then simply miss
+CACHE_FORMAT = 1
+DB_NAME = "generations.sqlite"
+#: keys per ``IN (...)`` lookup (well under SQLite's bound-variable limit)
+_LOOKUP_CHUNK = 500
+#: how long a writer waits for another process's transaction before giving up
+_BUSY_MS = 60_000
+#: the Generation fields a stored entry holds (the rest are the chain's address, not its content)
+_VALUE_FIELDS = ("text", "prompt_tokens", "completion_tokens", "finish_reason", "latency_s")
+
+
+class CacheError(ValueError):
+    """The cache file cannot be used (not a SQLite database, unwritable): one line naming it."""
+
+
+def chain_key(model: Mapping[str, Any], messages: Sequence[Mapping[str, str]], sampling: SamplingConfig,
+              seed: int, prefix: str = "") -> str:
+    """sha256 of everything that determines a chain's text (see the module docstring).
+
+    Every field of ``sampling`` is part of it, so a field added to :class:`SamplingConfig` later joins
+    the key without an edit here; float fields are compared as floats (``temperature=1`` is 1.0)."""
+    samp: dict[str, Any] = {}
+    for f in dataclasses.fields(sampling):
+        v = getattr(sampling, f.name)
+        if isinstance(f.default, float) and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        samp[f.name] = v
+    template = samp.pop("chat_template_args", ())
+    payload = {
+        "format": CACHE_FORMAT,
+        "model": dict(model),
+        "prompt": {"messages": [dict(m) for m in messages], "chat_template_args": template, "prefix": prefix},
+        "sampling": samp,
+        "seed": int(seed),
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+@dataclass
+class CacheStats:
+    """What ``vpo cache`` prints: where, how many chains, how many bytes (stored text and on disk)."""
+
+    path: Path
+    entries: int
+    payload_bytes: int
+    disk_bytes: int
+    #: model spec -> (entries, payload bytes), largest first
+    models: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+class GenerationCache:
+    """The SQLite store of generations by :func:`chain_key`. Safe to share between threads and processes."""
+
+    def __init__(self, folder: Path | str | None = None) -> None:
+        if folder is None:
+            from harness.core.paths import generations_dir
+
+            folder = generations_dir()
+        self.folder = Path(folder)
+        self.path = self.folder / DB_NAME
+        self._lock = threading.Lock()
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=_BUSY_MS / 1000, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: a commit is atomic and survives a killed process; only a power loss may
+            # drop the last commits, which for a cache is a miss, never a wrong entry
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS chains (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                             "value TEXT NOT NULL, bytes INTEGER NOT NULL)")
+        except (sqlite3.Error, OSError) as exc:
+            raise CacheError(f"generation cache {self.path}: {exc} (remove the file, or point VPO_CACHE_DIR "
+                             "at another folder, or pass --no-cache)") from None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored values of those ``keys`` that are in the cache."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            try:
+                for i in range(0, len(keys), _LOOKUP_CHUNK):
+                    part = keys[i: i + _LOOKUP_CHUNK]
+                    marks = ",".join("?" * len(part))
+                    for key, value in self._db.execute(f"SELECT key, value FROM chains WHERE key IN ({marks})",
+                                                       part):
+                        out[key] = json.loads(value)
+            except sqlite3.Error as exc:
+                raise CacheError(f"generation cache {self.path}: {exc} (pass --no-cache to run without it)") from None
+        return out
+
+    def put(self, key: str, model: str, value: Mapping[str, Any]) -> None:
+        """Store one generation (one transaction). A key already there is kept: the first writer wins,
+        and for a deterministic backend both writers hold the same text anyway."""
+        text = json.dumps(dict(value), ensure_ascii=True, separators=(",", ":"))
+        with self._lock:
+            try:
+                self._db.execute("INSERT OR IGNORE INTO chains (key, model, value, bytes) VALUES (?, ?, ?, ?)",
+                                 (key, model, text, len(text)))
+            except sqlite3.Error as exc:  # a full disk, a lock held past the timeout
+                raise CacheError(f"generation cache {self.path}: {exc}") from None
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            rows = self._db.execute("SELECT model, COUNT(*), COALESCE(SUM(bytes), 0) FROM chains GROUP BY model "
+                                    "ORDER BY SUM(bytes) DESC").fetchall()
+        disk = sum(p.stat().st_size for p in self.folder.glob(DB_NAME + "*") if p.is_file())
+        return CacheStats(self.path, sum(n for _, n, _ in rows), sum(b for _, _, b in rows), disk,
+                          {m: (int(n), int(b)) for m, n, b in rows})
+
+    def clear(self, model: str | None = None) -> int:
+        """Remove every entry (or those of one model spec); returns how many. The file is compacted."""
+        with self._lock:
+            cur = (self._db.execute("DELETE FROM chains") if model is None
+                   else self._db.execute("DELETE FROM chains WHERE model = ?", (model,)))
+            n = cur.rowcount
+            try:
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError:  # another process is reading: the space is reused later
+                pass
+        return int(n)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "GenerationCache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def generation_value(gen: Any) -> dict[str, Any]:
+    """The stored part of a finished chain (a :class:`Generation` or a scored row: both carry these)."""
+    out = {k: getattr(gen, k) for k in _VALUE_FIELDS}
+    out["extra"] = {k: v for k, v in (getattr(gen, "extra", None) or {}).items() if k != "cached"}
+    return out
+
+
+class CachedChains:
+    """A run's view of the cache: which of its chains are stored (``split``) and storing the ones it
+    samples (``remember``). ``model`` is the run's model identity (spec, identity args, weights digest)."""
+
+    def __init__(self, cache: GenerationCache, model: Mapping[str, Any], sampling: SamplingConfig) -> None:
+        self.cache, self.model, self.sampling = cache, dict(model), sampling
+        self.label = str(self.model.get("spec", ""))
+        self._keys: dict[tuple[str, int], str] = {}
+        self.found = 0
+        self.stored = 0
+        #: why storing stopped (the first write that failed), None while it works
+        self.failed: str | None = None
+
+    def split(self, requests: Sequence[GenRequest]) -> tuple[list[Generation], list[GenRequest]]:
+        """(the chains found, as generations marked ``extra["cached"]``; the requests left to sample)."""
+        for req in requests:
+            # branch-independent: a request's assistant prefix, when the request type has one, is a key part
+            prefix = getattr(req, "prefix", "") or ""
+            for c, s in zip(req.chain_indices, req.seeds):
+                self._keys[(req.problem_id, c)] = chain_key(self.model, req.messages, self.sampling, s, prefix)
+        stored = self.cache.get_many(self._keys[(r.problem_id, c)] for r in requests for c in r.chain_indices)
+        hits: list[Generation] = []
+        left: list[GenRequest] = []
+        for req in requests:
+            todo = []
+            for c, s in zip(req.chain_indices, req.seeds):
+                value = stored.get(self._keys[(req.problem_id, c)])
+                if value is None:
+                    todo.append((c, s))
+                    continue
+                hits.append(Generation(req.problem_id, c, value.get("text", ""),
+                                       **{k: value.get(k) for k in _VALUE_FIELDS if k != "text"},
+                                       extra={**(value.get("extra") or {}), "cached": True}))
+            if todo:
+                left.append(dataclasses.replace(req, chain_indices=tuple(c for c, _ in todo),
+                                                seeds=tuple(s for _, s in todo)))
+        self.found = len(hits)
+        return hits, left
+
+    def remember(self, row: Any) -> None:
+        """Store a freshly sampled chain (a scored row); failed and cached ones are not stored. A
+        write that fails (a full disk) stops storing with one warning: the run itself goes on, its
+        rows are safe in the run folder, only later runs will sample those chains again."""
+        if self.failed or getattr(row, "error", None) or (getattr(row, "extra", None) or {}).get("cached"):
+            return
+        key = self._keys.get((row.problem_id, row.chain_index))
+        if key is None:
+            return
+        try:
+            self.cache.put(key, self.label, generation_value(row))
+        except CacheError as exc:
+            import sys
+
+            self.failed = str(exc)
+            print(f"[vpo] warning: {exc}; the run goes on without storing its chains in the cache", file=sys.stderr)
+            return
+        self.stored += 1
+
+
+def cache_decision(flag: bool | None, spec: str, args: Mapping[str, Any] | None,
+                   backend_given: bool = False) -> tuple[bool, str]:
+    """(use the cache?, why, for the run's record). ``flag`` (``--cache`` / ``--no-cache``) wins; else
+    on for the backends :func:`harness.core.models.deterministic` names, and off for a backend object
+    handed to the runner (the trainer's in-memory policy, whose weights change under one name)."""
+    if flag is not None:
+        return bool(flag), "--cache" if flag else "--no-cache"
+    if backend_given:
+        return False, "a backend object was passed in (its weights have no digest): off unless --cache"
+    from harness.core.models import deterministic
+
+    kind = spec.split(":", 1)[0]
+    if deterministic(spec, dict(args or {})):
+        return True, f"default: the {kind} backend samples each chain from its own seed"
+    return False, f"default: the {kind} backend's chains are not known to be a function of their seed"
