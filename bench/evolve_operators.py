@@ -106,7 +106,7 @@ def main() -> int:
         ids = [i for r in results.values() for i in r["_ids"]]
         text, res = summarize(pool([r["_curves"] for r in results.values()]), ids, a.budget, ARMS,
                               [pair(x, y) for x, y in CONTRASTS])
-        name = "pool (" + " + ".join(results) + ")"
+        name = "pool"  # of every set above
         results[name] = res
         texts.append(f"### {name}\n\n{text}\n")
         print(f"\n### {name}\n{text}\n", flush=True)
