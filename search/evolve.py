@@ -280,7 +280,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
         # the run's sections in canonical form: identity, folder name, the baseline and the loop's
         # sampling settings all read them (the zoo model's trained prompt style and budget included)
         run = cfg.canonical_run(task)
-        given, cfg = cfg, replace(cfg, prompt_style=run.task.prompt_style, max_tokens=run.sampling.max_tokens)
+        cfg = replace(cfg, prompt_style=run.task.prompt_style, max_tokens=run.sampling.max_tokens)
         loaded = task.load(cfg.split, path=cfg.data_path,
                            limit=cfg.limit if not cfg.problems.startswith("hardest:") else None)
         problems = select(cfg.problems, loaded, cfg.task)
@@ -292,7 +292,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
         parallel = resolve_parallel(cfg, user_cfg, cfg.config_path)
         temperature, top_p = run.sampling.temperature, run.sampling.top_p
         # a folder named before evolve identities were canonical is resumed under its old name
-        folder = Path(cfg.out) if cfg.out else older_name_or(cfg.default_out(task), given.legacy_out())
+        folder = Path(cfg.out) if cfg.out else older_name_or(cfg.default_out(task), cfg.legacy_out())
         store = RunStore(folder, flush_every=10**9)
         record = _record(cfg, task, problems, user_cfg, run, parallel)
         resuming = store.init(record)
