@@ -177,7 +177,9 @@ class EvolveConfig:
 
 
 #: the search's own settings that identify it, in config.json order. The lag (search/engine.py's
-#: parallel schedule) decides which database state each iteration draws from, so it is identity
+#: parallel schedule) decides which database state each iteration draws from, so it is identity.
+#: legacy_out hashes this section in this order: a new setting is appended and left out of
+#: evolve_identity while unset, or older folders are no longer found
 EVOLVE_IDENTITY = ("problems", "iterations", "prompt_mode", "config_path", "baseline", "cut",
                    "allow_zero_parents", "lag")
 #: the search's own settings of how it runs: how many iterations are in flight changes no row
