@@ -23,6 +23,12 @@ def task_names() -> list[str]:
 
 def get_task(name: str, **options: Any) -> Benchmark:
     """Instantiate a registered task; unknown names list the known ones."""
+    return task_class(name)(**options)
+
+
+def task_class(name: str) -> type[Benchmark]:
+    """A registered task's class, not instantiated: its class-level settings (the paper's sampling
+    defaults) without building the task (a sandbox pool, a data index)."""
     key = name.lower()
     if key not in REGISTRY:
         raise KeyError(unknown("task", name, task_names()))
@@ -33,7 +39,7 @@ def get_task(name: str, **options: Any) -> Benchmark:
         if exc.name == module_name:
             raise KeyError(f"task {name!r} is registered but its module {module_name} is not available") from exc
         raise
-    return getattr(module, cls_name)(**options)
+    return getattr(module, cls_name)
 
 
-__all__ = ["Benchmark", "DataError", "Problem", "REGISTRY", "get_task", "task_names"]
+__all__ = ["Benchmark", "DataError", "Problem", "REGISTRY", "get_task", "task_class", "task_names"]

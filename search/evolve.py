@@ -14,16 +14,18 @@ rows written after it; a finished run is a no-op.
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime as _dt
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from benchmarks import Problem, get_task
+from harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder
 from harness.core.store import RunStore, latest_rows, write_json_atomic
 
 CODE_TASKS = {"livecodebench"}
@@ -85,33 +87,56 @@ class EvolveConfig:
             check_parallel(self.parallel, self.lag, "--parallel")
         if self.model.startswith("openai:") and not self.base_url:
             raise ValueError(f"{self.model} needs --base-url (an OpenAI-compatible server)")
+        self.run_config().validate()  # the rules every run's sections follow (limit, template args, ...)
+
+    def run_config(self) -> RunConfig:
+        """The task, model, sampling and execution sections, as `vpo run` holds them (as typed; the
+        identity reads :meth:`canonical_run`): the pool is iterations + 1 chains of m answers per
+        problem, read at k = 1, and the zoo model's trained prompt style and budget fill what the
+        flags left open (:func:`~harness.core.models.zoo.prompt_settings`, the rule `vpo run` follows)."""
+        from harness.core.models.zoo import prompt_settings
+
+        where = flat_fields()
+        flat = {name: copy.deepcopy(getattr(self, name))
+                for sec in (*IDENTITY_SECTIONS, "execution") for name in SECTIONS[sec] if name in where}
+        style, max_tokens, _ = prompt_settings(self.model, self.m, self.prompt_style, self.max_tokens)
+        flat.update(prompt_style=style, max_tokens=max_tokens, n=self.iterations + 1, ks=(1,))
+        return RunConfig.of(**flat)
+
+    def canonical_run(self, task: Any = None) -> RunConfig:
+        """:meth:`run_config` in the form a run is identified by (the runner's
+        :func:`~harness.eval.runner.canonical_config`: a zoo model's folder is its name, an unset
+        temperature / top-p the task's default). ``task``: the loaded task, else its registered class
+        (its defaults are class settings; nothing is built)."""
+        from benchmarks import task_class
+        from harness.eval.runner import canonical_config
+
+        return canonical_config(self.run_config(), task if task is not None else task_class(self.task))
+
+    def evolve_identity(self) -> dict[str, Any]:
+        """The search's own identity settings; the prefix mode's (``cut``, ``allow_zero_parents``) only
+        where they act or are set, so folders from before they existed keep their identity."""
+        out = {name: copy.deepcopy(getattr(self, name)) for name in EVOLVE_IDENTITY}
+        if self.prompt_mode != "prefix":
+            out.pop("cut")
+        if self.allow_zero_parents is None:
+            out.pop("allow_zero_parents")
+        return out
 
     def sections(self) -> dict[str, dict[str, Any]]:
-        """The settings split as a `vpo run` config is (task / model / sampling) plus the search's own
-        (evolve) and how it runs (execution). Everything but execution is the run's identity: the
-        folder name and the resume check both read it from here, so they cannot disagree."""
-        from harness.core.config import ALIASES
-
-        values = asdict(self)
-        out = {sec: {ALIASES.get(name, (sec, name))[1]: values[name] for name in names}
-               for sec, names in SECTIONS.items()}
-        # readers of run folders (vpo ls/show/report) expect a run's pool shape in sampling
-        out["sampling"].update(n=self.iterations + 1, ks=[1])
+        """Every setting by section, as typed: task / model / sampling as in a `vpo run` config, the
+        search's own (evolve), and how it runs (execution, never identity)."""
+        rc = self.run_config()
+        out = {sec: asdict(getattr(rc, sec)) for sec in IDENTITY_SECTIONS}
+        out["evolve"] = {name: getattr(self, name) for name in EVOLVE_IDENTITY}
+        out["execution"] = {name: getattr(self, name) for name in SECTIONS["execution"]}
         return out
 
-    def identity(self) -> dict[str, Any]:
-        from harness.core.models import identity_args
-
-        out = {sec: v for sec, v in self.sections().items() if sec != "execution"}
-        out["model"]["args"] = identity_args(self.model, self.model_args)  # not timeouts, keys, batch sizes
-        if not out["sampling"].get("chat_template_args"):  # folders from before the field keep their identity
-            out["sampling"].pop("chat_template_args", None)
-        # the prefix mode's settings: identity where they act, left out elsewhere (older folders keep theirs)
-        if self.prompt_mode != "prefix":
-            out["evolve"].pop("cut", None)
-        if self.allow_zero_parents is None:
-            out["evolve"].pop("allow_zero_parents", None)
-        return out
+    def identity(self, task: Any = None) -> dict[str, Any]:
+        """What the run is: the canonical run sections' identity (:meth:`RunConfig.identity`, the
+        same rule as `vpo run`) plus :meth:`evolve_identity`. The folder name and the resume check
+        both read it from here, so they cannot disagree."""
+        return {**self.canonical_run(task).identity(), "evolve": self.evolve_identity()}
 
     def zero_parents_allowed(self) -> bool:
         """Whether a zero-score parent may be drawn while better ones exist: the flag, else the mode's
@@ -120,31 +145,63 @@ class EvolveConfig:
             return bool(self.allow_zero_parents)
         return self.prompt_mode != "prefix"
 
-    def default_out(self) -> Path:
-        """A deterministic folder from the identity, so repeating a command resumes the same run."""
+    def default_out(self, task: Any = None) -> Path:
+        """A deterministic folder from the identity, named by the rule every run folder is
+        (:func:`~harness.core.config.run_folder`), so repeating a command resumes the same run."""
+        ident = self.identity(task)
+        stem = f"evo-{self.task}-{model_slug(ident['model']['spec'])}-{self.prompt_mode}-m{self.m}"
+        return run_folder(stem, ident)
+
+    def legacy_out(self) -> Path:
+        """The folder this command was named before evolve identities were canonical: the model as
+        typed, an unset temperature as None, the pool's ks inside the identity, hashed as unsorted
+        JSON. Frozen (tests/harness/test_evolve_config.py pins it): only read, so such a folder
+        still resumes (:func:`~harness.eval.runner.older_name_or`)."""
         import hashlib
 
+        from harness.core.models import identity_args
         from harness.core.store import dumps
 
-        h = hashlib.sha1(dumps(self.identity()).encode()).hexdigest()[:8]
-        model = self.model.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
-        return Path("runs") / f"evo-{self.task}-{model}-{self.prompt_mode}-m{self.m}-{h}"
+        rc = self.run_config()
+        sampling = {"m": self.m, "temperature": self.temperature, "top_p": self.top_p,
+                    "max_tokens": rc.sampling.max_tokens, "seed": self.seed}
+        if self.chat_template_args:
+            sampling["chat_template_args"] = dict(self.chat_template_args)
+        sampling.update(n=self.iterations + 1, ks=[1])
+        ident = {"task": {"name": self.task, "split": self.split, "options": self.task_options,
+                          "data_path": self.data_path, "limit": self.limit, "prompt_style": rc.task.prompt_style},
+                 "model": {"spec": self.model, "args": identity_args(self.model, self.model_args)},
+                 "sampling": sampling, "evolve": self.evolve_identity()}
+        h = hashlib.sha1(dumps(ident).encode()).hexdigest()[:8]
+        return Path("runs") / f"evo-{self.task}-{model_slug(self.model)}-{self.prompt_mode}-m{self.m}-{h}"
 
 
-#: every EvolveConfig field, by section (config.json names follow harness.core.config.ALIASES, as in `vpo
-#: run`). A field missing here fails tests/harness/test_evolve_config.py, so a new setting must be
-#: declared identity or execution.
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "task": ("task", "split", "task_options", "data_path", "limit", "prompt_style"),
-    "model": ("model", "model_args"),
-    "sampling": ("m", "temperature", "top_p", "max_tokens", "seed", "chat_template_args"),
-    "evolve": ("problems", "iterations", "prompt_mode", "config_path", "baseline", "cut", "allow_zero_parents"),
-    "execution": ("out", "base_url", "progress", "concurrency", "serve_threads", "timeout_s"),
-}
-# the parallel schedule (search/engine.py): the lag decides which database state each iteration
-# draws from, so it identifies the run; how many iterations are in flight does not
-SECTIONS["evolve"] += ("lag",)
-SECTIONS["execution"] += ("parallel",)
+#: the search's own settings that identify it, in config.json order. The lag (search/engine.py's
+#: parallel schedule) decides which database state each iteration draws from, so it is identity.
+#: legacy_out hashes this section in this order: a new setting is appended and left out of
+#: evolve_identity while unset, or older folders are no longer found
+EVOLVE_IDENTITY = ("problems", "iterations", "prompt_mode", "config_path", "baseline", "cut",
+                   "allow_zero_parents", "lag")
+#: the search's own settings of how it runs: how many iterations are in flight changes no row
+EVOLVE_EXECUTION = ("serve_threads", "timeout_s", "parallel")
+
+
+def _declare() -> dict[str, tuple[str, ...]]:
+    """Every EvolveConfig field by section: a field named as a `vpo run` setting (a RunConfig field
+    or alias, :func:`~harness.core.config.flat_fields`) is in that setting's section; the rest are
+    the search's own, declared above. A field in neither list or in both fails
+    tests/harness/test_evolve_config.py, so a new setting must be declared identity or execution."""
+    where = flat_fields()
+    out: dict[str, tuple[str, ...]] = {sec: () for sec in (*IDENTITY_SECTIONS, "evolve", "execution")}
+    for f in fields(EvolveConfig):
+        if f.name in where:
+            out[where[f.name][0]] += (f.name,)
+    out["evolve"] += EVOLVE_IDENTITY
+    out["execution"] += EVOLVE_EXECUTION
+    return out
+
+
+SECTIONS: dict[str, tuple[str, ...]] = _declare()
 
 
 def check_parallel(w: Any, lag: int, where: str) -> int:
@@ -169,8 +226,9 @@ def resolve_parallel(cfg: EvolveConfig, user_cfg: dict[str, Any], config_path: s
 
 
 def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg: dict[str, Any],
-            sampling: dict[str, float], parallel: int | None = None) -> dict[str, Any]:
-    """config.json in the store's format: ``identity`` (checked on resume) + how it ran."""
+            run: RunConfig, parallel: int | None = None) -> dict[str, Any]:
+    """config.json in the store's format: ``identity`` (checked on resume; ``run`` is
+    ``cfg.canonical_run(task)``) + how it ran."""
     from harness.core.config import CONFIG_FORMAT
     from harness.core.metrics import METRIC_SEED
     from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
@@ -178,12 +236,14 @@ def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg:
     execution = {**cfg.sections()["execution"], "base_url": cfg.base_url, "model_args": dict(cfg.model_args)}
     if parallel is not None:
         execution["parallel"] = parallel
+    sampling = {"temperature": run.sampling.temperature, "top_p": run.sampling.top_p}
     identity = dict(
-        **cfg.identity(), kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
+        **cfg.identity(task), kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
         components=list(task.component_names), openevolve_user_config=user_cfg,
         problems={"n": len(problems), "sha256": problems_fingerprint(problems), "ids": [p.id for p in problems]},
-        model_fingerprint=model_fingerprint(cfg.model), metric_seed=METRIC_SEED)
+        model_fingerprint=model_fingerprint(run.model.spec), metric_seed=METRIC_SEED)
     return {"format": CONFIG_FORMAT, "kind": "evolve", "identity": identity, "execution": execution,
+            "ks": list(run.sampling.ks),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "versions": {**versions(), "openevolve": _oe_version()}, "git": git_hash(), "command": sys.argv}
 
@@ -209,24 +269,20 @@ def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem]
                len(complete_iterations(rows.get(p.id, []))) == iterations + 1 for p in problems)
 
 
-def _apply_model_defaults(cfg: EvolveConfig) -> None:
-    """Prompt style and token budget a zoo model was trained with, where the flags left them open
-    (the one rule `vpo run` follows: :func:`harness.core.models.zoo.prompt_settings`)."""
-    from harness.core.models.zoo import prompt_settings
-
-    cfg.prompt_style, cfg.max_tokens, _ = prompt_settings(cfg.model, cfg.m, cfg.prompt_style, cfg.max_tokens)
-
-
 def run_evolve(cfg: EvolveConfig) -> Path:
     """Run or resume an evolve run; returns its folder."""
+    from harness.eval.runner import older_name_or
     from search import config as oecfg
     from search.evaluator import default_feature_dimensions
     from search.problems import select
 
     cfg.validate()
-    _apply_model_defaults(cfg)
     task = get_task(cfg.task, **cfg.task_options)
     try:
+        # the run's sections in canonical form: identity, folder name, the baseline and the loop's
+        # sampling settings all read them (the zoo model's trained prompt style and budget included)
+        run = cfg.canonical_run(task)
+        cfg = replace(cfg, prompt_style=run.task.prompt_style, max_tokens=run.sampling.max_tokens)
         loaded = task.load(cfg.split, path=cfg.data_path,
                            limit=cfg.limit if not cfg.problems.startswith("hardest:") else None)
         problems = select(cfg.problems, loaded, cfg.task)
@@ -236,11 +292,11 @@ def run_evolve(cfg: EvolveConfig) -> Path:
             raise ValueError(f"task {cfg.task!r} split {cfg.split!r}: no problems selected")
         user_cfg = oecfg.read_yaml(cfg.config_path) if cfg.config_path else {}
         parallel = resolve_parallel(cfg, user_cfg, cfg.config_path)
-        temperature = task.default_temperature if cfg.temperature is None else cfg.temperature
-        top_p = task.default_top_p if cfg.top_p is None else cfg.top_p
-        folder = Path(cfg.out) if cfg.out else cfg.default_out()
+        temperature, top_p = run.sampling.temperature, run.sampling.top_p
+        # a folder named before evolve identities were canonical is resumed under its old name
+        folder = Path(cfg.out) if cfg.out else older_name_or(cfg.default_out(task), cfg.legacy_out())
         store = RunStore(folder, flush_every=10**9)
-        record = _record(cfg, task, problems, user_cfg, {"temperature": temperature, "top_p": top_p}, parallel)
+        record = _record(cfg, task, problems, user_cfg, run, parallel)
         resuming = store.init(record)
         if resuming and store.repair():
             print(f"[vpo] {folder}: dropped a partial last line left by an interrupted run", file=sys.stderr)
@@ -278,7 +334,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
                 asyncio.run(_evolve_all(cfg, task, problems, oe, base_url or "", model_name, store, folder, rows,
                                         parallel))
             if cfg.baseline and not base_done:
-                _baseline(cfg, folder, base_url or "", model_name, temperature, top_p, problems)
+                _baseline(cfg, run, folder, base_url or "", model_name, problems)
         finally:
             if server is not None:
                 server.stop()
@@ -382,24 +438,23 @@ def client_args(cfg: EvolveConfig) -> dict[str, Any]:
     return args
 
 
-def _baseline(cfg: EvolveConfig, folder: Path, base_url: str, model_name: str, temperature: float, top_p: float,
+def _baseline(cfg: EvolveConfig, run: RunConfig, folder: Path, base_url: str, model_name: str,
               problems: Sequence[Problem]) -> Path:
     """Plain sampling of the same model with the task prompt, the same number of candidates per
-    problem as the evolve run evaluates: (iterations + 1) chains of m answers. The served model is
-    reached through the openai backend, but the baseline's identity names the model itself (the
-    server's port is not part of what the run is)."""
-    from harness.core.config import RunConfig
+    problem as the evolve run evaluates: (iterations + 1) chains of m answers. Its RunConfig is the
+    evolve run's own sections (``run``, canonical), with the next seed, no problem limit (the
+    problems are given; the folder records their ids and fingerprint, and older baselines had none)
+    and RUN/baseline as its folder. The served model is reached through the openai backend, but the
+    baseline's identity names the model itself (the server's port is not part of what the run is)."""
     from harness.core.models import load_backend
-    from harness.eval.runner import run
+    from harness.eval.runner import run as run_sampling
 
-    rc = RunConfig.of(task=cfg.task, model=cfg.model, split=cfg.split, task_options=cfg.task_options,
-                      data_path=cfg.data_path, prompt_style=cfg.prompt_style, m=cfg.m, n=cfg.iterations + 1,
-                      ks=(1,), temperature=temperature, top_p=top_p, max_tokens=cfg.max_tokens, seed=cfg.seed + 1,
-                      chat_template_args=dict(cfg.chat_template_args),
-                      out=str(folder / "baseline"), progress=cfg.progress)
+    rc = replace(run, task=replace(run.task, limit=None),
+                 sampling=replace(run.sampling, seed=run.sampling.seed + 1),
+                 execution=replace(run.execution, out=str(folder / "baseline"), base_url=base_url or None))
     backend = load_backend(f"openai:{model_name}", base_url=base_url, model_args=client_args(cfg))
     try:
-        return run(rc, backend=backend, problems=list(problems))
+        return run_sampling(rc, backend=backend, problems=list(problems))
     finally:
         backend.close()
 
@@ -436,7 +491,7 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
         baseline = baseline_curves(latest_rows(bfolder), ids, solved, budget)
     tokens = [r.get("completion_tokens") or 0 for r in rows]
     return {
-        "kind": "evolve", "task": cfg.task, "split": cfg.split, "model": cfg.model, "m": cfg.m,
+        "kind": "evolve", "task": cfg.task, "split": cfg.split, "model": record["identity"]["model"]["spec"], "m": cfg.m,
         "n": cfg.iterations + 1, "iterations": cfg.iterations, "prompt_mode": cfg.prompt_mode,
         "pool_size": budget, "metrics": summary, "n_chains": len(rows), "n_errors": 0,
         "mean_completion_tokens": float(np.sum(tokens) / max(1, len({(r['problem_id'], r['iteration']) for r in rows}))),

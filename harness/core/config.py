@@ -112,6 +112,28 @@ ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model
             "model_args": ("model", "args")}
 
 
+def flat_fields() -> dict[str, tuple[str, str]]:
+    """Flat keyword -> (section, field) of a :class:`RunConfig`: every field name (unique across the
+    sections) plus :data:`ALIASES`. :meth:`RunConfig.of` reads keywords through it, and
+    ``search.evolve.EvolveConfig`` sorts its own flat settings into these sections with it."""
+    where = {f.name: (sec, f.name) for sec, dc in _SECTIONS.items() for f in fields(dc)}
+    where.update(ALIASES)
+    return where
+
+
+def model_slug(spec: str) -> str:
+    """The model's part of a folder name: the last path component of the spec's model."""
+    return spec.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
+
+
+def run_folder(stem: str, identity: dict[str, Any], tail: str = "") -> Path:
+    """``runs/<stem>-<hash><tail>``, the hash taken over ``identity`` as sorted JSON: the one rule
+    every default run folder is named by (`vpo run`, seed groups, `vpo evolve`), so repeating a
+    command lands in the folder it wrote before."""
+    h = hashlib.sha1(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return Path("runs") / f"{stem}-{h}{tail}"
+
+
 def canonical_identity(identity: dict[str, Any]) -> dict[str, Any]:
     """A stored ``identity`` (config.json) in the form :meth:`RunConfig.canonical` gives today, so a
     folder written before that form still resumes under the same command: the model spec as it was
@@ -157,8 +179,7 @@ class RunConfig:
     def of(cls, **flat: Any) -> "RunConfig":
         """Build from flat keywords (``task=, model=, n=, m=, out=, ...``): every field name is unique
         across sections, plus ``task``/``task_options``/``model``/``model_args`` for the names."""
-        where = {f.name: (sec, f.name) for sec, dc in _SECTIONS.items() for f in fields(dc)}
-        where.update(ALIASES)
+        where = flat_fields()
         parts: dict[str, dict[str, Any]] = {sec: {} for sec in _SECTIONS}
         for key, value in flat.items():
             if key not in where:
@@ -250,11 +271,8 @@ class RunConfig:
         """A deterministic folder name from the identity, so repeating a command resumes the same run.
         ``seed_group``: the parent folder of a ``--seeds`` group, named from the identity less the
         seed (so every seed count and order of one run lands in one parent)."""
-        ident = self.identity(seed=not seed_group)
-        h = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:8]
-        model = self.model.spec.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
-        tail = "-seeds" if seed_group else ""
-        return Path("runs") / f"{self.task.name}-{model}-m{self.sampling.m}-n{self.sampling.n}-{h}{tail}"
+        stem = f"{self.task.name}-{model_slug(self.model.spec)}-m{self.sampling.m}-n{self.sampling.n}"
+        return run_folder(stem, self.identity(seed=not seed_group), tail="-seeds" if seed_group else "")
 
     @property
     def pool_size(self) -> int:

@@ -33,7 +33,8 @@ from harness.core.store import RunStore, latest_rows
 
 DEFAULT_KS = metrics.DEFAULT_KS
 __all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec", "DEFAULT_KS", "run",
-           "problems_fingerprint", "build_config_record", "compute_results", "run_seeds", "canonical_config"]
+           "problems_fingerprint", "build_config_record", "compute_results", "run_seeds", "canonical_config",
+           "default_folder", "older_name_or"]
 
 
 def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfig, problems: Sequence[Problem],
@@ -138,7 +139,13 @@ def default_folder(given: RunConfig, canon: RunConfig) -> Path:
     """The folder a run without ``--out`` writes: named from the canonical identity, except that an
     existing folder under the name the same command got before identities were canonical (hashed
     from the config as typed) is reused, so re-running an old command still resumes it."""
-    new, old = canon.default_out(), given.default_out()
+    return older_name_or(canon.default_out(), given.default_out())
+
+
+def older_name_or(new: Path, old: Path) -> Path:
+    """``new``, unless only ``old`` (the name the same command got before run identities were
+    canonical) holds a run folder: then ``old``, with a one-line note on stderr. The one fallback
+    rule for `vpo run` and `vpo evolve` folders named before the canonical identity."""
     if old != new and not new.exists() and (old / "config.json").is_file():
         print(f"[vpo] resuming {old} (named before run identities were canonical; new runs of these "
               f"settings are named {new})", file=sys.stderr)

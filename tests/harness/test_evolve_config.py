@@ -102,3 +102,67 @@ def test_request_only_model_args_are_not_identity():
     oa = EvolveConfig(task="maze", model="openai:m", base_url="http://a/v1")
     assert oa.identity() == replace(oa, model_args={"timeout": 5, "api_key": "k"}).identity()
     assert oa.identity() != replace(oa, model_args={"reasoning_effort": "low"}).identity()
+
+
+def test_identity_is_the_run_rule_plus_the_search():
+    """The task / model / sampling sections are `vpo run`'s (RunConfig.identity of the canonical run
+    sections), so the two commands cannot drift apart on what a run is."""
+    from benchmarks.maze import Maze
+    from harness.eval.runner import canonical_config
+
+    cfg = base(temperature=0.5, limit=3)
+    run = canonical_config(cfg.run_config(), Maze())
+    assert cfg.identity() == {**run.identity(), "evolve": cfg.evolve_identity()}
+    assert run.sampling.n == cfg.iterations + 1 and run.sampling.ks == (1,)
+    assert set(cfg.identity()) == {"task", "model", "sampling", "evolve"}
+
+
+def test_spellings_and_defaults_name_one_folder(monkeypatch):
+    """A zoo model's name, its folder (relative, absolute) and an unset temperature / top-p vs the
+    task's default are one run: one identity, one folder; the zoo model's trained prompt style and
+    budget are the same as given explicitly."""
+    from benchmarks.maze import Maze
+    from harness.core.models.zoo import TINY_MAZE_DEFAULTS
+    from harness.core.paths import BUNDLED_CHECKPOINTS
+
+    monkeypatch.chdir(BUNDLED_CHECKPOINTS.parent)
+    plain = EvolveConfig(task="maze", model="hf:maze-tiny-vpo")
+    for model in (f"hf:{BUNDLED_CHECKPOINTS / 'maze-tiny-vpo'}", "hf:checkpoints/maze-tiny-vpo", "hf:maze-tiny-vpo"):
+        spelled = EvolveConfig(task="maze", model=model, temperature=Maze.default_temperature,
+                               top_p=Maze.default_top_p, prompt_style=TINY_MAZE_DEFAULTS.prompt_style,
+                               max_tokens=TINY_MAZE_DEFAULTS.max_tokens_single)
+        assert spelled.identity() == plain.identity() and spelled.default_out() == plain.default_out(), model
+    assert plain.identity()["model"]["spec"] == "hf:maze-tiny-vpo"
+    assert plain.identity()["sampling"]["temperature"] == Maze.default_temperature
+    assert plain.default_out() != replace(plain, temperature=0.5).default_out()
+
+
+#: the folder names the code before canonical evolve identities gave these commands (computed with
+#: it): frozen, because folders of those names exist and must still be found (legacy_out)
+LEGACY_NAMES = [
+    (dict(model="hf:maze-tiny-vpo", prompt_style="moves", max_tokens=256), "evo-maze-maze-tiny-vpo-evolve-m1-50e0e106"),
+    (dict(model="hf:maze-tiny-vpo"), "evo-maze-maze-tiny-vpo-evolve-m1-7e31313f"),
+    (dict(model="openai:scripted", base_url="http://x/v1", prompt_mode="task", m=3, iterations=6, limit=3),
+     "evo-maze-scripted-task-m3-256ea81b"),
+    (dict(model="openai:scripted", base_url="http://x/v1", prompt_mode="prefix", allow_zero_parents=False,
+          chat_template_args={"enable_thinking": False}, temperature=0.5, cut="plateau", lag=2),
+     "evo-maze-scripted-prefix-m1-0a5cbc54"),
+]
+
+
+@pytest.mark.parametrize("kw, name", LEGACY_NAMES)
+def test_legacy_names_are_the_names_older_folders_have(kw, name):
+    cfg = EvolveConfig(task="maze", **kw)
+    assert str(cfg.legacy_out()) == f"runs/{name}"
+    assert cfg.default_out() != cfg.legacy_out()  # folder names changed: the fallback is needed
+
+
+def test_a_new_setting_lands_in_a_run_section_by_its_name():
+    """EvolveConfig's fields named as `vpo run` settings are sorted into RunConfig's sections by the
+    same table RunConfig.of reads (flat_fields), not by a second list."""
+    from harness.core.config import flat_fields
+
+    where = flat_fields()
+    for sec in ("task", "model", "sampling"):
+        assert SECTIONS[sec] and all(where[name][0] == sec for name in SECTIONS[sec])
+    assert {"out", "base_url", "concurrency", "progress"} <= set(SECTIONS["execution"])
