@@ -148,3 +148,25 @@ def test_old_default_folder_name_is_reused(tmp_path: Path, monkeypatch: pytest.M
     err = capsys.readouterr().err
     assert "named before run identities were canonical" in err and "already complete" in err
     assert (legacy / "samples.jsonl").read_bytes() == rows and not canon.default_out().exists()
+
+
+def test_quickstart_into_its_own_folder_takes_the_demos_chains_from_the_cache(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The README's first Quickstart command writes its own folder (`--out runs/vpo`), not the demo's:
+    after the demo's run step, every one of its chains comes from the generation cache, with rows
+    equal to the demo's (the run identity and the cache key name the same work)."""
+    import json
+
+    demo_out = tmp_path / "demo" / "maze-tiny-vpo"
+    cfg = demo_config(VPO, True, demo_out, 2, 200)
+    cfg.execution.progress = False
+    run(cfg)
+    capsys.readouterr()
+    own = tmp_path / "vpo"
+    assert main(_with_out(_quickstart_runs()[0], own, "--limit", "2")) == 0
+    assert "20 of 20 chains found" in capsys.readouterr().err
+    rec = json.loads((own / "config.json").read_text())
+    assert rec["cache"]["enabled"] is True and rec["cache"]["found"] == 20 and rec["cache"]["sampled"] == 0
+    texts = lambda folder: sorted((r["problem_id"], r["chain_index"], r["text"])  # noqa: E731
+                                  for r in map(json.loads, (folder / "samples.jsonl").read_text().splitlines()))
+    assert texts(own) == texts(demo_out)
