@@ -85,13 +85,17 @@ def evolve_stats(folders: list[Path]) -> dict[str, Any]:
 
 
 def stats_table(stats: dict[str, dict[str, Any]]) -> str:
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-    lines = ["| evolve arm | child−parent distance | child−other distance | children | prefix calls | "
-             "first answer parsed |", "|---|---|---|---|---|---|"]
-    for arm, s in stats.items():
-        lines.append(f"| {arm} | {fmt(s['child_parent'])} | {fmt(s['child_other'])} | {s['children']} | "
-                     f"{s['prefix_calls']} | {fmt(s['first_answer_parsed'])} |")
-    return "\n".join(lines)
+    """:func:`evolve_stats` of each evolve arm as a Markdown table (the project's table writer:
+    fractions to 3 decimals, "-" where a fraction is undefined)."""
+    from reports.tables import write_table
+
+    def frac(v: float | None) -> float:
+        return float("nan") if v is None else float(v)  # nan: the writer's "-"
+
+    rows = [[arm, frac(s["child_parent"]), frac(s["child_other"]), s["children"], s["prefix_calls"],
+             frac(s["first_answer_parsed"])] for arm, s in stats.items()]
+    return write_table(["evolve arm", "child−parent distance", "child−other distance", "children", "prefix calls",
+                        "first answer parsed"], rows, "markdown")
 
 
 def main() -> int:

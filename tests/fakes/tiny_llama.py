@@ -6,9 +6,10 @@ characters, wrapped as ``PreTrainedTokenizerFast`` with a ChatML-style ``chat_te
 
 Reuse: ``build_tiny_llama()`` -> (model, tokenizer); ``save_tiny_llama(folder)`` writes a folder that
 ``AutoModelForCausalLM/AutoTokenizer.from_pretrained`` (and ``hf:FOLDER``) load; the pytest fixture
-``tiny_llama_dir`` (session scope) builds that folder once per test session::
+``tiny_llama_dir`` (session scope) builds that folder once per test session, and the autouse
+fixture ``one_torch_thread`` runs the importing module's tests on one torch thread::
 
-    from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401  (re-export the fixture)
+    from tests.fakes.tiny_llama import one_torch_thread, tiny_llama_dir  # noqa: F401  (re-export the fixtures)
 """
 from __future__ import annotations
 
@@ -107,3 +108,15 @@ if pytest is not None:
     def tiny_llama_dir(tmp_path_factory: Any) -> Path:
         """A saved tiny Llama folder, built once per session."""
         return save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+    @pytest.fixture(autouse=True, scope="module")
+    def one_torch_thread() -> Any:
+        """One torch thread for the tests of a module that imports this fixture: the tiny model's
+        matmuls on a shared 2-core box only spin with more (about 20x slower); the count is put
+        back after the module."""
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        yield
+        torch.set_num_threads(before)

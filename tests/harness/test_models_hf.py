@@ -9,20 +9,11 @@ from harness.core.models import load_backend
 from harness.core.models.base import GenRequest, SamplingConfig
 from harness.core.models.hf import HFBackend, RowSampler
 from harness.core.seeding import derive_seed
-from tests.fakes.tiny_llama import build_tiny_llama, tiny_llama_dir  # noqa: F401 (fixture)
+from tests.fakes.tiny_llama import build_tiny_llama, one_torch_thread, tiny_llama_dir  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.timeout(180)
 
 SAMPLING = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=10)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny matmuls on a shared 2-core box: extra threads only spin (20x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -13,23 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from harness.app.cli import main
 from harness.core.models import hf
 from harness.core.store import SAMPLES, iter_samples
-from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401 (fixture)
+from tests.fakes.tiny_llama import one_torch_thread, tiny_llama_dir  # noqa: F401 (fixtures)
 
 MAX_TOKENS = 100
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny matmuls on a shared 2-core box: extra threads only spin."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
+
+if TYPE_CHECKING:
+    from reports.view.api import ViewData
 
 
 
@@ -62,6 +66,22 @@ def demo_like_runs(tmp_path_factory) -> tuple[Path, Path]:
     vpo = write_run(root / "maze-tiny-vpo", "hf:checkpoints/maze-tiny-vpo", 4, 2, 6, spread=0.6, seed=1)
     grpo = write_run(root / "maze-tiny-grpo", "hf:checkpoints/maze-tiny-grpo", 8, 1, 6, spread=0.1, seed=2)
     return vpo, grpo
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """The `vpo view` tests' run folders (tests/reports/view_runs.py), written once per test module."""
+    from tests.reports.view_runs import all_runs
+
+    return all_runs(tmp_path_factory.mktemp("viewruns"))
+
+
+@pytest.fixture(scope="module")
+def data(runs) -> ViewData:
+    """The view's data layer over the folder holding :func:`runs`."""
+    from reports.view.api import ViewData
+
+    return ViewData([runs["vpo"].parent])
 
 
 def maze_mixed_responder(problems, good: float, m: int):

@@ -17,21 +17,7 @@ from reports.view import make_server
 from reports.view.api import NotFound, ViewData, diff
 from reports.view.catalog import find_run_folders, to_json_text
 from reports.view.samples import SampleIndex
-from tests.reports.view_runs import HOSTILE, all_runs
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    return all_runs(tmp_path_factory.mktemp("viewruns"))
-
-
-@pytest.fixture(scope="module")
-def data(runs) -> ViewData:
-    return ViewData([runs["vpo"].parent])
-
-
-def _rows(folder: Path) -> list[dict]:
-    return [json.loads(ln) for ln in (folder / "samples.jsonl").read_text().splitlines() if ln.strip()]
+from tests.reports.view_runs import HOSTILE, samples_of
 
 
 def test_index_finds_every_run_with_status(data, runs, tmp_path):
@@ -68,7 +54,7 @@ def test_rows_appended_after_results_make_the_run_partial(runs, tmp_path):
     (folder / "results.json").write_text(json.dumps(res))
     before = ViewData([tmp_path]).runs()["runs"][0]
     assert before["status"] == "complete"
-    rows = _rows(folder)
+    rows = samples_of(folder)
     extra = {**rows[0], "chain_index": 99, "scalars": [1.0], "rewards": [[1.0, 1.0, 1.0, 1.0]], "passed": [True]}
     with open(folder / "samples.jsonl", "a") as fh:
         fh.write(dumps(extra) + "\n")
@@ -99,7 +85,7 @@ def test_per_problem_metrics_average_to_the_run_metrics(data, runs):
         assert np.mean([p[f"pass@{k}"] for p in probs]) == pytest.approx(res.pass_at[k].mean)
     assert np.mean([p["diversity"] for p in probs]) == pytest.approx(res.diversity.mean)
     # and best@k of one problem is the brute-force mean over k-subsets of its pool
-    rows = [r for r in _rows(runs["grpo"]) if r["problem_id"] == probs[0]["problem_id"]]
+    rows = [r for r in samples_of(runs["grpo"]) if r["problem_id"] == probs[0]["problem_id"]]
     pool = [s for r in rows for s in r["scalars"]]
     brute = np.mean([max(c) for c in itertools.combinations(pool, 2)])
     assert probs[0]["best@2"] == pytest.approx(brute)
@@ -116,7 +102,7 @@ def test_problem_sorting_filter_and_paging(data, runs):
 
 
 def test_problem_page_holds_whole_chains_with_reward_vectors(data, runs):
-    run, rows = str(runs["vpo"]), _rows(runs["vpo"])
+    run, rows = str(runs["vpo"]), samples_of(runs["vpo"])
     pid = rows[0]["problem_id"]
     page = data.problem(run, pid)
     assert page["total_chains"] == 4 and page["per_chains"] == 25  # 50 candidates / m=2
@@ -146,8 +132,8 @@ def test_code_details_and_failed_chains(data, runs):
     assert page["stats"]["errors"] == 1 and page["stats"]["candidates"] == 2
 
 
-def test_lineage_matches_the_rows(data, runs):
-    rows = _rows(runs["evolve"])
+def test_lineage_matches_thesamples_of(data, runs):
+    rows = samples_of(runs["evolve"])
     pid = rows[0]["problem_id"]
     mine = {r["program_id"]: r for r in rows if r["problem_id"] == pid}
     lin = data.lineage(str(runs["evolve"]), pid)

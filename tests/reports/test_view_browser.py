@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from reports.view import make_server
-from tests.reports.view_runs import HOSTILE, all_runs, big_lineage_run, live_row, live_run
+from tests.reports.view_runs import HOSTILE, big_lineage_run, live_row, live_run
 
 pytestmark = pytest.mark.integration
 
@@ -158,11 +158,6 @@ class Browser:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    return all_runs(tmp_path_factory.mktemp("viewruns"))
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ browser side is tests/reports/test_view_browser.py)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,23 +13,9 @@ from reports.view.export import ExportError, choose, export_site, key_hash, page
 from reports.view.samples import SampleIndex
 from reports.view.search import QueryError, parse_query, search
 from reports.view.server import CSP, META_CSP
-from tests.reports.view_runs import HOSTILE, all_runs
+from tests.reports.view_runs import HOSTILE, samples_of
 
 NAMES = ["completion", "gold", "diamond", "avoid_lava"]
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    return all_runs(tmp_path_factory.mktemp("viewruns"))
-
-
-@pytest.fixture(scope="module")
-def data(runs) -> ViewData:
-    return ViewData([runs["vpo"].parent])
-
-
-def _rows(folder: Path) -> list[dict]:
-    return [json.loads(ln) for ln in (folder / "samples.jsonl").read_text().splitlines() if ln.strip()]
 
 
 def _brute(rows: list[dict], keep) -> set[tuple[str, int, int]]:
@@ -42,7 +27,7 @@ def _found(out: dict) -> set[tuple[str, int, int]]:
 
 
 def test_full_text_and_fields_match_a_brute_force_scan(data, runs):
-    rows = _rows(runs["vpo"])
+    rows = samples_of(runs["vpo"])
     run = str(runs["vpo"])
     cases = {
         "left": lambda r, j: "left" in r["text"].lower() or "left" in r["answers"][j].lower(),
@@ -187,13 +172,13 @@ def test_export_writes_every_page_escaped_under_the_csp(data, runs, tmp_path):
         return json.loads(text[len(head):-3])
 
     assert [r["id"] for r in page("runs")["runs"]] == [str(runs["vpo"]), str(runs["evolve"])]  # in the order asked
-    pid = _rows(runs["vpo"])[0]["problem_id"]
+    pid = samples_of(runs["vpo"])[0]["problem_id"]
     chains = page("problem", run=str(runs["vpo"]), pid=pid, page=0, per=50, sort="chain", show="all")
     assert chains["chains"][0]["text"] == HOSTILE == data.problem(str(runs["vpo"]), pid)["chains"][0]["text"]
     assert page("problem", run=str(runs["vpo"]), pid=pid, page=0, per=50, sort="score", show="all")["chains"]
     # runs that share a problem: only the exported ones
     assert {r["id"] for r in page("runs-with", pid=pid)["runs"]} == {str(runs["vpo"]), str(runs["evolve"])}  # not grpo
-    epid = _rows(runs["evolve"])[0]["problem_id"]
+    epid = samples_of(runs["evolve"])[0]["problem_id"]
     lin = page("lineage", run=str(runs["evolve"]), pid=epid)
     for n in lin["nodes"]:
         assert page("node", run=str(runs["evolve"]), pid=epid, id=n["id"])["node"]["evolve"]["program_id"] == n["id"]

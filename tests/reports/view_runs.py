@@ -15,6 +15,12 @@ HOSTILE = ('<script>window.__pwned = 1</script><img src="/x-hostile" onerror="wi
            "\ud800 lone surrogate & <b>bold</b>")
 
 
+def samples_of(folder: Path) -> list[dict]:
+    """A run folder's ``samples.jsonl`` rows as written, every version of a row kept (what the view
+    pages are checked against)."""
+    return [json.loads(ln) for ln in (folder / "samples.jsonl").read_text().splitlines() if ln.strip()]
+
+
 def eval_runs(root: Path) -> tuple[Path, Path]:
     """Two maze runs on the same 6 problems (a spread 4x2 pool and a collapsed 8x1 one); the first
     chain of the first problem of the spread run holds :data:`HOSTILE` as text and answer."""

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -116,6 +116,36 @@ def cli(url: str, out: Path, *extra: str) -> list[str]:
 
 def env(hash_seed: int) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": str(hash_seed)}
+
+
+def kill_9_then_resume(command: Callable[..., list[str]], url: str, out: Path, config: Path,
+                       ref: dict[tuple[str, int, int], dict[str, Any]]) -> None:
+    """Start ``command(url, out, ...)`` (a `vpo evolve` command line) three times, each in a process
+    with its own hash seed, and SIGKILL it once ``out`` holds a random number of rows (rising), then
+    resume it to the end and check its rows equal ``ref``'s. Shared by every evolve mode's kill test
+    so all of them kill the same way; the random kill points' seed is in every failure message, to
+    replay it. ``config`` is the OpenEvolve YAML (checkpoints often, so a kill lands between two)."""
+    seed = random.SystemRandom().randrange(10**6)
+    rng = random.Random(seed)
+    kills = sorted(rng.sample(range(2, len(ref) - 2), 3))
+    for k, at in enumerate(kills):
+        proc = subprocess.Popen(command(url, out, "--concurrency", "4", "--config", str(config)), cwd=REPO,
+                                env=env(10 + k), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        f = out / "samples.jsonl"
+        while time.time() < deadline and proc.poll() is None:
+            if f.exists() and f.read_bytes().count(b"\n") >= at:
+                break
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    res = subprocess.run(command(url, out, "--config", str(config)), cwd=REPO, env=env(99),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = rows_of(out)
+    assert got.keys() == ref.keys(), f"kill points {kills} (seed {seed})"
+    diff = [k for k in ref if ref[k] != got[k]]
+    assert not diff, f"kill points {kills} (seed {seed}): {len(diff)} rows differ, first {diff[0]}"
 
 
 # ---- the schedule ------------------------------------------------------------------------------------
@@ -241,32 +271,11 @@ def test_hash_seed_does_not_change_rows(tmp_path: Path) -> None:
 def test_kill_9_at_random_points_then_resume_gives_the_same_rows(tmp_path: Path) -> None:
     """Killed three times at random row counts (in different processes with different hash seeds, with
     answers arriving in random order), then resumed to the end: the rows equal an uninterrupted run's."""
-    seed = random.SystemRandom().randrange(10**6)
-    rng = random.Random(seed)
     yaml = tmp_path / "oe.yaml"
     yaml.write_text("checkpoint_interval: 3\n")  # checkpoints all along: a kill lands between any two
     with ScriptedOpenAIServer(mutate, delay_s=jitter) as srv:
         run_evolve(cfg(srv.base_url, tmp_path / "ref", concurrency=2, parallel=2, config_path=str(yaml)))
         ref = rows_of(tmp_path / "ref")
         out = tmp_path / "killed"
-        total = len(ref)
-        kills = sorted(rng.sample(range(2, total - 2), 3))
-        for k, at in enumerate(kills):
-            proc = subprocess.Popen(cli(srv.base_url, out, "--concurrency", "4", "--config", str(yaml)), cwd=REPO,
-                                    env=env(10 + k), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.time() + 300
-            f = out / "samples.jsonl"
-            while time.time() < deadline and proc.poll() is None:
-                if f.exists() and f.read_bytes().count(b"\n") >= at:
-                    break
-                time.sleep(0.005)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        res = subprocess.run(cli(srv.base_url, out, "--config", str(yaml)), cwd=REPO, env=env(99),
-                             capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    got = rows_of(out)
-    assert got.keys() == ref.keys(), f"kill points {kills} (seed {seed})"
-    diff = [k for k in ref if ref[k] != got[k]]
-    assert not diff, f"kill points {kills} (seed {seed}): {len(diff)} rows differ, first {diff[0]}"
-    assert json.loads((out / "results.json").read_text())["n_chains"] == total
+        kill_9_then_resume(cli, srv.base_url, out, yaml, ref)
+    assert json.loads((out / "results.json").read_text())["n_chains"] == len(ref)

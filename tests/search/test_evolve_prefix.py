@@ -13,12 +13,9 @@ mode works for a second task (LiveCodeBench programs cut by line).
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +25,8 @@ from benchmarks import get_task
 from search.evolve import EvolveConfig, run_evolve
 from search.engine import complete_iterations
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, prefilled
-from tests.search.test_determinism import MAZES, MOVES, REPO, assert_same, env, jitter, rows_of
+from tests.search.test_determinism import (MAZES, MOVES, REPO, assert_same, env, jitter, kill_9_then_resume,
+                                           rows_of)
 
 OPEN = {1: "<answer>", 3: "<route_1>"}
 
@@ -216,8 +214,6 @@ def test_default_answer_prefix_keeps_the_text_up_to_a_word() -> None:
 
 @pytest.mark.integration
 def test_prefix_rows_survive_hash_seeds_and_kill_9_resume(tmp_path: Path) -> None:
-    seed = random.SystemRandom().randrange(10**6)
-    rng = random.Random(seed)
     yaml = tmp_path / "oe.yaml"
     yaml.write_text("checkpoint_interval: 3\n")
     with ScriptedOpenAIServer(continue_route, delay_s=jitter) as srv:
@@ -228,27 +224,7 @@ def test_prefix_rows_survive_hash_seeds_and_kill_9_resume(tmp_path: Path) -> Non
             assert res.returncode == 0, res.stderr[-2000:]
             got[hs] = rows_of(tmp_path / f"h{hs}")
         assert_same(got[1], got[2])
-        ref = got[1]
-        out = tmp_path / "killed"
-        kills = sorted(rng.sample(range(2, len(ref) - 2), 3))
-        for k, at in enumerate(kills):
-            proc = subprocess.Popen(cli(srv.base_url, out, "--concurrency", "4", "--config", str(yaml)), cwd=REPO,
-                                    env=env(10 + k), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.time() + 300
-            f = out / "samples.jsonl"
-            while time.time() < deadline and proc.poll() is None:
-                if f.exists() and f.read_bytes().count(b"\n") >= at:
-                    break
-                time.sleep(0.005)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        res = subprocess.run(cli(srv.base_url, out, "--config", str(yaml)), cwd=REPO, env=env(99),
-                             capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    resumed = rows_of(out)
-    assert resumed.keys() == ref.keys(), f"kill points {kills} (seed {seed})"
-    diff = [k for k in ref if ref[k] != resumed[k]]
-    assert not diff, f"kill points {kills} (seed {seed}): {len(diff)} rows differ, first {diff[0]}"
+        kill_9_then_resume(cli, srv.base_url, tmp_path / "killed", yaml, got[1])
 
 
 # ---- a second task: LiveCodeBench programs, cut by line ----------------------------------------------------

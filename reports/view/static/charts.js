@@ -17,10 +17,43 @@
     return [0, 1, 2, 3, 4].map((i) => Math.round(x0 + ((x1 - x0) * i) / 4));
   }
 
+  // the plot area of both charts: the size from spec (460 x 240 by default) and the margins (left,
+  // right, top, bottom) that hold the ticks and axis labels
+  function box(spec) {
+    return { W: spec.width || 460, H: spec.height || 240, L: 48, R: 12, T: 12, B: 36 };
+  }
+
+  // an empty chart for values from lo to hi: the svg, both axes and five y grid lines with their
+  // ticks. Returns it and the y scale (value to pixel) the caller draws with. An all-equal range
+  // (an all-zero panel) gets a 0..1-high axis, not a sliver; the top gets 5% headroom.
+  function frame(spec, lo, hi) {
+    const { W, H, L, R, T, B } = box(spec);
+    let y0 = lo, y1 = hi;
+    if (y1 - y0 < 1e-9) y1 = y0 + 1;
+    y1 += (y1 - y0) * 0.05;
+    const sy = (y) => H - B - ((y - y0) / (y1 - y0)) * (H - T - B);
+    const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, cls: "chart", role: "img", id: spec.id || null });
+    g.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, cls: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, cls: "axis" }));
+    for (let i = 0; i <= 4; i++) {
+      const y = y0 + ((y1 - y0) * i) / 4;
+      g.append(svg("line", { x1: L, x2: W - R, y1: sy(y), y2: sy(y), cls: "grid" }),
+               svg("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end", cls: "tick" }, num(y, 2)));
+    }
+    return { g, sy };
+  }
+
+  // spec.xlabel under the x axis and spec.ylabel turned along the y axis
+  function axisLabels(g, spec) {
+    const { W, H, L, R, T, B } = box(spec);
+    g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", cls: "label" }, spec.xlabel || ""),
+             svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", cls: "label",
+                           transform: `rotate(-90 12 ${(T + H - B) / 2})` }, spec.ylabel || ""));
+  }
+
   // spec: { lines: [{ pts: [[x, y]], band: [[x, lo, hi]], colour, cls, label }], dots: [{ x, y, cls, title }],
   //         hline, xlabel, ylabel, logx, width, height, id }
   function chart(spec) {
-    const W = spec.width || 460, H = spec.height || 240, L = 48, R = 12, T = 12, B = 36;
+    const { W, H, L, R, B } = box(spec);
     const xs = [], ys = [];
     for (const l of spec.lines || []) {
       for (const [x, y] of l.pts) { if (y !== null && y !== undefined) { xs.push(x); ys.push(y); } }
@@ -31,23 +64,11 @@
     const logx = !!spec.logx && xs.length > 0 && Math.min(...xs) > 0;
     const fx = logx ? Math.log2 : (x) => x;
     let [x0, x1] = xs.length ? [Math.min(...xs), Math.max(...xs)] : [0, 1];
-    let [y0, y1] = ys.length ? [Math.min(0, ...ys), Math.max(...ys)] : [0, 1];
     if (x1 === x0) x1 = logx ? x0 * 2 : x0 + 1;
-    if (y1 - y0 < 1e-9) y1 = y0 + 1;  // an all-zero panel: a 0..1 axis, not a sliver around 0
-    y1 += (y1 - y0) * 0.05;
     const sx = (x) => L + ((fx(x) - fx(x0)) / (fx(x1) - fx(x0))) * (W - L - R);
-    const sy = (y) => H - B - ((y - y0) / (y1 - y0)) * (H - T - B);
-    const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, cls: "chart", role: "img", id: spec.id || null });
-    g.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, cls: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, cls: "axis" }));
-    for (let i = 0; i <= 4; i++) {
-      const y = y0 + ((y1 - y0) * i) / 4;
-      g.append(svg("line", { x1: L, x2: W - R, y1: sy(y), y2: sy(y), cls: "grid" }),
-               svg("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end", cls: "tick" }, num(y, 2)));
-    }
+    const { g, sy } = frame(spec, ys.length ? Math.min(0, ...ys) : 0, ys.length ? Math.max(...ys) : 1);
     for (const x of ticks(x0, x1, logx)) g.append(svg("text", { x: sx(x), y: H - B + 16, "text-anchor": "middle", cls: "tick" }, String(x)));
-    g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", cls: "label" }, spec.xlabel || ""),
-             svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", cls: "label",
-                           transform: `rotate(-90 12 ${(T + H - B) / 2})` }, spec.ylabel || ""));
+    axisLabels(g, spec);
     if (spec.hline !== null && spec.hline !== undefined)
       g.append(svg("line", { x1: L, x2: W - R, y1: sy(spec.hline), y2: sy(spec.hline), cls: "threshold" }));
     for (const l of spec.lines || []) {
@@ -72,29 +93,17 @@
 
   // one number per run (diversity): a dot with a +-1 s.e. whisker per run, runs along x
   function whiskers(items, spec) {
-    const W = spec.width || 460, H = spec.height || 240, L = 48, R = 12, T = 12, B = 36;
+    const { W, H, L, R, B } = box(spec);
     const vals = items.flatMap((it) => [it.mean, it.mean - (it.stderr || 0), it.mean + (it.stderr || 0)]).filter(Number.isFinite);
-    let y0 = Math.min(0, ...vals), y1 = vals.length ? Math.max(...vals) : 1;
-    if (y1 - y0 < 1e-9) y1 = y0 + 1;
-    y1 += (y1 - y0) * 0.05;
-    const sy = (y) => H - B - ((y - y0) / (y1 - y0)) * (H - T - B);
+    const { g, sy } = frame(spec, Math.min(0, ...vals), vals.length ? Math.max(...vals) : 1);
     const step = (W - L - R) / Math.max(1, items.length);
-    const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, cls: "chart", role: "img", id: spec.id || null });
-    g.append(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, cls: "axis" }), svg("line", { x1: L, y1: T, x2: L, y2: H - B, cls: "axis" }));
-    for (let i = 0; i <= 4; i++) {
-      const y = y0 + ((y1 - y0) * i) / 4;
-      g.append(svg("line", { x1: L, x2: W - R, y1: sy(y), y2: sy(y), cls: "grid" }),
-               svg("text", { x: L - 6, y: sy(y) + 4, "text-anchor": "end", cls: "tick" }, num(y, 2)));
-    }
     items.forEach((it, i) => {
       const x = L + step * (i + 0.5), c = colour(it.colour), se = it.stderr || 0;
       g.append(svg("line", { x1: x, x2: x, y1: sy(it.mean - se), y2: sy(it.mean + se), stroke: c, cls: "whisker" }),
                svg("circle", { cx: x, cy: sy(it.mean), r: 5, fill: c, data: { run: it.label } }, svg("title", null, `${it.label}: ${num(it.mean)} ± ${num(se)}`)),
                svg("text", { x, y: H - B + 16, "text-anchor": "middle", cls: "tick" }, String(i + 1)));
     });
-    g.append(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", cls: "label" }, spec.xlabel || ""),
-             svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", cls: "label",
-                           transform: `rotate(-90 12 ${(T + H - B) / 2})` }, spec.ylabel || ""));
+    axisLabels(g, spec);
     return g;
   }
 
