@@ -31,10 +31,11 @@ def sigint_raises():
 
 
 def vpo_run(model_dir: Path, out: Path) -> int:
-    # temperature 2 on the random tiny model: some chains end (end-of-sequence) well before the budget
+    # temperature 2 on the random tiny model: some chains end (end-of-sequence) well before the budget;
+    # --no-cache: the reference run would otherwise supply every chain of the interrupted one
     return main(["run", "--task", "maze", "--model", f"hf:{model_dir}", "--limit", "2", "-n", "8",
                  "--max-tokens", str(MAX_TOKENS), "--temperature", "2.0", "--prompt-style", "compact",
-                 "--model-args", "batch_size=8", "--out", str(out), "--no-progress"])
+                 "--model-args", "batch_size=8", "--no-cache", "--out", str(out), "--no-progress"])
 
 
 def rows(folder: Path) -> dict[tuple[str, int], dict[str, Any]]:
