@@ -1,0 +1,164 @@
+"""What a search reads about a run, kept between searches: every candidate's numbers as arrays, and
+where each row's searchable fields lie in its line.
+
+A search used to walk 100k candidates in Python for ``score>0.5`` and parse every row for a common
+word. Here the numbers are numpy arrays (a range or a flag is one vectorised comparison) and each
+row's field spans (:func:`reports.view.search_fields.locate`) are found the first time a text term
+reaches the row and then reused. Both follow the byte-offset index: a row that is new or replaced
+(a retried chain) since the last search is added, the rest is kept, and a file that was replaced
+(a new ``rows`` list in the index) starts the arrays again. Memory is a few numbers per candidate
+and eight per row, never the texts.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from reports.view.samples import RowMeta, SampleIndex
+
+_NUMBER_TYPES = {float, int, bool}
+#: spans not looked for yet (a row's spans are None when it has to be parsed)
+UNBUILT = object()
+
+
+def _float(x: Any) -> float:
+    """``float(x)``, NaN where it has none: a NaN compares false, as an unreadable score did."""
+    try:
+        return float(x)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    if set(map(type, values)) <= _NUMBER_TYPES:
+        try:
+            return np.array(values, dtype=float)
+        except OverflowError:  # an integer too large for a float
+            pass
+    return np.array([_float(x) for x in values], dtype=float)
+
+
+class SearchIndex:
+    """The arrays of one :class:`SampleIndex`. Callers hold :attr:`lock` around :meth:`sync` and
+    their use of the arrays (searches of one run take turns)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._clear(None)
+
+    def _clear(self, rows_ref: list[RowMeta] | None) -> None:
+        self._rows_ref = rows_ref
+        self.metas: list[RowMeta] = []  # per slot: the row its numbers were built from
+        self.problems: list[str] = []
+        self._pidx: dict[str, int] = {}
+        # per slot
+        self.first = np.zeros(0, np.int64)  # its first candidate in the candidate arrays
+        self.count = np.zeros(0, np.int64)  # its candidates (0: a chain without any, e.g. a failed generation)
+        self.error = np.zeros(0, bool)
+        self.problem = np.zeros(0, np.int64)  # index into self.problems
+        self.offset = np.zeros(0, np.int64)
+        self.length = np.zeros(0, np.int64)
+        self.spans: list[Any] = []  # locate()'s array, None (parse the row) or UNBUILT
+        self.span_meta: list[RowMeta | None] = []
+        # per candidate (a replaced row's old candidates stay, marked not live)
+        self.live = np.zeros(0, bool)
+        self.slot = np.zeros(0, np.int64)
+        self.j = np.zeros(0, np.int64)
+        self.score = np.zeros(0)
+        self.passed = np.zeros(0, np.int8)  # 1, 0, or -1 where the row has no pass for this answer
+        self.rewards: list[np.ndarray] = []  # one column per reward component, NaN where missing
+
+    def sync(self, ix: SampleIndex) -> list[RowMeta]:
+        """Bring the arrays up to ``ix``'s rows; returns the rows they now describe (a snapshot)."""
+        if ix.rows is not self._rows_ref:
+            self._clear(ix.rows)
+        rows = ix.rows[:]  # one atomic copy: a refresh in another thread may append meanwhile
+        changed = [s for s, (a, b) in enumerate(zip(rows, self.metas)) if a is not b]
+        new = list(range(len(self.metas), len(rows)))
+        if not changed and not new:
+            return rows
+        dead = int(self.live.size - self.live.sum()) + int(self.count[changed].sum()) if changed else 0
+        if dead > max(1024, self.live.size // 2):  # many retried rows: start the arrays again
+            self._clear(ix.rows)
+            changed, new = [], list(range(len(rows)))
+        self._add([rows[s] for s in changed + new], changed, len(new))
+        for s in changed:
+            self.metas[s] = rows[s]
+            self.span_meta[s] = None
+        self.metas += rows[len(self.metas):]
+        return rows
+
+    def _add(self, metas: list[RowMeta], changed: list[int], n_new: int) -> None:
+        counts = np.fromiter((len(m.scalars) for m in metas), np.int64, len(metas))
+        total = int(counts.sum())
+        base = self.live.size
+        first = base + np.concatenate(([0], np.cumsum(counts)[:-1])) if metas else np.zeros(0, np.int64)
+        slots = np.asarray(changed + list(range(len(self.metas), len(self.metas) + n_new)), np.int64)
+        score = _floats(list(chain.from_iterable(m.scalars for m in metas)))
+        if all(len(m.passed) == len(m.scalars) for m in metas):
+            passed = np.fromiter(map(bool, chain.from_iterable(m.passed for m in metas)), np.int8, total)
+        else:
+            passed = np.array([bool(m.passed[j]) if j < len(m.passed) else -1
+                               for m in metas for j in range(len(m.scalars))], np.int8)
+        if all(len(m.rewards) == len(m.scalars) for m in metas):
+            vecs = list(chain.from_iterable(m.rewards for m in metas))
+        else:
+            vecs = [m.rewards[j] if j < len(m.rewards) else () for m in metas for j in range(len(m.scalars))]
+        width = max(map(len, vecs), default=0)
+        while len(self.rewards) < width:
+            self.rewards.append(np.full(base, np.nan))
+        if vecs and len(set(map(len, vecs))) == 1:
+            mat = _floats(list(chain.from_iterable(vecs))).reshape(total, width)
+            cols = [mat[:, i] for i in range(width)]
+        else:
+            cols = [_floats([v[i] if i < len(v) else None for v in vecs]) for i in range(width)]
+        cols += [np.full(total, np.nan)] * (len(self.rewards) - width)
+        self.rewards = [np.concatenate((old, c)) for old, c in zip(self.rewards, cols)]
+        if changed:
+            old = np.concatenate([np.arange(f, f + c) for f, c in zip(self.first[changed], self.count[changed])] or [[]])
+            self.live[old.astype(np.int64)] = False
+        self.live = np.concatenate((self.live, np.ones(total, bool)))
+        self.slot = np.concatenate((self.slot, np.repeat(slots, counts)))
+        self.j = np.concatenate((self.j, np.arange(total) - np.repeat(first - base, counts)))
+        self.score = np.concatenate((self.score, score))
+        self.passed = np.concatenate((self.passed, passed))
+        err = np.fromiter((m.error for m in metas), bool, len(metas))
+        prob = np.fromiter((self._problem(m.problem_id) for m in metas), np.int64, len(metas))
+        off = np.fromiter((m.offset for m in metas), np.int64, len(metas))
+        ln = np.fromiter((m.length for m in metas), np.int64, len(metas))
+        k = len(changed)
+        for name, vals in (("first", first), ("count", counts), ("error", err), ("problem", prob),
+                           ("offset", off), ("length", ln)):
+            arr = getattr(self, name)
+            arr[changed] = vals[:k]
+            setattr(self, name, np.concatenate((arr, vals[k:])))
+        self.spans += [UNBUILT] * n_new
+        self.span_meta += [None] * n_new
+
+    def _problem(self, pid: str) -> int:
+        i = self._pidx.get(pid)
+        if i is None:
+            i = self._pidx[pid] = len(self.problems)
+            self.problems.append(pid)
+        return i
+
+    def reward(self, i: int) -> np.ndarray:
+        """Component ``i`` of every candidate's reward vector (NaN where a vector is shorter)."""
+        return self.rewards[i] if i < len(self.rewards) else np.full(self.live.size, np.nan)
+
+
+_INDEXES: "weakref.WeakKeyDictionary[SampleIndex, SearchIndex]" = weakref.WeakKeyDictionary()
+_GUARD = threading.Lock()
+
+
+def search_index(ix: SampleIndex) -> SearchIndex:
+    """The search arrays kept for ``ix`` (made on first use, dropped with it)."""
+    with _GUARD:
+        si = _INDEXES.get(ix)
+        if si is None:
+            si = _INDEXES[ix] = SearchIndex()
+        return si
