@@ -21,6 +21,7 @@ it, as reading the file once.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import operator
 import re
@@ -32,7 +33,7 @@ import numpy as np
 
 from reports.view import search_fields as fields
 from reports.view.samples import RowMeta, SampleIndex
-from reports.view.search_index import SearchIndex, search_index
+from reports.view.search_index import PLAIN, STRUCT, SearchIndex, search_index
 
 #: chains per page of search results
 PAGE_HITS = 50
@@ -229,6 +230,8 @@ class _Parse(Exception):
 def _numbers(q: Query, si: SearchIndex, comp: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """Ranges, flags and problem terms over every candidate at once: (per candidate, and per row
     for the rows without candidates, which only ``is:error`` and ``problem:`` can match)."""
+    if q.ranges or {"passed", "failed"} & set(q.flags):
+        si.numbers()
     ok = si.live.copy()
     row_ok = si.count == 0
     probs = [v for f, v in q.terms if f == "problem"]
@@ -253,24 +256,21 @@ def _numbers(q: Query, si: SearchIndex, comp: dict[str, int]) -> tuple[np.ndarra
     return ok, row_ok
 
 
-def _chunks(order: list[int], si: SearchIndex) -> list[tuple[int, int, list[int]]]:
-    """The rows ``order`` (by offset) grouped into reads of at most _CHUNK bytes, a read spanning
-    gaps of up to _GAP bytes between rows: (start, end, rows)."""
-    out: list[tuple[int, int, list[int]]] = []
-    off, ln = si.offset.tolist(), si.length.tolist()
-    lo = hi = -1
-    group: list[int] = []
-    for s in order:
-        a, b = off[s], off[s] + ln[s]
-        if group and a - hi <= _GAP and b - lo <= _CHUNK:
-            group.append(s)
-            hi = b
-        else:
-            if group:
-                out.append((lo, hi, group))
-            lo, hi, group = a, b, [s]
-    if group:
-        out.append((lo, hi, group))
+def _chunks(order: np.ndarray, si: SearchIndex) -> list[tuple[int, int, list[int], list[int], list[int]]]:
+    """The rows ``order`` (sorted by offset) grouped into reads of at most _CHUNK bytes, a read
+    spanning gaps of up to _GAP bytes between rows: (start, end, rows, their starts and ends in
+    the read)."""
+    off = si.offset[order]
+    end = off + si.length[order]
+    out = []
+    cut = np.flatnonzero(off[1:] - end[:-1] > _GAP) + 1
+    for seg_a, seg_b in zip(np.concatenate(([0], cut)), np.concatenate((cut, [len(order)]))):
+        i = int(seg_a)
+        while i < seg_b:
+            k = max(i + 1, int(np.searchsorted(end[i:seg_b], off[i] + _CHUNK, "right")) + i)
+            lo, hi = int(off[i]), int(end[k - 1])
+            out.append((lo, hi, order[i:k].tolist(), (off[i:k] - lo).tolist(), (end[i:k] - lo).tolist()))
+            i = k
     return out
 
 
@@ -279,7 +279,7 @@ def _text_terms(q: Query) -> list[tuple[str, str, bytes | None]]:
     return [(kind, v, fields.needle(v)) for kind, v in [("any", w) for w in q.words] + q.terms if kind != "problem"]
 
 
-def _match_rows(path: Any, si: SearchIndex, rows: list[RowMeta], order: list[int], ok: list[bool],
+def _match_rows(path: Any, si: SearchIndex, rows: list[RowMeta], order: np.ndarray, ok: list[bool],
                 terms: list[tuple[str, str, bytes | None]]) -> dict[int, list[int] | None]:
     """The rows of ``order`` (sorted by offset) with a candidate that holds every text term, reading
     their bytes once in file order: each to None when all its candidates that hold the numbers do
@@ -287,39 +287,74 @@ def _match_rows(path: Any, si: SearchIndex, rows: list[RowMeta], order: list[int
     the list of those that do (flat indices)."""
     out: dict[int, list[int] | None] = {}
     first, count = si.first.tolist(), si.count.tolist()
-    spans, span_meta, locate = si.spans, si.span_meta, fields.locate
+    spans, span_meta = si.spans, si.span_meta
+    nd0 = terms[0][2]
     with open(path, "rb") as fh:
-        for lo, hi, chunk in _chunks(order, si):
+        for lo, hi, chunk, starts, ends in _chunks(order, si):
             fh.seek(lo)
             raw = fh.read(hi - lo)
             if len(raw) < hi - lo:
                 break  # the file was cut since it was indexed: the next refresh starts again
             low = raw.lower()
-            for s in chunk:
-                m = rows[s]
-                base = m.offset - lo
-                if span_meta[s] is not m:
-                    spans[s], span_meta[s] = locate(raw[base:base + m.length]), m
+            unknown = [i for i, s in enumerate(chunk) if span_meta[s] is not rows[s]]
+            if unknown:  # first seen: is its line plain (point 3 of search_fields)?
+                for i, pl in zip(unknown, fields.plain_lines(raw, [(starts[i], ends[i]) for i in unknown])):
+                    spans[chunk[i]], span_meta[chunk[i]] = (PLAIN if pl else None), rows[chunk[i]]
+            if nd0 is not None:  # a plain line without the first term's bytes cannot match
+                at = _holding(low, nd0, starts, ends)
+                for i, s in enumerate(chunk):
+                    if spans[s] is None and i not in at:
+                        at[i] = -1
+                todo = sorted(at)
+            else:
+                at, todo = {}, list(range(len(chunk)))
+            new = [i for i in todo if spans[chunk[i]] is PLAIN]
+            if new:
+                for i, sp in zip(new, fields.locate_many(raw, [(starts[i], ends[i]) for i in new], [True] * len(new))):
+                    spans[chunk[i]] = sp if sp is not None else STRUCT
+            for i in todo:
+                s = chunk[i]
+                sp = spans[s]
+                a, b = starts[i], ends[i]
                 try:
-                    got = _match_row(raw, low, base, m.length, spans[s], first[s], count[s], ok, terms)
+                    got = _match_row(raw, low, a, b - a, sp if sp is not STRUCT else None, first[s], count[s], ok,
+                                     terms, at.get(i, -1))
                 except _Parse:
-                    got = _match_row(raw, low, base, m.length, None, first[s], count[s], ok, terms)
+                    got = _match_row(raw, low, a, b - a, None, first[s], count[s], ok, terms, -1)
                 if got != []:
                     out[s] = got
     return out
 
 
+def _holding(low: bytes, nd: bytes, starts: list[int], ends: list[int]) -> dict[int, int]:
+    """The lines (indices into ``starts``/``ends``, sorted) whose bytes hold ``nd``, each with the
+    first position: one ``find`` per line that holds it, whatever the number that do not."""
+    out = {}
+    pos = low.find(nd)
+    while pos >= 0:
+        i = bisect.bisect_right(starts, pos) - 1
+        if i >= 0 and pos + len(nd) <= ends[i]:
+            out[i] = pos
+            nxt = ends[i]
+        else:  # between the wanted lines (a superseded or unwanted one): on to the next wanted line
+            if i + 1 >= len(starts):
+                break
+            nxt = starts[i + 1]
+        pos = low.find(nd, nxt)
+    return out
+
+
 def _match_row(raw: bytes, low: bytes, base: int, length: int, sp: Any, f0: int, n: int, ok: list[bool],
-               terms: list[tuple[str, str, bytes | None]]) -> list[int] | None:
+               terms: list[tuple[str, str, bytes | None]], p0: int) -> list[int] | None:
     """One row's candidates (flat indices) that hold every term, None for all that hold the
     numbers: from its bytes where its spans are known and the term is ASCII, from its parsed values
-    otherwise."""
+    otherwise. ``p0``: where the first term's bytes first are in the line, when known (else -1)."""
     cands: list[int] | None = None
     fast: _FastRow | None = None
     parsed: _Row | None = None
-    for kind, v, nd in terms:
+    for t, (kind, v, nd) in enumerate(terms):
         if sp is not None and nd is not None:
-            p = low.find(nd, base, base + length)
+            p = p0 if t == 0 and p0 >= 0 else low.find(nd, base, base + length)
             if p < 0:
                 return []  # a plain line without the term's bytes: no field of it holds the term
             a = sp[fields.TEXT]
@@ -375,7 +410,7 @@ def search(ix: SampleIndex, q: Query, components: list[str], page: int = 0, per:
         per_row = np.bincount(si.slot[ok], minlength=len(rows))  # candidates holding the numbers, per row
         wanted = np.flatnonzero((per_row > 0) | row_ok)
         if terms:
-            order = wanted[np.argsort(si.offset[wanted], kind="stable")].tolist()
+            order = wanted[np.argsort(si.offset[wanted], kind="stable")]
             matched = _match_rows(ix.path, si, rows, order, ok.tolist(), terms)
             hit_slots = sorted(matched)
             n_cands = sum(int(per_row[s]) if c is None else len(c) for s, c in matched.items())

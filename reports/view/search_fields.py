@@ -24,6 +24,7 @@ valid JSON object:
 """
 from __future__ import annotations
 
+import bisect
 import json
 import json.decoder
 import json.scanner
@@ -108,6 +109,85 @@ def locate(line: bytes) -> array | None:
     if braces > 1:
         braces -= sum(s.count("{", out[i], out[i + 1]) for i in (TEXT, ERROR, ANSWERS, DETAILS) if out[i] >= 0)
     return out if braces == 1 else None
+
+
+def plain_lines(raw: bytes, bounds: list[tuple[int, int]]) -> list[bool]:
+    """:func:`plain` of each line ``raw[a:b]``, with a few scans of ``raw`` instead of per line."""
+    out = [True] * len(bounds)
+    starts = [a for a, _ in bounds]
+    p = raw.find(b"\\u")
+    while p >= 0:
+        i = bisect.bisect_right(starts, p) - 1
+        if i >= 0 and p < bounds[i][1]:
+            out[i] = False
+        p = raw.find(b"\\u", p + 1)
+    if not raw.isascii():
+        for i, (a, b) in enumerate(bounds):
+            if out[i] and not raw[a:b].isascii():
+                out[i] = plain(raw[a:b])
+    return out
+
+
+#: rows proven together: a run that fails a check is located row by row
+_RUN = 64
+
+
+def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -> list[array | None]:
+    """:func:`locate` of each line ``raw[a:b]`` (``plains`` from :func:`plain_lines`), faster for
+    runs of adjacent lines written as ``harness.core.store.dumps`` writes them: for such a run, one
+    count over it of ``{`` and of each key proves what :func:`locate` proves per line (each line
+    has one ``{``, its only object, and no key but the one found), so each line costs a
+    ``find`` per key and the text's ``scanstring``."""
+    s = raw.decode("latin-1")
+    out: list[array | None] = [None] * len(bounds)
+    i = 0
+    while i < len(bounds):
+        j = i + 1
+        while j < len(bounds) and j - i < _RUN and bounds[j][0] == bounds[j - 1][1]:
+            j += 1
+        a, b = bounds[i][0], bounds[j - 1][1]
+        quick = None
+        if all(plains[i:j]) and s.count("{", a, b) == j - i and s.find('"details"', a, b) < 0:
+            quick = [_quick(s, *bounds[k]) for k in range(i, j)]
+            if any(q is None for q in quick) or any(
+                    s.count(f'"{key}"', a, b) != sum(q[1][n] for q in quick) for n, key in enumerate(_QUICK_KEYS)):
+                quick = None
+        for k in range(i, j):
+            out[k] = quick[k - i][0] if quick is not None else (locate(raw[bounds[k][0]:bounds[k][1]]) if plains[k] else None)
+        i = j
+    return out
+
+
+_QUICK_KEYS = ("text", "answers", "error")
+
+
+def _quick(s: str, a: int, b: int) -> tuple[array, tuple[int, int, int]] | None:
+    """The spans of the line ``s[a:b]`` relative to ``a`` where its keys have ``dumps``' ``": "``
+    separator, and which keys it has; None when one does not look so (the run is then located
+    line by line)."""
+    out = array("i", _NONE8)
+    t = s.find('"text": ', a, b)
+    if t >= 0:
+        if s[t - 1] == "\\":
+            return None
+        if s[t + 8] == '"':
+            out[0], out[1] = t + 9 - a, _scan_string(s, t + 9)[1] - 1 - a
+    n = s.find('"answers": ', a, b)
+    if n >= 0:
+        if s[n - 1] == "\\":
+            return None
+        if s[n + 11] == "[":
+            out[4] = n + 11 - a
+    e = s.find('"error": ', a, b)
+    if e >= 0:
+        if s[e - 1] == "\\":
+            return None
+        if s[e + 9] == '"':
+            out[2], out[3] = e + 10 - a, _scan_string(s, e + 10)[1] - 1 - a
+    return out, (t >= 0, n >= 0, e >= 0)
+
+
+_NONE8 = (-1, -1, -1, -1, -1, -1, -1, -1)
 
 
 _STRING_B = re.compile(_STR.encode())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import weakref
 from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -21,8 +22,13 @@ import numpy as np
 from reports.view.samples import RowMeta, SampleIndex
 
 _NUMBER_TYPES = {float, int, bool}
-#: spans not looked for yet (a row's spans are None when it has to be parsed)
-UNBUILT = object()
+_SCALARS = attrgetter("scalars")
+_ROW = attrgetter("error", "problem_id", "offset", "length")
+_NUMBERS = attrgetter("scalars", "passed", "rewards")
+#: what is known of a row's line besides its located spans: plain, spans not looked for yet;
+#: plain, spans not proven (parse it when it holds a term); None: not plain (always parse it)
+PLAIN = "plain"
+STRUCT = "struct"
 
 
 def _float(x: Any) -> float:
@@ -62,12 +68,13 @@ class SearchIndex:
         self.problem = np.zeros(0, np.int64)  # index into self.problems
         self.offset = np.zeros(0, np.int64)
         self.length = np.zeros(0, np.int64)
-        self.spans: list[Any] = []  # locate()'s array, None (parse the row) or UNBUILT
+        self.spans: list[Any] = []  # locate()'s array, PLAIN, STRUCT or None, for the row in span_meta
         self.span_meta: list[RowMeta | None] = []
         # per candidate (a replaced row's old candidates stay, marked not live)
         self.live = np.zeros(0, bool)
         self.slot = np.zeros(0, np.int64)
-        self.j = np.zeros(0, np.int64)
+        self.blocks: list[RowMeta] = []  # the row of each block of candidates, in their order
+        self._numbered = 0  # blocks whose numbers are read
         self.score = np.zeros(0)
         self.passed = np.zeros(0, np.int8)  # 1, 0, or -1 where the row has no pass for this answer
         self.rewards: list[np.ndarray] = []  # one column per reward component, NaN where missing
@@ -86,65 +93,75 @@ class SearchIndex:
             self._clear(ix.rows)
             changed, new = [], list(range(len(rows)))
         self._add([rows[s] for s in changed + new], changed, len(new))
-        for s in changed:
+        for s in changed:  # their spans are found again: span_meta no longer is their row
             self.metas[s] = rows[s]
-            self.span_meta[s] = None
         self.metas += rows[len(self.metas):]
         return rows
 
     def _add(self, metas: list[RowMeta], changed: list[int], n_new: int) -> None:
-        counts = np.fromiter((len(m.scalars) for m in metas), np.int64, len(metas))
+        """Append the candidates of ``metas`` (rows ``changed``, then ``n_new`` new ones); their
+        numbers are read when a query first needs them (:meth:`numbers`)."""
+        n = len(metas)
+        counts = np.fromiter(map(len, map(_SCALARS, metas)), np.int64, n)
         total = int(counts.sum())
         base = self.live.size
-        first = base + np.concatenate(([0], np.cumsum(counts)[:-1])) if metas else np.zeros(0, np.int64)
+        first = base + np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64) if n else np.zeros(0, np.int64)
         slots = np.asarray(changed + list(range(len(self.metas), len(self.metas) + n_new)), np.int64)
-        score = _floats(list(chain.from_iterable(m.scalars for m in metas)))
-        if all(len(m.passed) == len(m.scalars) for m in metas):
-            passed = np.fromiter(map(bool, chain.from_iterable(m.passed for m in metas)), np.int8, total)
+        if changed:
+            old = np.concatenate([np.arange(f, f + c) for f, c in zip(self.first[changed], self.count[changed])] or [[]])
+            self.live[old.astype(np.int64)] = False
+        self.live = np.concatenate((self.live, np.ones(total, bool)))
+        self.slot = np.concatenate((self.slot, np.repeat(slots, counts)))
+        self.blocks += metas
+        err, pids, off, ln = (list(c) for c in zip(*map(_ROW, metas))) if n else ([],) * 4
+        for pid in dict.fromkeys(pids):
+            if pid not in self._pidx:
+                self._pidx[pid] = len(self.problems)
+                self.problems.append(pid)
+        k = len(changed)
+        for name, vals in (("first", first), ("count", counts), ("error", np.array(err, bool)),
+                           ("problem", np.fromiter(map(self._pidx.__getitem__, pids), np.int64, n)),
+                           ("offset", np.array(off, np.int64)), ("length", np.array(ln, np.int64))):
+            arr = getattr(self, name)
+            arr[changed] = vals[:k]
+            setattr(self, name, np.concatenate((arr, vals[k:])))
+        self.spans += [None] * n_new
+        self.span_meta += [None] * n_new
+
+    def numbers(self) -> None:
+        """Read the scores, passes and reward vectors of the candidates added since the last call."""
+        metas = self.blocks[self._numbered:]
+        if not metas:
+            return
+        self._numbered = len(self.blocks)
+        scal, pas, rew = (list(c) for c in zip(*map(_NUMBERS, metas)))
+        counts = list(map(len, scal))
+        total = sum(counts)
+        base = self.score.size
+        score = _floats(list(chain.from_iterable(scal)))
+        if list(map(len, pas)) == counts:
+            flat = list(chain.from_iterable(pas))
+            passed = np.array(flat if set(map(type, flat)) <= {bool} else [bool(x) for x in flat], np.int8)
         else:
-            passed = np.array([bool(m.passed[j]) if j < len(m.passed) else -1
-                               for m in metas for j in range(len(m.scalars))], np.int8)
-        if all(len(m.rewards) == len(m.scalars) for m in metas):
-            vecs = list(chain.from_iterable(m.rewards for m in metas))
+            passed = np.array([bool(ps[j]) if j < len(ps) else -1 for ps, c in zip(pas, counts) for j in range(c)],
+                              np.int8)
+        if list(map(len, rew)) == counts:
+            vecs = list(chain.from_iterable(rew))
         else:
-            vecs = [m.rewards[j] if j < len(m.rewards) else () for m in metas for j in range(len(m.scalars))]
-        width = max(map(len, vecs), default=0)
+            vecs = [rs[j] if j < len(rs) else () for rs, c in zip(rew, counts) for j in range(c)]
+        widths = set(map(len, vecs))
+        width = max(widths, default=0)
         while len(self.rewards) < width:
             self.rewards.append(np.full(base, np.nan))
-        if vecs and len(set(map(len, vecs))) == 1:
+        if len(widths) == 1:
             mat = _floats(list(chain.from_iterable(vecs))).reshape(total, width)
             cols = [mat[:, i] for i in range(width)]
         else:
             cols = [_floats([v[i] if i < len(v) else None for v in vecs]) for i in range(width)]
         cols += [np.full(total, np.nan)] * (len(self.rewards) - width)
         self.rewards = [np.concatenate((old, c)) for old, c in zip(self.rewards, cols)]
-        if changed:
-            old = np.concatenate([np.arange(f, f + c) for f, c in zip(self.first[changed], self.count[changed])] or [[]])
-            self.live[old.astype(np.int64)] = False
-        self.live = np.concatenate((self.live, np.ones(total, bool)))
-        self.slot = np.concatenate((self.slot, np.repeat(slots, counts)))
-        self.j = np.concatenate((self.j, np.arange(total) - np.repeat(first - base, counts)))
         self.score = np.concatenate((self.score, score))
         self.passed = np.concatenate((self.passed, passed))
-        err = np.fromiter((m.error for m in metas), bool, len(metas))
-        prob = np.fromiter((self._problem(m.problem_id) for m in metas), np.int64, len(metas))
-        off = np.fromiter((m.offset for m in metas), np.int64, len(metas))
-        ln = np.fromiter((m.length for m in metas), np.int64, len(metas))
-        k = len(changed)
-        for name, vals in (("first", first), ("count", counts), ("error", err), ("problem", prob),
-                           ("offset", off), ("length", ln)):
-            arr = getattr(self, name)
-            arr[changed] = vals[:k]
-            setattr(self, name, np.concatenate((arr, vals[k:])))
-        self.spans += [UNBUILT] * n_new
-        self.span_meta += [None] * n_new
-
-    def _problem(self, pid: str) -> int:
-        i = self._pidx.get(pid)
-        if i is None:
-            i = self._pidx[pid] = len(self.problems)
-            self.problems.append(pid)
-        return i
 
     def reward(self, i: int) -> np.ndarray:
         """Component ``i`` of every candidate's reward vector (NaN where a vector is shorter)."""
