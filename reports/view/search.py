@@ -26,6 +26,7 @@ import json
 import operator
 import re
 import shlex
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -170,17 +171,23 @@ class _FastRow:
         self._answers: list[tuple[int, int]] | None | bool = False
         self._details: list[tuple[int, int]] | None = None
 
+    def _span(self, i: int) -> tuple[int, int]:
+        a, e = self.sp[i], self.sp[i + 1]
+        if a == fields.LATER:
+            raise _Relocate
+        return a, e
+
     def chain_has(self, kind: str, nd: bytes) -> bool:
-        sp, b = self.sp, self.base
+        b = self.base
         for f in _CHAIN_FIELDS[kind]:
-            i = fields.TEXT if f == "text" else fields.ERROR
-            if sp[i] >= 0 and fields.afind(self.low, nd, b + sp[i], b + sp[i + 1]):
+            x, e = self._span(fields.TEXT if f == "text" else fields.ERROR)
+            if x >= 0 and fields.afind(self.low, nd, b + x, b + e):
                 return True
         return False
 
     def answers(self) -> list[tuple[int, int]] | None:
         if self._answers is False:
-            a, e = self.sp[fields.ANSWERS], self.sp[fields.ANSWERS + 1]
+            a, e = self._span(fields.ANSWERS)
             self._answers = [] if a < 0 else fields.answer_spans(self.low, self.base + a, self.base + e if e >= 0 else -1)
         return self._answers  # type: ignore[return-value]
 
@@ -192,7 +199,7 @@ class _FastRow:
                     return True
             else:
                 if self._details is None:
-                    a, e = self.sp[fields.DETAILS], self.sp[fields.DETAILS + 1]
+                    a, e = self._span(fields.DETAILS)
                     self._details = [] if a < 0 else fields.values_in(self.raw, self.base + a, self.base + e)
                 if j < len(self._details):
                     a, e = self._details[j]
@@ -225,6 +232,10 @@ def _snippet(r: _Row, j: int | None, q: Query) -> dict[str, str] | None:
 
 class _Parse(Exception):
     """A row its bytes cannot answer after all (an answer that is not a string): parse it."""
+
+
+class _Relocate(Exception):
+    """A row whose needed field :func:`reports.view.search_fields.locate_many` left for later."""
 
 
 def _numbers(q: Query, si: SearchIndex, comp: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -289,6 +300,8 @@ def _match_rows(path: Any, si: SearchIndex, rows: list[RowMeta], order: np.ndarr
     first, count = si.first.tolist(), si.count.tolist()
     spans, span_meta = si.spans, si.span_meta
     nd0 = terms[0][2]
+    n0 = len(nd0 or b"")
+    single_text = len(terms) == 1 and nd0 is not None and terms[0][0] in ("any", "text")
     with open(path, "rb") as fh:
         for lo, hi, chunk, starts, ends in _chunks(order, si):
             fh.seek(lo)
@@ -316,9 +329,20 @@ def _match_rows(path: Any, si: SearchIndex, rows: list[RowMeta], order: np.ndarr
                 s = chunk[i]
                 sp = spans[s]
                 a, b = starts[i], ends[i]
+                if single_text and type(sp) is array:  # the common case, inline: is the first hit in the text?
+                    p, t = at[i], sp[fields.TEXT]
+                    if t >= 0 and a + t <= p and p + n0 <= a + sp[fields.TEXT + 1] and low[p - 1] != 0x5C:
+                        out[s] = None
+                        continue
+                p = at.get(i, -1)
                 try:
-                    got = _match_row(raw, low, a, b - a, sp if sp is not STRUCT else None, first[s], count[s], ok,
-                                     terms, at.get(i, -1))
+                    try:
+                        got = _match_row(raw, low, a, b - a, sp if sp is not STRUCT else None, first[s], count[s],
+                                         ok, terms, p)
+                    except _Relocate:
+                        sp = spans[s] = fields.locate(raw[a:b]) or STRUCT
+                        got = _match_row(raw, low, a, b - a, sp if sp is not STRUCT else None, first[s], count[s],
+                                         ok, terms, p)
                 except _Parse:
                     got = _match_row(raw, low, a, b - a, None, first[s], count[s], ok, terms, -1)
                 if got != []:
@@ -413,7 +437,8 @@ def search(ix: SampleIndex, q: Query, components: list[str], page: int = 0, per:
             order = wanted[np.argsort(si.offset[wanted], kind="stable")]
             matched = _match_rows(ix.path, si, rows, order, ok.tolist(), terms)
             hit_slots = sorted(matched)
-            n_cands = sum(int(per_row[s]) if c is None else len(c) for s, c in matched.items())
+            whole = [s for s, c in matched.items() if c is None]
+            n_cands = int(per_row[whole].sum()) + sum(len(c) for c in matched.values() if c is not None)
         else:
             matched = {}
             hit_slots = wanted.tolist()

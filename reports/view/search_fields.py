@@ -133,11 +133,12 @@ _RUN = 64
 
 
 def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -> list[array | None]:
-    """:func:`locate` of each line ``raw[a:b]`` (``plains`` from :func:`plain_lines`), faster for
-    runs of adjacent lines written as ``harness.core.store.dumps`` writes them: for such a run, one
-    count over it of ``{`` and of each key proves what :func:`locate` proves per line (each line
-    has one ``{``, its only object, and no key but the one found), so each line costs a
-    ``find`` per key and the text's ``scanstring``."""
+    """For each line ``raw[a:b]`` (``plains`` from :func:`plain_lines`): :func:`locate`'s array, or
+    for runs of adjacent lines written as ``harness.core.store.dumps`` writes them only the text's
+    span, the other fields marked :data:`LATER` (:func:`locate` the line when one is needed). For
+    such a run one count over it of ``{`` and of ``"text"`` proves what :func:`locate` proves per
+    line: each line has one ``{`` (no object but the row) and no ``"text"`` token but the key found,
+    so a line costs one ``find`` and a scan of its text."""
     s = raw.decode("latin-1")
     out: list[array | None] = [None] * len(bounds)
     i = 0
@@ -147,47 +148,34 @@ def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -
             j += 1
         a, b = bounds[i][0], bounds[j - 1][1]
         quick = None
-        if all(plains[i:j]) and s.count("{", a, b) == j - i and s.find('"details"', a, b) < 0:
+        if all(plains[i:j]) and s.count("{", a, b) == j - i:
             quick = [_quick(s, *bounds[k]) for k in range(i, j)]
-            if any(q is None for q in quick) or any(
-                    s.count(f'"{key}"', a, b) != sum(q[1][n] for q in quick) for n, key in enumerate(_QUICK_KEYS)):
+            if None in quick or s.count('"text"', a, b) != sum(q[TEXT] != -1 for q in quick):
                 quick = None
         for k in range(i, j):
-            out[k] = quick[k - i][0] if quick is not None else (locate(raw[bounds[k][0]:bounds[k][1]]) if plains[k] else None)
+            out[k] = quick[k - i] if quick is not None else (locate(raw[bounds[k][0]:bounds[k][1]]) if plains[k] else None)
         i = j
     return out
 
 
-_QUICK_KEYS = ("text", "answers", "error")
+#: a field :func:`locate_many` left for :func:`locate`
+LATER = -2
+_LATER8 = (-3, -3, LATER, LATER, LATER, LATER, LATER, LATER)
 
 
-def _quick(s: str, a: int, b: int) -> tuple[array, tuple[int, int, int]] | None:
-    """The spans of the line ``s[a:b]`` relative to ``a`` where its keys have ``dumps``' ``": "``
-    separator, and which keys it has; None when one does not look so (the run is then located
-    line by line)."""
-    out = array("i", _NONE8)
+def _quick(s: str, a: int, b: int) -> array | None:
+    """The text's span in the line ``s[a:b]`` (relative to ``a``) where its key has ``dumps``'
+    ``": "`` separator (-3: found, not a string; -1: no text key), the rest :data:`LATER`; None
+    when the key does not look so."""
+    out = array("i", _LATER8)
     t = s.find('"text": ', a, b)
-    if t >= 0:
-        if s[t - 1] == "\\":
-            return None
-        if s[t + 8] == '"':
-            out[0], out[1] = t + 9 - a, _scan_string(s, t + 9)[1] - 1 - a
-    n = s.find('"answers": ', a, b)
-    if n >= 0:
-        if s[n - 1] == "\\":
-            return None
-        if s[n + 11] == "[":
-            out[4] = n + 11 - a
-    e = s.find('"error": ', a, b)
-    if e >= 0:
-        if s[e - 1] == "\\":
-            return None
-        if s[e + 9] == '"':
-            out[2], out[3] = e + 10 - a, _scan_string(s, e + 10)[1] - 1 - a
-    return out, (t >= 0, n >= 0, e >= 0)
-
-
-_NONE8 = (-1, -1, -1, -1, -1, -1, -1, -1)
+    if t < 0:
+        out[0] = out[1] = -1
+    elif s[t - 1] == "\\":
+        return None
+    elif s[t + 8] == '"':
+        out[0], out[1] = t + 9 - a, _scan_string(s, t + 9)[1] - 1 - a
+    return out
 
 
 _STRING_B = re.compile(_STR.encode())

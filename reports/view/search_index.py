@@ -39,13 +39,16 @@ def _float(x: Any) -> float:
         return float("nan")
 
 
-def _floats(values: list[Any]) -> np.ndarray:
+def _floats(values: Any, n: int) -> np.ndarray:
+    """``n`` numbers from the iterable ``values`` as floats: numpy's conversion where every value is
+    a number (as ``float()`` converts it), :func:`_float` one by one otherwise."""
+    values = list(values)
     if set(map(type, values)) <= _NUMBER_TYPES:
         try:
-            return np.array(values, dtype=float)
+            return np.fromiter(values, float, n)
         except OverflowError:  # an integer too large for a float
             pass
-    return np.array([_float(x) for x in values], dtype=float)
+    return np.fromiter(map(_float, values), float, n)
 
 
 class SearchIndex:
@@ -138,7 +141,7 @@ class SearchIndex:
         counts = list(map(len, scal))
         total = sum(counts)
         base = self.score.size
-        score = _floats(list(chain.from_iterable(scal)))
+        score = _floats(chain.from_iterable(scal), total)
         if list(map(len, pas)) == counts:
             flat = list(chain.from_iterable(pas))
             passed = np.array(flat if set(map(type, flat)) <= {bool} else [bool(x) for x in flat], np.int8)
@@ -154,10 +157,10 @@ class SearchIndex:
         while len(self.rewards) < width:
             self.rewards.append(np.full(base, np.nan))
         if len(widths) == 1:
-            mat = _floats(list(chain.from_iterable(vecs))).reshape(total, width)
+            mat = _floats(chain.from_iterable(vecs), total * width).reshape(total, width)
             cols = [mat[:, i] for i in range(width)]
         else:
-            cols = [_floats([v[i] if i < len(v) else None for v in vecs]) for i in range(width)]
+            cols = [_floats((v[i] if i < len(v) else None for v in vecs), total) for i in range(width)]
         cols += [np.full(total, np.nan)] * (len(self.rewards) - width)
         self.rewards = [np.concatenate((old, c)) for old, c in zip(self.rewards, cols)]
         self.score = np.concatenate((self.score, score))

@@ -10,10 +10,12 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from harness.core.store import dumps
 from reports.view.samples import SampleIndex
 from reports.view.search import parse_query, search
-from reports.view.search_fields import afind, locate
+from reports.view.search_fields import ANSWERS, LATER, afind, locate, locate_many, plain_lines
 
 NAMES = ["c0", "c1"]
 # pieces of text chosen to trip the byte path: escapes and runs of backslashes, quotes, keys and
@@ -26,9 +28,17 @@ FOLDS = ["ß", "\u212a", "ﬁle", "İ", "\x01"]  # rows holding these are parsed
 VERDICTS = ["pass", "WA", "TLE", "RE", "tle"]
 
 
+#: pieces without braces, folds or \u escapes: whole runs of such lines take the quicker path of
+#: search_fields.locate_many, which must prove the same as locate
+CLEAN = [x for x in PIECES if "{" not in x and "}" not in x] + ["text", "error"]
+_pieces = {"pieces": PIECES}
+
+
 def _text(rng: random.Random, surrogate: bool = True) -> str:
-    s = "".join(rng.choice(FOLDS if rng.random() < 0.02 else PIECES) for _ in range(rng.randint(0, 8)))
-    return s + "\ud800" if surrogate and rng.random() < 0.05 else s
+    pieces = _pieces["pieces"]
+    clean = pieces is CLEAN
+    s = "".join(rng.choice(FOLDS if rng.random() < 0.02 and not clean else pieces) for _ in range(rng.randint(0, 8)))
+    return s + "\ud800" if surrogate and not clean and rng.random() < 0.05 else s
 
 
 def _row(rng: random.Random, pid: str, c: int) -> dict:
@@ -42,7 +52,7 @@ def _row(rng: random.Random, pid: str, c: int) -> dict:
            "error": _text(rng) if rng.random() < 0.2 else None}
     if rng.random() < 0.1:
         row["answers"][0] = None  # an answer the parser did not find
-    if rng.random() < 0.4:
+    if rng.random() < 0.4 and _pieces["pieces"] is not CLEAN:
         row["details"] = [{"verdicts": [rng.choice(VERDICTS) for _ in range(2)], "times": [0.1],
                            **({"errors": [_text(rng)]} if rng.random() < 0.5 else {}),
                            **({"notes": [_text(rng)], "reason": _text(rng)} if rng.random() < 0.3 else {}),
@@ -56,7 +66,7 @@ def _row(rng: random.Random, pid: str, c: int) -> dict:
 
 
 def _line(rng: random.Random, row: dict) -> str:
-    r = rng.random()
+    r = rng.random() * (1 if _pieces["pieces"] is PIECES else 40)  # clean runs: a rare line of another writer
     ascii_only = rng.random() < 0.5 or dumps(row).isascii()  # raw text with a lone surrogate is no UTF-8
     if r < 0.1:
         return json.dumps(row, separators=(",", ":"), ensure_ascii=ascii_only)
@@ -159,15 +169,25 @@ def _queries(rng: random.Random) -> list[str]:
     return out + [rng.choice(words) + " " + rng.choice(words) for _ in range(10)]
 
 
-def test_search_is_exactly_a_parse_of_every_row(tmp_path):
+@pytest.mark.parametrize("pieces", ["hostile", "clean"])
+def test_search_is_exactly_a_parse_of_every_row(tmp_path, monkeypatch, pieces):
+    monkeypatch.setitem(_pieces, "pieces", PIECES if pieces == "hostile" else CLEAN)
     rng = random.Random(7)
     path = tmp_path / "samples.jsonl"
-    _write(path, rng, problems=6, chains=40, retries=30)
+    _write(path, rng, problems=6, chains=40 if pieces == "hostile" else 120, retries=30)
     ix = SampleIndex(path).refresh()
     assert not ix.warnings
-    spans = [locate(path.read_bytes()[m.offset:m.offset + m.length]) for m in ix.rows]
+    raw = path.read_bytes()
+    bounds = [(m.offset, m.offset + m.length) for m in ix.rows]
+    spans = [locate(raw[a:b]) for a, b in bounds]
     fast = sum(s is not None for s in spans)
-    assert 0.2 * len(spans) < fast < 0.95 * len(spans)  # both the byte path and the parse path are exercised
+    assert 0.2 * len(spans) < fast < (0.95 if pieces == "hostile" else 0.999) * len(spans)  # both paths are taken
+    if pieces == "clean":  # and runs of lines proven together
+        order = sorted(bounds)
+        quick = locate_many(raw, order, plain_lines(raw, order))
+        assert sum(q is not None and q[ANSWERS] == LATER for q in quick) > 0.2 * len(quick)
+        assert all((q is None) == (locate(raw[a:b]) is None) or q[ANSWERS] == LATER for q, (a, b) in zip(quick, order))
+        assert all(q[:2] == locate(raw[a:b])[:2] for q, (a, b) in zip(quick, order) if q is not None and q[ANSWERS] == LATER)
     for q in _queries(rng):
         cands, bare, first = _found(ix, q)
         want_cands, want_bare = _brute(path, q)
