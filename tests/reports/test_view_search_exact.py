@@ -58,6 +58,11 @@ def _row(rng: random.Random, pid: str, c: int) -> dict:
                            **({"notes": [_text(rng)], "reason": _text(rng)} if rng.random() < 0.3 else {}),
                            **({"text": _text(rng), "error": _text(rng)} if rng.random() < 0.2 else {})}
                           if rng.random() < 0.85 else _text(rng) for _ in range(m)]
+    r = rng.random()
+    if r < 0.02:  # no text of its own, a "text" key one level down
+        row["meta"] = {"text": row.pop("text")}
+    elif r < 0.04:  # no text of its own, a key that ends in "text
+        row['say "text'] = row.pop("text")
     if rng.random() < 0.2:  # another writer's key order
         keys = list(row)
         rng.shuffle(keys)
@@ -185,7 +190,7 @@ def test_search_is_exactly_a_parse_of_every_row(tmp_path, monkeypatch, pieces):
     if pieces == "clean":  # and runs of lines proven together
         order = sorted(bounds)
         quick = locate_many(raw, order, plain_lines(raw, order))
-        assert sum(q is not None and q[ANSWERS] == LATER for q in quick) > 0.2 * len(quick)
+        assert sum(q is not None and q[ANSWERS] == LATER for q in quick) > 0.08 * len(quick)
         assert all((q is None) == (locate(raw[a:b]) is None) or q[ANSWERS] == LATER for q, (a, b) in zip(quick, order))
         assert all(q[:2] == locate(raw[a:b])[:2] for q, (a, b) in zip(quick, order) if q is not None and q[ANSWERS] == LATER)
     for q in _queries(rng):
