@@ -21,7 +21,6 @@ import numpy as np
 
 from reports.view.samples import RowMeta, SampleIndex
 
-_NUMBER_TYPES = {float, int, bool}
 _SCALARS = attrgetter("scalars")
 _ROW = attrgetter("error", "problem_id", "offset", "length")
 _NUMBERS = attrgetter("scalars", "passed", "rewards")
@@ -40,15 +39,13 @@ def _float(x: Any) -> float:
 
 
 def _floats(values: Any, n: int) -> np.ndarray:
-    """``n`` numbers from the iterable ``values`` as floats: numpy's conversion where every value is
-    a number (as ``float()`` converts it), :func:`_float` one by one otherwise."""
+    """``n`` numbers from the iterable ``values`` as floats: numpy converts them as ``float()``
+    does; where one cannot be (a hand-edited row), :func:`_float` one by one."""
     values = list(values)
-    if set(map(type, values)) <= _NUMBER_TYPES:
-        try:
-            return np.fromiter(values, float, n)
-        except OverflowError:  # an integer too large for a float
-            pass
-    return np.fromiter(map(_float, values), float, n)
+    try:
+        return np.fromiter(values, float, n)
+    except (TypeError, ValueError, OverflowError):
+        return np.fromiter(map(_float, values), float, n)
 
 
 class SearchIndex:
