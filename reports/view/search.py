@@ -162,6 +162,10 @@ class _Row:
         return False
 
 
+#: an answers end saying the answers' spans follow the 8 of search_fields.locate
+_KEPT = -4
+
+
 class _FastRow:
     """One row answered from its bytes and field spans (:mod:`reports.view.search_fields`): exact
     for an ASCII term; None from :meth:`answers` when its answers are not all strings."""
@@ -186,9 +190,19 @@ class _FastRow:
         return False
 
     def answers(self) -> list[tuple[int, int]] | None:
+        """Each answer's span in the read; found once per row, then kept after its 8 spans."""
         if self._answers is False:
             a, e = self._span(fields.ANSWERS)
-            self._answers = [] if a < 0 else fields.answer_spans(self.low, self.base + a, self.base + e if e >= 0 else -1)
+            sp, b = self.sp, self.base
+            if a < 0:
+                self._answers = []
+            elif e == _KEPT:
+                self._answers = [(b + sp[k], b + sp[k + 1]) for k in range(8, len(sp), 2)]
+            else:
+                self._answers = fields.answer_spans(self.low, b + a, b + e if e >= 0 else -1)
+                if self._answers is not None:
+                    sp[fields.ANSWERS + 1] = _KEPT
+                    sp.extend(x - b for span in self._answers for x in span)
         return self._answers  # type: ignore[return-value]
 
     def cand_has(self, kind: str, nd: bytes, v: str, j: int) -> bool:
