@@ -38,6 +38,7 @@ _STR = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _SEP = re.compile(rf"{_W}(,|\]){_W}")
 _WS = re.compile(_W)
 _BACKSLASH = 0x5C
+_QUOTE = 0x22
 
 
 def plain(line: bytes) -> bool:
@@ -139,7 +140,6 @@ def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -
     such a run one count over it of ``{`` and of ``"text"`` proves what :func:`locate` proves per
     line: each line has one ``{`` (no object but the row) and no ``"text"`` token but the key found,
     so a line costs one ``find`` and a scan of its text."""
-    s = raw.decode("latin-1")
     out: list[array | None] = [None] * len(bounds)
     i = 0
     while i < len(bounds):
@@ -148,9 +148,9 @@ def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -
             j += 1
         a, b = bounds[i][0], bounds[j - 1][1]
         quick = None
-        if all(plains[i:j]) and s.count("{", a, b) == j - i:
-            quick = [_quick(s, *bounds[k]) for k in range(i, j)]
-            if None in quick or s.count('"text"', a, b) != sum(q[TEXT] != -1 for q in quick):
+        if all(plains[i:j]) and raw.count(b"{", a, b) == j - i:
+            quick = [_quick(raw, *bounds[k]) for k in range(i, j)]
+            if None in quick or raw.count(b'"text"', a, b) != sum(q[TEXT] != -1 for q in quick):
                 quick = None
         for k in range(i, j):
             out[k] = quick[k - i] if quick is not None else (locate(raw[bounds[k][0]:bounds[k][1]]) if plains[k] else None)
@@ -163,19 +163,32 @@ LATER = -2
 _LATER8 = (-3, -3, LATER, LATER, LATER, LATER, LATER, LATER)
 
 
-def _quick(s: str, a: int, b: int) -> array | None:
-    """The text's span in the line ``s[a:b]`` (relative to ``a``) where its key has ``dumps``'
+def _quick(raw: bytes, a: int, b: int) -> array | None:
+    """The text's span in the line ``raw[a:b]`` (relative to ``a``) where its key has ``dumps``'
     ``": "`` separator (-3: found, not a string; -1: no text key), the rest :data:`LATER`; None
     when the key does not look so."""
     out = array("i", _LATER8)
-    t = s.find('"text": ', a, b)
+    t = raw.find(b'"text": ', a, b)
     if t < 0:
         out[0] = out[1] = -1
-    elif s[t - 1] == "\\":
+    elif raw[t - 1] == _BACKSLASH:
         return None
-    elif s[t + 8] == '"':
-        out[0], out[1] = t + 9 - a, _scan_string(s, t + 9)[1] - 1 - a
+    elif raw[t + 8] == _QUOTE:
+        out[0], out[1] = t + 9 - a, _string_end(raw, t + 9) - a
     return out
+
+
+def _string_end(raw: bytes, i: int) -> int:
+    """The closing quote of the string whose content starts at ``i``: a quote after an even run
+    of backslashes."""
+    while True:
+        q = raw.find(b'"', i)
+        k = q
+        while raw[k - 1] == _BACKSLASH:
+            k -= 1
+        if not (q - k) % 2:
+            return q
+        i = q + 1
 
 
 _STRING_B = re.compile(_STR.encode())
