@@ -170,15 +170,17 @@ class _FastRow:
     """One row answered from its bytes and field spans (:mod:`reports.view.search_fields`): exact
     for an ASCII term; None from :meth:`answers` when its answers are not all strings."""
 
-    def __init__(self, raw: bytes, low: bytes, base: int, sp: Any):
-        self.raw, self.low, self.base, self.sp = raw, low, base, sp
+    def __init__(self, raw: bytes, low: bytes, base: int, length: int, sp: Any):
+        self.raw, self.low, self.base, self.length, self.sp = raw, low, base, length, sp
         self._answers: list[tuple[int, int]] | None | bool = False
         self._details: list[tuple[int, int]] | None = None
 
     def _span(self, i: int) -> tuple[int, int]:
         a, e = self.sp[i], self.sp[i + 1]
         if a == fields.LATER:
-            raise _Relocate
+            if not fields.fill_later(self.raw, self.base, self.base + self.length, self.sp, i):
+                raise _Relocate
+            a, e = self.sp[i], self.sp[i + 1]
         return a, e
 
     def chain_has(self, kind: str, nd: bytes) -> bool:
@@ -400,7 +402,7 @@ def _match_row(raw: bytes, low: bytes, base: int, length: int, sp: Any, f0: int,
                     and low[p - 1] != 0x5C):
                 continue  # the first occurrence is in the text, on a character boundary
             if fast is None:
-                fast = _FastRow(raw, low, base, sp)
+                fast = _FastRow(raw, low, base, length, sp)
             if fast.chain_has(kind, nd):
                 continue
             if "answer" in _CAND_FIELDS[kind] and fast.answers() is None:

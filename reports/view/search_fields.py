@@ -191,6 +191,32 @@ def _string_end(raw: bytes, i: int) -> int:
         i = q + 1
 
 
+_LATER_KEYS = {ERROR: b"error", ANSWERS: b"answers", DETAILS: b"details"}
+
+
+def fill_later(raw: bytes, a: int, b: int, sp: array, i: int) -> bool:
+    """Locate field ``i`` (:data:`ERROR`, :data:`ANSWERS` or :data:`DETAILS`) that
+    :func:`locate_many` left for later in the line ``raw[a:b]``, into ``sp``; False when it takes
+    :func:`locate`. The run check proved the line has one ``{``, so a key found once is the row's."""
+    key = _LATER_KEYS[i]
+    n = raw.count(b'"' + key + b'"', a, b)
+    if n == 0:
+        sp[i] = sp[i + 1] = -1
+        return True
+    if n > 1 or i == DETAILS:
+        return False
+    p = raw.find(b'"' + key + b'": ', a, b)
+    if p < 0 or raw[p - 1] == _BACKSLASH:
+        return False
+    v = p + len(key) + 4
+    sp[i] = sp[i + 1] = -1
+    if i == ANSWERS and raw[v] == 0x5B:  # [
+        sp[i] = v - a
+    elif i == ERROR and raw[v] == _QUOTE:
+        sp[i], sp[i + 1] = v + 1 - a, _string_end(raw, v + 1) - a
+    return True
+
+
 _STRING_B = re.compile(_STR.encode())
 
 

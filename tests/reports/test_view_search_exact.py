@@ -77,9 +77,11 @@ def _line(rng: random.Random, row: dict) -> str:
         return json.dumps(row, separators=(",", ":"), ensure_ascii=ascii_only)
     if r < 0.15:
         return json.dumps(row, separators=(" , ", " : "), ensure_ascii=ascii_only)
-    if r < 0.2 and isinstance(row.get("text"), str):  # a duplicate key: json keeps the last one
-        body = dumps(row)
-        return body[:-1] + ', "text": ' + json.dumps(_text(rng, surrogate=False), ensure_ascii=False) + "}"
+    if r < 0.2:  # a duplicate key: json keeps the last one
+        key = rng.choice(["text", "error", "answers"])
+        value = [_text(rng, surrogate=False) for _ in row.get("scalars") or []] if key == "answers" else \
+            _text(rng, surrogate=False)
+        return dumps(row)[:-1] + f', "{key}": ' + json.dumps(value, ensure_ascii=False) + "}"
     return dumps(row)
 
 
