@@ -61,8 +61,9 @@ def _row(rng: random.Random, pid: str, c: int) -> dict:
     r = rng.random()
     if r < 0.02:  # no text of its own, a "text" key one level down
         row["meta"] = {"text": row.pop("text")}
-    elif r < 0.04:  # no text of its own, a key that ends in "text
-        row['say "text'] = row.pop("text")
+    elif r < 0.06:  # no text (or error) of its own, a key that ends in "text (or "error)
+        key = "text" if r < 0.04 else "error"
+        row[f'say "{key}'] = row.pop(key, None) or _text(rng)
     if rng.random() < 0.2:  # another writer's key order
         keys = list(row)
         rng.shuffle(keys)
