@@ -72,7 +72,7 @@ def _row(rng: random.Random, pid: str, c: int) -> dict:
 
 
 def _line(rng: random.Random, row: dict) -> str:
-    r = rng.random() * (1 if _pieces["pieces"] is PIECES else 40)  # clean runs: a rare line of another writer
+    r = rng.random() * (1 if _pieces["pieces"] is PIECES else 12)  # clean runs: a rarer line of another writer
     ascii_only = rng.random() < 0.5 or dumps(row).isascii()  # raw text with a lone surrogate is no UTF-8
     if r < 0.1:
         return json.dumps(row, separators=(",", ":"), ensure_ascii=ascii_only)
