@@ -13,11 +13,21 @@ The query is words and ``field:value`` terms, all of which must hold for a candi
 Text matching ignores case. The unit is a candidate (answer ``j`` of a chain); a chain whose
 generation failed has no candidate and matches when every term holds for the chain itself.
 
-Why it is fast on a large run: numbers and flags are answered from the index alone (no file read).
-Text terms first look for their JSON-encoded, lower-cased bytes in one read of the file: a row
-whose bytes do not hold every term cannot match, so only the rows that do are parsed and checked
-field by field. A rare word costs one read of the file; a word in every row costs about one parse of
-it, as reading the file once.
+Why it is fast on a large run, and still exact (every result equals parsing every row, tested on
+rows built to break the shortcuts in tests/reports/test_view_search_exact.py):
+
+- numbers, flags and ``problem:`` are numpy comparisons over every candidate at once
+  (:mod:`reports.view.search_index`, kept between searches and extended as the run grows); they
+  read no file;
+- text terms read the rows that hold the numbers, in file order, in reads of up to 8 MB. A row
+  whose line is *plain* (no ``\\u`` escape, no character whose case folding is ASCII) and lacks a
+  term's lower-cased bytes cannot match, so one ``find`` over a read passes over every such row;
+- a row that holds the bytes is answered from them where :mod:`reports.view.search_fields` proves
+  where its fields are (found once per row and kept), and parsed otherwise. A word in every row's
+  text costs a ``find`` per row instead of a parse.
+
+The first search of a run after the viewer started pays for what is kept: the candidates' arrays,
+which lines are plain, and the text spans (``python bench/view_scale.py`` prints it apart).
 """
 from __future__ import annotations
 
@@ -216,7 +226,10 @@ class _FastRow:
             else:
                 if self._details is None:
                     a, e = self._span(fields.DETAILS)
-                    self._details = [] if a < 0 else fields.values_in(self.raw, self.base + a, self.base + e)
+                    try:
+                        self._details = [] if a < 0 else fields.values_in(self.raw, self.base + a, self.base + e)
+                    except (ValueError, StopIteration):  # a list this walk does not follow
+                        raise _Parse from None
                 if j < len(self._details):
                     a, e = self._details[j]
                     if self.low.find(nd, a, e) >= 0 and details_match(kind, json.loads(self.raw[a:e].decode("utf-8")), v):

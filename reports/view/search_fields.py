@@ -7,13 +7,14 @@ Parsing every row is what makes a search cost more than a read of the file (its 
 (parse this row) unless it can prove its spans; the proof, for a line the index already read as one
 valid JSON object:
 
-1. A key-aligned ``"text"`` (its opening quote preceded by an even run of backslashes, then
-   whitespace and ``:``) is a key: an unescaped quote opens or closes a string, and after a closing
-   quote no letter may follow. Inside a string every quote is escaped, so no key is found there.
+1. ``"text"`` followed by whitespace and ``:`` is a key unless a backslash precedes its quote: an
+   unescaped quote opens or closes a string, and after a closing quote no letter may follow, so a
+   quote after an even run of backslashes (the end of a string holding ``\\``) cannot be followed
+   by ``text``. Inside a string every quote is escaped, so no key is found there.
 2. Braces: every object other than the row itself lies inside a ``details`` value or is counted.
    With exactly one ``{`` outside the string spans found and the ``details`` elements, the row is
    the only object there, so a key found outside the ``details`` elements is one of its own keys.
-   A key found twice (a duplicate key) is not proven: that row is parsed.
+   A key found twice (a duplicate key: JSON keeps the last) is not proven: that row is parsed.
 3. Case: the row has no ``\\u`` escape (such a row, e.g. text with a lone surrogate, is parsed) and
    casefolding its text turns no non-ASCII character into ASCII (``ß`` -> ``ss``, ``K`` (Kelvin) ->
    ``k``). Then an ASCII term is in the case-folded text exactly when its JSON encoding, lower-cased,
@@ -21,6 +22,10 @@ valid JSON object:
    ``bytes.lower`` does, every other character is escaped or UTF-8 bytes >= 0x80 that no ASCII term
    byte equals, and without ``\\u`` every escape is two bytes (``\\n``, ``\\"``...), so a match is on a
    boundary unless an odd run of backslashes precedes it.
+
+:func:`locate_many` proves a run of adjacent lines at once with a few counts over the run (the
+first search of a large run locates every row it reads), and :func:`fill_later` the fields it left.
+A term with non-ASCII letters is checked on the parsed row.
 """
 from __future__ import annotations
 
