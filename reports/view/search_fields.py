@@ -179,7 +179,8 @@ def _quick(raw: bytes, a: int, b: int) -> array | None:
     elif raw[t - 1] == _BACKSLASH:
         return None
     elif raw[t + 8] == _QUOTE:
-        out[0], out[1] = t + 9 - a, _string_end(raw, t + 9) - a
+        q = raw.find(b'"', t + 9)  # the closing quote, unless a backslash precedes it
+        out[0], out[1] = t + 9 - a, (q if raw[q - 1] != _BACKSLASH else _string_end(raw, t + 9)) - a
     return out
 
 
