@@ -15,7 +15,7 @@ import threading
 import weakref
 from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -38,14 +38,13 @@ def _float(x: Any) -> float:
         return float("nan")
 
 
-def _floats(values: Any, n: int) -> np.ndarray:
-    """``n`` numbers from the iterable ``values`` as floats: numpy converts them as ``float()``
-    does; where one cannot be (a hand-edited row), :func:`_float` one by one."""
-    values = list(values)
+def _floats(values: Callable[[], Iterable[Any]], n: int) -> np.ndarray:
+    """``n`` numbers from ``values()`` as floats: numpy converts them as ``float()`` does; where one
+    cannot be (a hand-edited row), :func:`_float` one by one from a second ``values()``."""
     try:
-        return np.fromiter(values, float, n)
+        return np.fromiter(values(), float, n)
     except (TypeError, ValueError, OverflowError):
-        return np.fromiter(map(_float, values), float, n)
+        return np.fromiter(map(_float, values()), float, n)
 
 
 class SearchIndex:
@@ -138,7 +137,7 @@ class SearchIndex:
         counts = list(map(len, scal))
         total = sum(counts)
         base = self.score.size
-        score = _floats(chain.from_iterable(scal), total)
+        score = _floats(lambda: chain.from_iterable(scal), total)
         if list(map(len, pas)) == counts:
             flat = list(chain.from_iterable(pas))
             passed = np.array(flat if set(map(type, flat)) <= {bool} else [bool(x) for x in flat], np.int8)
@@ -154,10 +153,10 @@ class SearchIndex:
         while len(self.rewards) < width:
             self.rewards.append(np.full(base, np.nan))
         if len(widths) == 1:
-            mat = _floats(chain.from_iterable(vecs), total * width).reshape(total, width)
+            mat = _floats(lambda: chain.from_iterable(vecs), total * width).reshape(total, width)
             cols = [mat[:, i] for i in range(width)]
         else:
-            cols = [_floats((v[i] if i < len(v) else None for v in vecs), total) for i in range(width)]
+            cols = [_floats(lambda i=i: (v[i] if i < len(v) else None for v in vecs), total) for i in range(width)]
         cols += [np.full(total, np.nan)] * (len(self.rewards) - width)
         self.rewards = [np.concatenate((old, c)) for old, c in zip(self.rewards, cols)]
         self.score = np.concatenate((self.score, score))

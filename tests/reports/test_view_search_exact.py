@@ -249,3 +249,43 @@ def test_afind_is_on_character_boundaries():
     assert hits == [True, True, True]
     assert not afind(low, b"n", 0, 2)  # only the tail of the escape \n
     assert afind(low, b"\\\\n", 0, len(low))  # backslash then n, at a boundary
+
+
+def test_numbers_of_hand_edited_rows_are_read_as_float_reads_them(tmp_path):
+    """A score or reward that ``float()`` reads (a string "0.7", true) counts as that number, one
+    it cannot read (null, a word, a list) matches no range; a missing pass matches neither flag."""
+    rows = [{"problem_id": "p", "chain_index": 0, "text": "a", "answers": ["x", "y", "z"],
+             "scalars": ["0.7", None, True], "rewards": [[1, "0.2"], [0.5], "ab"], "passed": [True]},
+            {"problem_id": "p", "chain_index": 1, "text": "b", "answers": ["x"], "scalars": [0.4, 0.9],
+             "rewards": [[0.1, 0.9, 0.3], [[1], 2]], "passed": [False, True, True]},
+            {"problem_id": "q", "chain_index": 0, "text": "c", "answers": ["x"], "scalars": [2],
+             "rewards": [[0.6, 1]], "passed": ["yes"]}]
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ix = SampleIndex(path).refresh()
+
+    def num(x) -> float | None:
+        try:
+            return float(x)
+        except (TypeError, ValueError):
+            return None
+
+    def value(r, j, name):
+        try:
+            return num(r["scalars"][j] if name == "score" else r["rewards"][j][NAMES.index(name)])
+        except (IndexError, TypeError):
+            return None
+
+    for q in ["score>0.5", "score=1", "score<=0.4", "c0>=0.5", "c1<0.5", "c1>0", "is:passed", "is:failed",
+              "score>0 is:passed", "c1>=1 x"]:
+        query = parse_query(q, NAMES)
+        want = set()
+        for r in rows:
+            for j in range(len(r["scalars"])):
+                ps = r["passed"][j] if j < len(r["passed"]) else None
+                if any(ps is None or bool(ps) != (f == "passed") for f in query.flags):
+                    continue
+                if all((x := value(r, j, n)) is not None and _cmp(x, op, v) for n, op, v in query.ranges) and \
+                        all(w in r["text"] or (j < len(r["answers"]) and w in r["answers"][j]) for w in query.words):
+                    want.add((r["problem_id"], r["chain_index"], j))
+        assert _found(ix, q)[0] == want, q
