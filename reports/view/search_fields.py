@@ -142,9 +142,10 @@ def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -
     """For each line ``raw[a:b]`` (``plains`` from :func:`plain_lines`): :func:`locate`'s array, or
     for runs of adjacent lines written as ``harness.core.store.dumps`` writes them only the text's
     span, the other fields marked :data:`LATER` (:func:`locate` the line when one is needed). For
-    such a run one count over it of ``{`` and of ``"text"`` proves what :func:`locate` proves per
-    line: each line has one ``{`` (no object but the row) and no ``"text"`` token but the key found,
-    so a line costs one ``find`` and a scan of its text."""
+    such a run one count over it of ``{`` (less those inside the texts found, which are strings) and
+    of ``"text"`` proves what :func:`locate` proves per line: each line has one ``{`` outside its
+    text (no object but the row) and no ``"text"`` token but the key found, so a line costs one
+    ``find`` and a scan of its text."""
     out: list[array | None] = [None] * len(bounds)
     i = 0
     while i < len(bounds):
@@ -153,10 +154,16 @@ def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -
             j += 1
         a, b = bounds[i][0], bounds[j - 1][1]
         quick = None
-        if all(plains[i:j]) and raw.count(b"{", a, b) == j - i:
+        braces = raw.count(b"{", a, b) if all(plains[i:j]) else -1
+        if braces >= j - i:
             quick = [_quick(raw, *bounds[k]) for k in range(i, j)]
             if None in quick or raw.count(b'"text"', a, b) != sum(q[TEXT] != -1 for q in quick):
                 quick = None
+            elif braces > j - i:  # those inside a text (code) are no objects
+                braces -= sum(raw.count(b"{", x + q[TEXT], x + q[TEXT + 1])
+                              for q, (x, _) in zip(quick, bounds[i:j]) if q[TEXT] >= 0)
+                if braces != j - i:
+                    quick = None
         for k in range(i, j):
             out[k] = quick[k - i] if quick is not None else (locate(raw[bounds[k][0]:bounds[k][1]]) if plains[k] else None)
         i = j
@@ -203,7 +210,8 @@ _LATER_KEYS = {ERROR: b"error", ANSWERS: b"answers", DETAILS: b"details"}
 def fill_later(raw: bytes, a: int, b: int, sp: array, i: int) -> bool:
     """Locate field ``i`` (:data:`ERROR`, :data:`ANSWERS` or :data:`DETAILS`) that
     :func:`locate_many` left for later in the line ``raw[a:b]``, into ``sp``; False when it takes
-    :func:`locate`. The run check proved the line has one ``{``, so a key found once is the row's."""
+    :func:`locate`. The run check proved the line has one ``{`` outside its text, so no object but
+    the row, and a key found once is the row's."""
     key = _LATER_KEYS[i]
     n = raw.count(b'"' + key + b'"', a, b)
     if n == 0:

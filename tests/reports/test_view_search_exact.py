@@ -289,3 +289,27 @@ def test_numbers_of_hand_edited_rows_are_read_as_float_reads_them(tmp_path):
                         all(w in r["text"] or (j < len(r["answers"]) and w in r["answers"][j]) for w in query.words):
                     want.add((r["problem_id"], r["chain_index"], j))
         assert _found(ix, q)[0] == want, q
+
+
+def test_runs_whose_texts_hold_braces_are_proven_together(tmp_path):
+    """Code in the texts puts braces in every line: they are strings, so a run is still proven at
+    once; a line with an object besides the row (and a "text" key in it) is not."""
+    rng = random.Random(3)
+    path = tmp_path / "samples.jsonl"
+    rows = []
+    for c in range(150):
+        row = {"problem_id": "p", "chain_index": c, "text": "def f():\n    return {'k': %d}  # right" % c + "".join(rng.choice(CLEAN) for _ in range(4)),
+               "answers": ["right" if c % 3 else "left"], "scalars": [0.5], "rewards": [[0.5, 1.0]], "passed": [c % 2 == 0],
+               "error": None}
+        if c == 70:  # no text of its own; an object holding one
+            row["meta"] = {"text": row.pop("text")}
+        rows.append(row)
+    path.write_text("".join(dumps(r) + "\n" for r in rows))
+    ix = SampleIndex(path).refresh()
+    raw = path.read_bytes()
+    order = [(m.offset, m.offset + m.length) for m in ix.rows]
+    quick = locate_many(raw, order, plain_lines(raw, order))
+    assert sum(q is not None and q[ANSWERS] == LATER for q in quick) >= 128  # two runs of 64 of the three
+    assert quick[70] is None or quick[70][ANSWERS] != LATER
+    for q in ["right", "return", "'k'", "answer:left", "text:{", "right is:passed", "error:x"]:
+        assert _found(ix, q)[:2] == _brute(path, q), q
