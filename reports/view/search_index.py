@@ -7,7 +7,7 @@ row's field spans (:func:`reports.view.search_fields.locate`) are found the firs
 reaches the row and then reused. Both follow the byte-offset index: a row that is new or replaced
 (a retried chain) since the last search is added, the rest is kept, and a file that was replaced
 (a new ``rows`` list in the index) starts the arrays again. Memory is a few numbers per candidate
-and eight per row, never the texts.
+and eight per row (two more per answer once an ``answer:`` term reached the row), never the texts.
 """
 from __future__ import annotations
 
