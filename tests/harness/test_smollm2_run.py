@@ -1,6 +1,7 @@
 """A short real run: SmolLM2-135M-Instruct (from the zoo) answers a few mazes through `vpo run`."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.results import load_run
+from search.serve import default_threads
 
 
 @pytest.mark.integration
@@ -16,7 +18,10 @@ def test_smollm2_maze_run_end_to_end(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "harness.app.cli", "run", "--task", "maze", "--model", "hf:smollm2-135m",
            "--limit", "2", "-n", "2", "-m", "3", "--k", "1,2,6", "--max-tokens", "64", "--no-progress",
            "--model-args", "batch_size=4", "--out", str(out)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    # `vpo serve`'s thread count (one on 2 cores): torch's every-core default spin-waits whenever another
+    # process holds a core, which made each decoding step ~9x slower on a loaded 2-core machine
+    env = {**os.environ, "OMP_NUM_THREADS": str(default_threads())}
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     run = load_run(out)
     assert len(run.chains) == 4 and run.chains["error"].isna().all()

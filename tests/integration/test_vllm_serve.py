@@ -2,8 +2,12 @@
 waits for its ``/health``, and stops its whole process group on SIGTERM.
 
 The bundled maze-tiny-vpo checkpoint is the model; the same ManagedServer path is what `vpo evolve`
-uses for vllm: specs. Needs ``bash scripts/setup_vllm_cpu.sh``; without it the test FAILS with that
-instruction (deselect with ``-m "not vllm"``)."""
+uses for vllm: specs. The same server then answers a `vpo run` through the openai backend, as `vpo evolve`
+names it (``openai:`` + the served spec): the trainer's checkpoints are plain Hugging Face folders that
+vLLM loads without special cases (chat template included), and the routes it returns are scoreable.
+One server start serves both checks (a vLLM start is minutes on a loaded 2-core machine).
+Needs ``bash scripts/setup_vllm_cpu.sh``; without it the test FAILS with that instruction (deselect with
+``-m "not vllm"``)."""
 from __future__ import annotations
 
 import os
@@ -17,6 +21,8 @@ import openai
 import pytest
 
 from harness.core.paths import REPO_ROOT
+from harness.core.results import load_run
+from harness.eval.runner import RunConfig, run
 from search.server_process import free_port
 from tests.integration.vllm_server import VLLM_DTYPE, cpu_env, group_members, require_vllm_python
 
@@ -66,6 +72,14 @@ def test_vpo_serve_vllm_spec_runs_vllms_own_server(tmp_path: Path) -> None:
             client.chat.completions.create(model="other", messages=msgs, max_tokens=5)
         client.close()
         vllm_pgid = os.getpgid(vllm[0])
+
+        # `vpo run` through the openai backend against the same server: 4 mazes x 4 chains x m = 3
+        t0 = time.monotonic()
+        folder = run(RunConfig.of(task="maze", split="test", limit=4, prompt_style="compact", m=3, n=4, ks=(1, 12),
+                                  temperature=0.7, top_p=1.0, max_tokens=110, model=f"openai:{SPEC}",
+                                  base_url=f"http://127.0.0.1:{port}/v1", out=str(tmp_path / "run"), progress=False,
+                                  model_args={"use_n": False}))
+        wall = time.monotonic() - t0
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -76,6 +90,12 @@ def test_vpo_serve_vllm_spec_runs_vllms_own_server(tmp_path: Path) -> None:
         out.close()
     assert rc == 0, (tmp_path / "serve.out").read_text()
     assert group_members(vllm_pgid) == []  # API server, EngineCore and workers all gone
+    loaded = load_run(folder)
+    assert len(loaded.chains) == 16 and loaded.chains["error"].isna().all(), loaded.chains["error"].tolist()
+    parsed = sum(a is not None for answers in loaded.chains["answers"] for a in answers)
+    assert parsed >= 16, f"only {parsed} of 48 routes parsed: the served model is not the trained policy"
+    assert loaded.results["metrics"]["best@12"]["mean"] > 0.0
+    print(f"vLLM CPU through vpo serve: 16 chains (48 candidates) in {wall:.1f} s")
 
 
 def _ppid(pid: int) -> int:

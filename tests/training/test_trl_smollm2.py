@@ -16,10 +16,13 @@ def test_trl_vpo_on_toolrl_with_smollm2(tmp_path):
     from harness.app.cli import main
     from training.trl_vpo import TRLVPOConfig, train_trl
 
-    # kept small for CI: 2 rounds of 1 prompt x G = 2 chains, no reference model (beta 0)
+    from search.serve import default_threads
+
+    # kept small for CI: 2 rounds of 1 prompt x G = 2 chains, no reference model (beta 0); `vpo serve`'s
+    # thread count (one on 2 cores): torch's every-core default spin-waits for a core another process holds
     cfg = TRLVPOConfig(init="hf:smollm2-135m", out=str(tmp_path / "trl"), task="toolrl", method="vpo", split="sft",
                        limit=2, m=3, group_size=2, prompts_per_step=1, steps=2, lr=1e-5, beta=0.0,
-                       max_completion_length=32, K=32, threads=2, seed=3)
+                       max_completion_length=32, K=32, threads=default_threads(), seed=3)
     ckpt = train_trl(cfg)
     rows = [json.loads(x) for x in (tmp_path / "trl" / "trl_curves.jsonl").read_text().splitlines()]
     assert rows and all(math.isfinite(r["loss"]) for r in rows if "loss" in r)
