@@ -245,7 +245,8 @@ def _keys(folder: Path) -> list[tuple[str, int]]:
 
 def test_kill9_mid_group_then_rerun_samples_only_the_missing_chains(tmp_path, capsys) -> None:
     common = ["run", "--task", "maze", "--model", "mock:moves", "--model-args", "latency_s=0.01", "--limit", "6",
-              "-n", "4", "--seeds", "0,1,2", "--no-progress", "--flush-every", "1"]
+              "-n", "4", "--seeds", "0,1,2", "--no-progress", "--flush-every", "1",
+              "--no-cache"]  # the reference run would otherwise supply the crashy run's chains
     ref, out = tmp_path / "ref", tmp_path / "crashy"
     assert _vpo(common + ["--out", str(ref)]).wait(timeout=300) == 0
     proc = _vpo(common + ["--out", str(out)])
