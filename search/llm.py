@@ -60,11 +60,10 @@ class ChatLLM:
         if not urls:
             raise ValueError("evolve needs the LLM server's URL (--base-url)")
         self.base_url, self.model = ",".join(urls), model
+        #: the chat template's arguments (Qwen3's enable_thinking) travel in ``sampling``: the backend
+        #: sends them as ``chat_template_kwargs``, the field vLLM, SGLang and `vpo serve` read
         self.sampling = SamplingConfig(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                                        stop=tuple(stop), chat_template_args=template_args(chat_template_args))
-        #: the chat template's arguments (Qwen3's enable_thinking), sent as ``chat_template_kwargs`` in
-        #: the request body by the backend: the field vLLM, SGLang and `vpo serve` read
-        self.chat_template_args = dict(chat_template_args or {})
         self.backend = OpenAIServerBackend(model, self.base_url, mode="chat", use_n=False, **backend_args)
 
     def check(self, timeout_s: float = 10.0) -> list[str]:
