@@ -12,6 +12,8 @@ import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from harness.core.suggest import did_you_mean  # noqa: E402
+from reports.axes import ZERO_NOTE, ZERO_YLIM, k_axis  # noqa: E402
+from reports.colours import run_colour  # noqa: E402
 
 
 def _save(fig: plt.Figure, out: str | Path) -> Path:
@@ -32,8 +34,6 @@ def _with_shape(label: str, run: Any) -> str:
 def _colours(runs: Sequence[Any]) -> list[str]:
     """The runs' colours (reports/colours.py): by position in the figure's run list, the rule every
     figure of `vpo plot` and of the report follows."""
-    from reports.colours import run_colour
-
     return [run_colour(str(r.path), i) for i, r in enumerate(runs)]
 
 
@@ -41,8 +41,6 @@ def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
     """Limits that keep a flat line visible, with a floor of 0.25 on the range so a flat zero reads as
     zero on a labelled scale (autoscaling put it on the axis edge or blew up rounding noise); returns
     True when every value is zero."""
-    from reports.axes import ZERO_YLIM
-
     lo, hi = min(lows + [0.0]), max(highs + [0.0])
     if not hi > lo:  # all zero: the 0..1 axis of a score or rate
         ax.set_ylim(*ZERO_YLIM)
@@ -335,8 +333,6 @@ def _flat_limits(lo: float, hi: float, bounded: bool) -> tuple[float, float]:
     if not (lo == lo and hi == hi):
         return 0.0, 1.0
     if hi - lo < 1e-12 and abs(hi) < 1e-12:
-        from reports.axes import ZERO_YLIM
-
         return ZERO_YLIM
     span = max(hi - lo, 0.1 * max(abs(hi), abs(lo)), 0.05)
     lo2, hi2 = lo - 0.08 * span, hi + 0.08 * span
@@ -352,9 +348,6 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
     from matplotlib.patches import Patch
 
     from harness.core.metrics import DEFAULT_TAUS
-    from reports.axes import ZERO_NOTE, k_axis
-
-    from reports.colours import run_colour
 
     taus = tuple(taus or DEFAULT_TAUS)
     st = STYLES[style]
