@@ -22,7 +22,6 @@ from typing import Any, Iterable
 import numpy as np
 
 from harness.core.config import NOT_IDENTITY, canonical_identity
-from harness.core.models import identity_args
 from harness.core.record import check_config
 from harness.core.rows import check_row
 
@@ -317,15 +316,13 @@ def identity_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], 
     """The dotted identity fields (``sampling.n``) in which two identities differ, and both flattened.
     Fields that are not identity (:data:`NOT_IDENTITY`, written by older versions) and execution-only
     model args are left out: the one comparison behind resume and behind a seed group's check."""
-    # both in today's canonical form: older folders (a model path where the zoo name is meant now,
-    # temperature None for the task's default) still resume under the same command
+    # both in today's canonical form (which also drops the execution-only model args): older folders
+    # (a model path where the zoo name is meant now, temperature None for the task's default) still
+    # resume under the same command
     a, b = _flatten(canonical_identity(old)), _flatten(canonical_identity(new))
     for key in NOT_IDENTITY:  # written into the identity by older versions (the ks)
         a.pop(key, None)
         b.pop(key, None)
-    for d in (a, b):  # execution-only model args (timeouts, batch sizes) in older folders
-        if isinstance(d.get("model.args"), dict):
-            d["model.args"] = identity_args(str(d.get("model.spec", "")), d["model.args"])
     return sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k))), a, b
 
 

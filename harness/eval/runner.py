@@ -120,10 +120,10 @@ def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = No
         cfg = canonical_config(cfg, task)
     parent = Path(cfg.execution.out) if cfg.execution.out else cfg.default_out(seed_group=True)
     register_seeds(parent, seeds, cfg.identity(seed=False))
-    for seed in seeds:
+    for i, seed in enumerate(seeds, 1):
         one = replace(cfg, sampling=replace(cfg.sampling, seed=int(seed)),
                       execution=replace(cfg.execution, out=str(seed_folder(parent, seed))))
-        print(f"[vpo] {parent}: seed {seed} ({list(seeds).index(seed) + 1} of {len(seeds)})", file=sys.stderr)
+        print(f"[vpo] {parent}: seed {seed} ({i} of {len(seeds)})", file=sys.stderr)
         run(one, backend=backend, problems=problems, executor=executor)
     return parent
 
