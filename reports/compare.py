@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.core.metrics import DEFAULT_TAUS, Estimate
-from harness.core.seeds import unit_label
+from harness.core.seeds import unit_label, unit_seed as seed_of_unit
 from reports.tables import Cell, format_number, latex_escape, write_table
 from reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
@@ -262,7 +262,7 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
         d = b - a
         lo, hi = paired_bootstrap(d, resamples, seed + j)
         # the seed of each pair (a seed group): the between-seed s.e. goes next to the one over pairs
-        unit_seed = np.array([int(p.rsplit("#seed-", 1)[1]) for p in shared]) if base.seeds or run.seeds else None
+        unit_seed = np.array([seed_of_unit(p) for p in shared]) if base.seeds or run.seeds else None
         for i, nm in enumerate(names):
             ok = ~np.isnan(d[i])
             di = d[i][ok]

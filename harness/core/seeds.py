@@ -34,6 +34,11 @@ def unit_label(problem_id: str, seed: int) -> str:
     return f"{problem_id}#seed-{int(seed)}"
 
 
+def unit_seed(label: str) -> int:
+    """The seed of a :func:`unit_label` (``p3#seed-1`` -> 1)."""
+    return int(label.rsplit("#seed-", 1)[1])
+
+
 def is_seed_group(path: str | Path) -> bool:
     return (Path(path) / MARKER).is_file()
 
