@@ -170,3 +170,15 @@ def test_quickstart_into_its_own_folder_takes_the_demos_chains_from_the_cache(
     texts = lambda folder: sorted((r["problem_id"], r["chain_index"], r["text"])  # noqa: E731
                                   for r in map(json.loads, (folder / "samples.jsonl").read_text().splitlines()))
     assert texts(own) == texts(demo_out)
+
+
+def test_execution_only_model_args_are_not_identity() -> None:
+    """A stored identity that carries request-only model args (an openai timeout, written by older
+    versions) is the same run as one without them; an identity arg still differs."""
+    from harness.core.store import identity_diff
+
+    base = {"model": {"spec": "openai:policy", "args": {}}, "sampling": {"n": 2}}
+    old = {"model": {"spec": "openai:policy", "args": {"timeout": 60, "max_retries": 2}}, "sampling": {"n": 2}}
+    assert identity_diff(old, base)[0] == []
+    other = {"model": {"spec": "openai:policy", "args": {"use_n": False}}, "sampling": {"n": 2}}
+    assert identity_diff(other, base)[0] == ["model.args"]
