@@ -249,7 +249,9 @@ class ProblemEvolution:
                         await asyncio.sleep(0)
                 launch()
                 if pos == len(self.ops):
-                    await self._drain_checkpoints()
+                    # the search of this problem is over: its last checkpoint is still being written
+                    # by the writer thread, and the caller awaits it (finish_writes) before the run
+                    # ends, so the problem's slot goes to the next problem without waiting for disk
                     return
                 if not live:  # cannot happen: the next admission's iteration is drawn and not ready
                     raise RuntimeError(f"evolve schedule of {self.problem.id} stalled at {self.ops[pos]}")
@@ -267,13 +269,20 @@ class ProblemEvolution:
                     ready[it] = new
                 if failed is not None:
                     raise failed
-        finally:
+        except BaseException:
             for task in live:
                 task.cancel()
             if live:
                 await asyncio.gather(*live, return_exceptions=True)
             if self._writes or self._writer is not None:
                 await self._drain_checkpoints()
+            raise
+
+    async def finish_writes(self) -> None:
+        """Wait for the checkpoint writes :meth:`run` left behind (after it returns, a finished
+        problem's last checkpoint is on disk once this returns)."""
+        if self._writes or self._writer is not None:
+            await self._drain_checkpoints()
 
     def draw(self, it: int) -> Draw:
         """Island, parent, inspirations and prompt of iteration ``it`` (the database's random stream

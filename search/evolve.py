@@ -399,6 +399,7 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
                               allow_zero_parents=cfg.zero_parents_allowed())
     sem = asyncio.Semaphore(cfg.concurrency)
     slots = list(range(1, cfg.concurrency + 1))
+    writing: list[ProblemEvolution] = []  # finished problems whose last checkpoint is being written
 
     async def one(p: Problem) -> None:
         async with sem:
@@ -406,16 +407,21 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
             bars[p.id] = tqdm(total=cfg.iterations + 1, desc=p.id[-14:], unit="it", leave=False,
                               position=slot, disable=not cfg.progress)
             try:
-                await ProblemEvolution(settings, p).run(rows.get(p.id, []))
+                pe = ProblemEvolution(settings, p)
+                await pe.run(rows.get(p.id, []))
+                writing.append(pe)
             finally:
                 bars.pop(p.id).close()
                 slots.append(slot)
 
     t0 = time.perf_counter()
     try:
-        await llm.open()
+        # the connections the search will hold open at once, opened before it starts
+        await llm.open(min(cfg.concurrency, len(problems) * parallel))
         await asyncio.gather(*(one(p) for p in problems))
     finally:
+        for pe in writing:  # on an error too: the finished problems' checkpoints reach the disk
+            await pe.finish_writes()
         store.close()
         overall.close()
         await llm.aclose()

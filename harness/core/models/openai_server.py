@@ -244,11 +244,16 @@ class OpenAIServerBackend(Backend):
             self._pool, self._pool_loop = pool, running
         return self._pool
 
-    async def aopen(self) -> None:
+    async def aopen(self, connections: int = 0) -> None:
         """Build the clients and the endpoint pool in the running loop now (for :meth:`generate_one`),
         so their setup (an SSL context each: a tenth of a second on a loaded machine) is not paid by
-        the first request of a search."""
-        await self._get_pool()
+        the first request of a search; with ``connections``, also open that many keep-alive
+        connections to each server (``connections`` GET /models at once), so that the first
+        ``connections`` requests in flight do not each wait for a connect."""
+        pool = await self._get_pool()
+        if connections > 0:
+            await asyncio.gather(*(ep.client.models.list() for ep in pool.endpoints for _ in range(connections)),
+                                 return_exceptions=True)
 
     async def aclose(self) -> None:
         """Close the connections :meth:`generate_one` opened, from the loop that opened them."""
