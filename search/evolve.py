@@ -364,7 +364,7 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
         args["api_key"] = oe.llm.api_key
     llm = ChatLLM(base_url, model_name, temperature=oe.llm.temperature, top_p=oe.llm.top_p,
                   max_tokens=cfg.max_tokens, chat_template_args=cfg.chat_template_args, **args)
-    llm.check()
+    await llm.check()
     total = len(problems) * (cfg.iterations + 1)
     overall = tqdm(total=total, desc="evolve", unit="it", disable=not cfg.progress, position=0)
     state: dict[str, tuple[int, float, bool]] = {}

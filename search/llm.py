@@ -66,20 +66,22 @@ class ChatLLM:
                                        stop=tuple(stop), chat_template_args=template_args(chat_template_args))
         self.backend = OpenAIServerBackend(model, self.base_url, mode="chat", use_n=False, **backend_args)
 
-    def check(self, timeout_s: float = 10.0) -> list[str]:
+    async def check(self, timeout_s: float = 10.0) -> list[str]:
         """Model ids the servers list. Raises LLMUnreachable naming the URL(s) when none answers."""
-        import openai
+        from harness.core.models.http_client import JSONClient
 
         models: list[str] = []
         dead: list[str] = []
         for url in self.backend.base_urls:
-            probe = openai.OpenAI(api_key=self.backend._api_key, base_url=url, timeout=timeout_s, max_retries=0)
+            probe = JSONClient(url, api_key=self.backend._api_key, timeout=timeout_s)
             try:
-                models += [m.id for m in probe.models.list().data if m.id not in models]
+                listed = await probe.get("/models")
+                data = listed.get("data") if isinstance(listed, dict) else None
+                models += [m["id"] for m in data or [] if isinstance(m, dict) and m.get("id") not in models]
             except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout, 404, garbage
                 dead.append(connect_failure(exc) or f"{type(exc).__name__}: {str(exc)[:200]}")
             finally:
-                probe.close()
+                await probe.aclose()
         if len(dead) == len(self.backend.base_urls):
             where = "server at " + self.base_url if len(dead) == 1 else "servers " + self.base_url
             raise LLMUnreachable(f"cannot reach the LLM {where} (GET /models: {dead[0]}); "

@@ -14,38 +14,29 @@ from harness.eval.runner import RunConfig, run
 from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 
-class _Models:
-    def __init__(self, client: "FakeClient") -> None:
-        self.client = client
-
-    async def list(self) -> list:
-        if not self.client.healthy:
-            raise ConnectionError("down")
-        return []
-
-
 class FakeClient:
     def __init__(self, url: str) -> None:
         self.url, self.healthy, self.closed = url, True, False
-        self.models = _Models(self)
 
-    async def close(self) -> None:
+    async def get(self, path: str) -> dict:
+        if not self.healthy:
+            raise ConnectionError("down")
+        return {"data": []}
+
+    async def aclose(self) -> None:
         self.closed = True
 
 
 def api_error() -> Exception:
-    import httpx
-    import openai
+    from harness.core.models.http_client import RemoteProtocolError
 
-    return openai.APIConnectionError(request=httpx.Request("POST", "http://x"))
+    return RemoteProtocolError("the server closed the connection mid-reply", method="POST", url="http://x")
 
 
 def status_error(code: int) -> Exception:
-    import httpx
-    import openai
+    from harness.core.models.http_client import StatusError
 
-    req = httpx.Request("POST", "http://x")
-    return openai.APIStatusError("boom", response=httpx.Response(code, request=req), body=None)
+    return StatusError(code, {}, "boom", method="POST", url="http://x")
 
 
 def test_split_urls() -> None:

@@ -31,7 +31,7 @@ def _ask(llm: ChatLLM, n: int, close: bool = True) -> list[str]:
 def test_calls_spread_over_two_live_servers() -> None:
     with ScriptedOpenAIServer(lambda b, i: "A") as a, ScriptedOpenAIServer(lambda b, i: "B") as b:
         llm = ChatLLM(f"{a.base_url},{b.base_url}", "m", timeout=10)
-        llm.check()
+        asyncio.run(llm.check())
         texts = _ask(llm, 12, close=False)
         assert all(s["admitted"] for s in llm.describe().values())  # both answered the health check
         asyncio.run(llm.aclose())
@@ -43,7 +43,7 @@ def test_dead_server_is_ejected_and_calls_land_on_the_live_one(capsys: pytest.Ca
     dead = f"http://127.0.0.1:{free_port()}/v1"
     with ScriptedOpenAIServer(lambda b, i: "live") as live:
         llm = ChatLLM(f"{dead},{live.base_url}", "m", timeout=5, max_retries=0)
-        llm.check()
+        asyncio.run(llm.check())
         texts = _ask(llm, 8)  # the pool's health check at start ejects the dead one
         assert texts == ["live"] * 8 and len(live.requests) == 8
     assert "ejected" in capsys.readouterr().err
@@ -78,7 +78,7 @@ def test_all_servers_dead_is_one_clear_error() -> None:
     urls = [f"http://127.0.0.1:{free_port()}/v1" for _ in range(2)]
     llm = ChatLLM(",".join(urls), "m", timeout=2, max_retries=0)
     with pytest.raises(LLMUnreachable, match="servers"):
-        llm.check(timeout_s=2)
+        asyncio.run(llm.check(timeout_s=2))
 
 
 def test_openevolve_config_lists_one_model_per_server() -> None:

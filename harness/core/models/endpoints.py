@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
 
-Client = Any  # openai.AsyncOpenAI
+Client = Any  # harness.core.models.http_client.JSONClient (get, aclose)
 
 
 def split_urls(base_url: str | Sequence[str] | None) -> list[str]:
@@ -56,9 +56,10 @@ class Endpoint:
 
 def counts_against_endpoint(exc: BaseException) -> bool:
     """Transport-level failures: the server (not the request) is at fault."""
-    import openai
+    from harness.core.models import http_client
 
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError)):
+    if isinstance(exc, (http_client.Timeout, http_client.ConnectError, http_client.RemoteProtocolError,
+                        asyncio.TimeoutError)):
         return True
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
@@ -78,7 +79,7 @@ def connect_failure(exc: BaseException) -> str | None:
     root: BaseException | None = None
     while link is not None and id(link) not in seen:
         seen.add(id(link))
-        # httpx's and httpcore's ConnectError (whichever copy of httpx the openai client bundles)
+        # the client's ConnectError (by name: an httpx client's ConnectError reads the same)
         connect = connect or type(link).__name__ == "ConnectError"
         if isinstance(link, ConnectionRefusedError):
             return "connection refused"
@@ -111,7 +112,7 @@ class EndpointPool:
 
     async def healthy(self, ep: Endpoint) -> bool:
         try:
-            await asyncio.wait_for(ep.client.models.list(), timeout=self.health_timeout_s)
+            await asyncio.wait_for(ep.client.get("/models"), timeout=self.health_timeout_s)
             return True
         except Exception:  # noqa: BLE001 - any failure of the probe means "not yet"
             return False
@@ -198,6 +199,6 @@ class EndpointPool:
             t.cancel()
         for ep in self.endpoints:
             try:
-                await ep.client.close()
+                await ep.client.aclose()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass

@@ -15,10 +15,11 @@ Why it looks the way it does:
 - ``generate`` serves the synchronous runner; :meth:`OpenAIServerBackend.generate_one` sends one
   request from the caller's own event loop (the evolve loop) through the same request, retry and
   endpoint code, so one run has one policy.
-- Requests go through the client's generic ``post`` and the reply is read as plain JSON: the SDK's
-  typed request transformation and response models cost about a millisecond of CPU per request,
-  which an evolve loop at 40 iterations/s cannot spare; transport, timeouts and error classes are
-  still the SDK's.
+- Requests are JSON posts through :class:`harness.core.models.http_client.JSONClient` (one per
+  server, keep-alive connections): the openai SDK's request path costs about a millisecond of CPU
+  per request, which an evolve loop waiting on every reply cannot spare (that module's docstring
+  has the measurement). Its error classes say which failure it was, and the retry policy below is
+  decided by them.
 - The runner is synchronous but wants each chain as soon as it finishes (crash-resume appends to
   disk), so an asyncio loop runs on a background thread and finished chains cross over a queue.
 - Concurrency is bounded by a semaphore (servers queue or 429 beyond their batch size anyway).
@@ -56,12 +57,14 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
-from harness.core.models import token_counts
+from harness.core.models import http_client, token_counts
 from harness.core.models.endpoints import EndpointPool, connect_failure, split_urls
+from harness.core.models.http_client import JSONClient
 from harness.core.models.prefill import join, prefill_fields
 from harness.core.models.prompting import render_messages
 
 _DONE = object()
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # no --base-url and no OPENAI_BASE_URL: OpenAI's API
 
 
 class GarbageResponse(Exception):
@@ -120,8 +123,7 @@ def _local_tokenizer(name: str) -> Any:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    resp = getattr(exc, "response", None)
-    headers = getattr(resp, "headers", None)
+    headers = getattr(exc, "headers", None)
     if not headers:
         return None
     try:
@@ -177,7 +179,7 @@ class OpenAIServerBackend(Backend):
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         # several comma-separated URLs: requests are spread over them (harness/core/models/endpoints.py)
-        self.base_urls = split_urls(self.base_url) or [None]
+        self.base_urls = split_urls(self.base_url) or [DEFAULT_BASE_URL]
         self.eject_after, self.cooldown_s = int(eject_after), float(cooldown_s)
         self.mode = mode
         self.concurrency = int(concurrency)
@@ -233,11 +235,9 @@ class OpenAIServerBackend(Backend):
             raise RuntimeError("an OpenAIServerBackend serves one event loop: generate and generate_one "
                                "cannot share an instance")
         if self._pool is None:
-            from openai import AsyncOpenAI
-
             pool = EndpointPool(
                 self.base_urls,
-                lambda url: AsyncOpenAI(api_key=self._api_key, base_url=url, max_retries=0, timeout=self.timeout),
+                lambda url: JSONClient(url, api_key=self._api_key, timeout=self.timeout),
                 eject_after=self.eject_after, cooldown_s=self.cooldown_s,
                 health_timeout_s=min(self.timeout, 10.0))
             await pool.start()
@@ -246,14 +246,11 @@ class OpenAIServerBackend(Backend):
 
     async def aopen(self, connections: int = 0) -> None:
         """Build the clients and the endpoint pool in the running loop now (for :meth:`generate_one`),
-        so their setup (an SSL context each: a tenth of a second on a loaded machine) is not paid by
-        the first request of a search; with ``connections``, also open that many keep-alive
-        connections to each server (``connections`` GET /models at once), so that the first
-        ``connections`` requests in flight do not each wait for a connect."""
+        and open ``connections`` keep-alive connections to each server, so that the first requests
+        of a search, sent together, do not each wait for a connect."""
         pool = await self._get_pool()
         if connections > 0:
-            await asyncio.gather(*(ep.client.models.list() for ep in pool.endpoints for _ in range(connections)),
-                                 return_exceptions=True)
+            await asyncio.gather(*(ep.client.warm(connections) for ep in pool.endpoints))
 
     async def aclose(self) -> None:
         """Close the connections :meth:`generate_one` opened, from the loop that opened them."""
@@ -280,8 +277,6 @@ class OpenAIServerBackend(Backend):
     # ---- public API ------------------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
-        import openai
-
         return {
             "backend": self.name,
             "model": self.model,
@@ -301,7 +296,7 @@ class OpenAIServerBackend(Backend):
                 "connect_retries": self.connect_retries,
                 "connect_backoff": self.connect_backoff,
             },
-            "library": {"openai": openai.__version__},
+            "library": {"client": "harness.core.models.http_client"},
         }
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
@@ -391,12 +386,10 @@ class OpenAIServerBackend(Backend):
         return delay
 
     def _retryable(self, exc: BaseException) -> bool:
-        import openai
-
-        if isinstance(exc, (GarbageResponse, json.JSONDecodeError, openai.APIResponseValidationError)):
+        if isinstance(exc, (GarbageResponse, json.JSONDecodeError)):
             return True
-        if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError,
-                            RequestDeadline)):
+        if isinstance(exc, (http_client.Timeout, http_client.RemoteProtocolError, http_client.ConnectError,
+                            asyncio.TimeoutError, RequestDeadline)):
             return True
         status = _status(exc)
         if status is not None:
@@ -469,8 +462,7 @@ class OpenAIServerBackend(Backend):
 
     def _unreachable(self, exc: BaseException, why: str, attempts: int, elapsed: float) -> str:
         """One line: the URL(s), the reason, and what was tried."""
-        request = getattr(exc, "request", None)
-        tried = f"{request.method} {request.url}" if request is not None else "a request"
+        tried = f"{exc.method} {exc.url}" if getattr(exc, "url", "") else "a request"
         urls = [u for u in self.base_urls if u]
         where = (f"the server at {urls[0]}" if len(urls) == 1 else
                  f"any of the servers {', '.join(urls)}" if urls else "the server (no URL given)")
@@ -526,9 +518,7 @@ class OpenAIServerBackend(Backend):
         body.update(self._extra_body(sampling, prefill if self.mode == "chat" else None))
         if extra_body:
             body.update(extra_body)
-        # the SDK's generic post with cast_to=object: its transport, timeouts and error classes, the
-        # reply as plain JSON (no typed request transformation, no response models: see the docstring)
-        resp = await client.post(path, body=body, cast_to=object)
+        resp = await client.post(path, body)
         return self._to_generations(unit, resp, sampling)
 
     def _prefix_tokens(self, prefix: str) -> int | None:
