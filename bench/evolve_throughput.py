@@ -11,7 +11,8 @@ flight, no schedule can beat
     ideal candidates/s = min(C, problems x W) x m / L
 
 Each configuration is printed as measured / ideal over the search (first problem's start to last
-problem's end; the whole command's wall time, with its fixed setup, is printed next to it). Two
+problem's end: its last admission, after which its final checkpoint is written while the run goes
+on; the whole command's wall time, with its fixed setup and that write, is printed next to it). Two
 more columns tell a starved machine from a slow schedule: the client's CPU time per iteration, and
 the share of a core one busy thread got just before (``core share``), and from the two the most
 the single event loop could process (``CPU ceiling`` = share / CPU per iteration x m): when the

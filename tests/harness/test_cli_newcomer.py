@@ -28,7 +28,7 @@ def test_every_chain_failed_says_so_and_exits_non_zero(tmp_path: Path, capsys) -
     assert rc == 1
     err = capsys.readouterr().err
     line = [ln for ln in err.splitlines() if "error" in ln][-1]
-    assert "all 2 chains failed" in line and "InternalServerError" in line and "maze-test-0000" in line
+    assert "all 2 chains failed" in line and "HTTP 500 Internal Server Error" in line and "maze-test-0000" in line
 
 
 def test_unreachable_server_is_one_line_naming_the_url_and_no_table(tmp_path: Path, capsys) -> None:

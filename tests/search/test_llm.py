@@ -79,4 +79,4 @@ def test_a_server_gone_mid_run_stops_the_loop_with_one_line_naming_it() -> None:
     with FakeOpenAIServer(FakeServerConfig(fault_rate=1.0, faults=("500",))) as srv:
         with pytest.raises(LLMError, match="after 3 attempts") as err:
             _one(ChatLLM(srv.base_url, "m", max_retries=2, backoff_base=0.001))
-    assert srv.base_url in str(err.value) and "InternalServerError" in str(err.value)
+    assert srv.base_url in str(err.value) and "HTTP 500 Internal Server Error" in str(err.value)

@@ -15,7 +15,7 @@ backend's retry policy is decided by that (:mod:`harness.core.models.openai_serv
 - :class:`Timeout`: no connection, or nothing of the reply, within ``timeout`` seconds. Retried (a
   loaded server may accept the next try).
 - :class:`RemoteProtocolError`: the connection closed mid-reply, or the reply is not HTTP. Retried.
-- :class:`StatusError`: a non-2xx reply, with ``status_code``, the headers (``Retry-After``) and the
+- :class:`StatusError`: a non-2xx reply (``HTTP 429 Too Many Requests: <body>``), with ``status_code``, the headers (``Retry-After``) and the
   body. The backend retries 408/409/429/5xx.
 - a 2xx body that is not JSON raises :class:`json.JSONDecodeError`. Retried as garbage.
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import http
 import json
 import ssl
 import time
@@ -65,7 +66,11 @@ class StatusError(HTTPError):
 
     def __init__(self, status_code: int, headers: dict[str, str], body: Any, *, method: str = "", url: str = ""):
         text = body if isinstance(body, str) else json.dumps(body)
-        super().__init__(f"Error code: {status_code} - {text[:500]}", method=method, url=url)
+        try:
+            phrase = " " + http.HTTPStatus(status_code).phrase
+        except ValueError:
+            phrase = ""
+        super().__init__(f"HTTP {status_code}{phrase}: {text[:500]}", method=method, url=url)
         self.status_code, self.headers, self.body = status_code, headers, body
 
 
@@ -99,8 +104,9 @@ class _Timeout:
 
 class JSONClient:
     """JSON over HTTP/1.1 to one server (``base_url`` such as ``http://127.0.0.1:8000/v1``): one
-    event loop's connections, kept alive between requests. ``timeout`` bounds the connect and each
-    read (a server that keeps sending never trips it: the backend's per-attempt deadline does)."""
+    event loop's connections, kept alive between requests. ``timeout`` bounds each step on its own: the
+    connect, the wait for the reply's head, and the read of its body (of each chunk when chunked);
+    the backend's per-attempt deadline bounds the whole."""
 
     def __init__(self, base_url: str, *, api_key: str | None = None, timeout: float | None = 600.0,
                  keepalive_s: float = 4.0, max_idle: int = 256, headers: dict[str, str] | None = None):
@@ -160,8 +166,10 @@ class JSONClient:
                 host, port, ssl=self._tls() if tls else None, server_hostname=self.host if tls else None,
                 limit=2**24), self.timeout)
         except asyncio.TimeoutError as exc:
-            raise Timeout(f"connect to {host}:{port} timed out after {self.timeout:g} s",
-                              method=method, url=url) from exc
+            # timeout None: the OS's own timeout fired (ETIMEDOUT is a TimeoutError)
+            raise Timeout(f"connect to {host}:{port} timed out"
+                          + (f" after {self.timeout:g} s" if self.timeout is not None else ""),
+                          method=method, url=url) from exc
         except (OSError, ssl.SSLError) as exc:
             raise ConnectError(str(exc) or type(exc).__name__, method=method, url=url) from exc
         conn = _Conn(reader, writer)
@@ -169,15 +177,25 @@ class JSONClient:
             target = f"{self.host}:{self.port}"
             auth = f"Proxy-Authorization: {proxy['auth']}\r\n" if proxy.get("auth") else ""
             writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{auth}\r\n".encode("latin-1"))
-            status, _, _ = await self._read_head(conn, method, url)
+            try:
+                status, _, _ = await self._read_head(conn, method, url)
+            except BaseException:  # a timeout, a reply that is not HTTP, a cancel: the socket is closed
+                conn.close()
+                raise
             if status != 200:
                 conn.close()
                 raise ConnectError(f"the proxy refused to tunnel to {target} (status {status})", method=method, url=url)
+            if not hasattr(writer, "start_tls"):  # Python 3.10
+                conn.close()
+                raise ConnectError("https through a proxy needs Python 3.11 or later", method=method, url=url)
             try:
                 await writer.start_tls(self._tls(), server_hostname=self.host)
             except (OSError, ssl.SSLError) as exc:
                 conn.close()
                 raise ConnectError(str(exc) or type(exc).__name__, method=method, url=url) from exc
+            except BaseException:  # a cancel mid-handshake
+                conn.close()
+                raise
         return conn
 
     def _take_idle(self) -> _Conn | None:
@@ -199,6 +217,10 @@ class JSONClient:
     async def warm(self, n: int) -> int:
         """Open up to ``n`` idle connections now (fewer when some are open already); returns how many
         are idle afterwards. A server that cannot be reached is left for the first request to report."""
+        now = time.monotonic()
+        for conn in [c for c in self._idle if not c.usable(now, self.keepalive_s)]:
+            self._idle.remove(conn)  # closed by the server or too old: not one of the n
+            conn.close()
         missing = max(0, n - len(self._idle))
         opened = await asyncio.gather(*(self._open("GET", self.base_url) for _ in range(missing)),
                                       return_exceptions=True)
@@ -230,7 +252,7 @@ class JSONClient:
         except BaseException:
             conn.close()
             raise
-        if headers.get("connection", "").lower() != "close":
+        if "close" not in [t.strip() for t in headers.get("connection", "").lower().split(",")]:
             self._put_idle(conn)
         else:
             conn.close()
@@ -240,13 +262,20 @@ class JSONClient:
             except ValueError:
                 detail = raw.decode("utf-8", "replace")
             raise StatusError(status, headers, detail, method=method, url=url)
-        return json.loads(raw)
+        if status == 204:  # No Content
+            return None
+        try:
+            return json.loads(raw)
+        except UnicodeDecodeError as exc:  # bytes that are not UTF-8 are not JSON either
+            raise json.JSONDecodeError(f"the body is not UTF-8 ({exc.reason})", raw.decode("latin-1"),
+                                       exc.start) from exc
 
     async def _read(self, aw: Any, conn: _Conn, method: str, url: str) -> Any:
         try:
             return await _Timeout.run(aw, self.timeout)
         except asyncio.TimeoutError as exc:
-            raise Timeout(f"no reply from {url} within {self.timeout:g} s", method=method, url=url) from exc
+            raise Timeout(f"no reply from {url}" + (f" within {self.timeout:g} s" if self.timeout is not None else ""),
+                          method=method, url=url) from exc
         except asyncio.IncompleteReadError as exc:
             raise RemoteProtocolError("the server closed the connection mid-reply", method=method, url=url) from exc
         except asyncio.LimitOverrunError as exc:
@@ -283,6 +312,8 @@ class JSONClient:
                 line = await self._read(reader.readuntil(b"\r\n"), conn, method, url)
                 try:
                     size = int(line.split(b";", 1)[0].strip(), 16)
+                    if size < 0:
+                        raise ValueError(size)
                 except ValueError:
                     raise RemoteProtocolError(f"bad chunk size line {line[:40]!r}", method=method, url=url) from None
                 if size == 0:
@@ -294,6 +325,8 @@ class JSONClient:
         if length is not None:
             try:
                 n = int(length)
+                if n < 0:
+                    raise ValueError(n)
             except ValueError:
                 raise RemoteProtocolError(f"bad Content-Length {length!r}", method=method, url=url) from None
             return status, headers, await self._read(reader.readexactly(n), conn, method, url)

@@ -186,8 +186,9 @@ class OpenAIServerBackend(Backend):
         self.max_retries = int(max_retries)
         self.connect_retries, self.connect_backoff = int(connect_retries), float(connect_backoff)
         self.timeout = float(timeout)
-        # the client's timeout is per read: a server trickling a byte a second never trips it, so
-        # every attempt also gets a wall-clock deadline (default: the timeout) and is retried past it
+        # the client's timeout bounds each step of a request (connect, head, body) on its own, so an
+        # attempt could take a few timeouts in all: every attempt also gets a wall-clock deadline
+        # (default: the timeout) and is retried past it
         self.deadline = float(deadline) if deadline is not None else self.timeout
         if self.deadline <= 0:
             raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
