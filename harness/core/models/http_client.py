@@ -3,12 +3,15 @@ streams.
 
 Why not the openai SDK (or httpx, or aiohttp) underneath: an evolve loop sends one request per
 iteration and waits on each reply, so the client's CPU per request sits on the search's critical
-path. Measured on the 2-core VM against the loopback bench server (sequential posts of a chat body,
-CPU per request): the SDK's generic ``post`` 0.9 ms, httpx alone 0.6 ms, this client 0.07 ms; in
-``bench/evolve_throughput.py`` the SDK path could not reach the throughput the search needs. What a
-backend needs of a client is small and is all here: a connection pool per server, TLS, proxies
-from the environment, a per-read timeout, and errors that say which failure it was, because the
-backend's retry policy is decided by that (:mod:`harness.core.models.openai_server`):
+path. Measured on the idle 2-core VM against the loopback bench server (``python
+bench/http_client_cpu.py``: sequential posts of a chat body, CPU per request as a ratio to the SDK's
+generic ``post``, which took 1.0-1.6 ms): httpx 0.71, aiohttp 0.21-0.22, this client 0.14. Inside
+``bench/evolve_throughput.py`` (one problem, W = 8) the search reached 0.85-0.86 of the ideal through
+the SDK, 0.83-0.84 through an aiohttp session (5-6 ms of client CPU per iteration: its per-request
+timers and connector) and 0.87 through this client (3.1 ms). What a backend needs of a client is
+small and is all here: a connection pool per server, TLS, proxies from the environment, a timeout
+per step, and errors that say which failure it was, because the backend's retry policy is decided
+by that (:mod:`harness.core.models.openai_server`):
 
 - :class:`ConnectError`: no connection could be opened (refused, no such host); its cause is the
   OS error. Fails fast in the backend.
