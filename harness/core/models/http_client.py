@@ -91,18 +91,17 @@ class _Conn:
         self.writer.close()
 
 
-class _Timeout:
-    """``asyncio.timeout`` where there is one (3.11+: a timer handle, no task); ``wait_for`` before."""
-
-    @staticmethod
-    async def run(aw: Any, seconds: float | None) -> Any:
-        if seconds is None:
-            return await aw
-        timeout = getattr(asyncio, "timeout", None)
-        if timeout is None:
-            return await asyncio.wait_for(aw, seconds)
-        async with timeout(seconds):
-            return await aw
+async def within(aw: Any, seconds: float | None) -> Any:
+    """``aw`` awaited with a time limit (``asyncio.TimeoutError`` past it): ``asyncio.timeout`` where
+    there is one (3.11+: a timer on the running task), else ``wait_for`` (which wraps ``aw`` in a task
+    of its own, an extra hop through the event loop per request)."""
+    if seconds is None:
+        return await aw
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None:
+        return await asyncio.wait_for(aw, seconds)
+    async with timeout(seconds):
+        return await aw
 
 
 class JSONClient:
@@ -165,7 +164,7 @@ class JSONClient:
         host, port = (proxy["host"], proxy["port"]) if proxy else (self.host, self.port)
         tls = self.scheme == "https" and proxy is None
         try:
-            reader, writer = await _Timeout.run(asyncio.open_connection(
+            reader, writer = await within(asyncio.open_connection(
                 host, port, ssl=self._tls() if tls else None, server_hostname=self.host if tls else None,
                 limit=2**24), self.timeout)
         except asyncio.TimeoutError as exc:
@@ -275,7 +274,7 @@ class JSONClient:
 
     async def _read(self, aw: Any, conn: _Conn, method: str, url: str) -> Any:
         try:
-            return await _Timeout.run(aw, self.timeout)
+            return await within(aw, self.timeout)
         except asyncio.TimeoutError as exc:
             raise Timeout(f"no reply from {url}" + (f" within {self.timeout:g} s" if self.timeout is not None else ""),
                           method=method, url=url) from exc

@@ -59,7 +59,7 @@ from typing import Any, Iterator, Sequence
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.core.models import http_client, token_counts
 from harness.core.models.endpoints import EndpointPool, connect_failure, split_urls
-from harness.core.models.http_client import JSONClient
+from harness.core.models.http_client import JSONClient, within
 from harness.core.models.prefill import join, prefill_fields
 from harness.core.models.prompting import render_messages
 
@@ -213,6 +213,7 @@ class OpenAIServerBackend(Backend):
         self._thread: threading.Thread | None = None
         self._pool: EndpointPool | None = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None  # the loop the pool's connections belong to
+        self._pool_lock: asyncio.Lock | None = None  # one pool, however many first requests race for it
         self._sem: asyncio.Semaphore | None = None  # generate_one's cap on requests in flight
         self._rng = random.Random()
         self.stats = {"requests": 0, "retries": 0, "errors": 0}
@@ -236,13 +237,19 @@ class OpenAIServerBackend(Backend):
             raise RuntimeError("an OpenAIServerBackend serves one event loop: generate and generate_one "
                                "cannot share an instance")
         if self._pool is None:
-            pool = EndpointPool(
-                self.base_urls,
-                lambda url: JSONClient(url, api_key=self._api_key, timeout=self.timeout),
-                eject_after=self.eject_after, cooldown_s=self.cooldown_s,
-                health_timeout_s=min(self.timeout, 10.0))
-            await pool.start()
-            self._pool, self._pool_loop = pool, running
+            # the first requests arrive together; the fleet's health check awaits, so without the lock
+            # each of them would build (and keep using) a pool of its own
+            if self._pool_lock is None:
+                self._pool_lock = asyncio.Lock()
+            async with self._pool_lock:
+                if self._pool is None:
+                    pool = EndpointPool(
+                        self.base_urls,
+                        lambda url: JSONClient(url, api_key=self._api_key, timeout=self.timeout),
+                        eject_after=self.eject_after, cooldown_s=self.cooldown_s,
+                        health_timeout_s=min(self.timeout, 10.0))
+                    await pool.start()
+                    self._pool, self._pool_loop = pool, running
         return self._pool
 
     async def aopen(self, connections: int = 0) -> None:
@@ -257,7 +264,7 @@ class OpenAIServerBackend(Backend):
         """Close the connections :meth:`generate_one` opened, from the loop that opened them."""
         if self._pool is not None:
             await self._pool.aclose()
-        self._pool = self._pool_loop = self._sem = None
+        self._pool = self._pool_loop = self._sem = self._pool_lock = None
 
     def close(self) -> None:
         loop, thread = self._loop, self._thread
@@ -415,7 +422,7 @@ class OpenAIServerBackend(Backend):
                 async with sem:
                     self.stats["requests"] += 1
                     try:
-                        gens = await asyncio.wait_for(self._once(unit, sampling, extra_body), self.deadline)
+                        gens = await within(self._once(unit, sampling, extra_body), self.deadline)
                     except asyncio.TimeoutError:
                         raise RequestDeadline(f"no complete reply within the {self.deadline:g} s deadline "
                                               "(model_args deadline=...)") from None
