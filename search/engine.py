@@ -274,8 +274,7 @@ class ProblemEvolution:
                 task.cancel()
             if live:
                 await asyncio.gather(*live, return_exceptions=True)
-            if self._writes or self._writer is not None:
-                await self._drain_checkpoints()
+            await self.finish_writes()
             raise
 
     async def finish_writes(self) -> None:

@@ -831,3 +831,21 @@ def test_a_connection_header_listing_close_among_others_is_not_reused_and_204_is
 
     first, second = asyncio.run(go())
     assert first == {} and second is None and len(seen) == 2
+
+
+def test_connect_failure_names_the_cause_of_a_connect_error_only() -> None:
+    """A name that does not resolve fails as fast as a refusal: the reason is the OS error's text. A
+    dropped connection with the same OS error under it is not a connect failure."""
+    from harness.core.models.http_client import ConnectError, RemoteProtocolError
+
+    def raised(cls: type) -> BaseException:
+        try:
+            try:
+                raise socket.gaierror(-2, "Name or service not known")
+            except socket.gaierror as os_err:
+                raise cls("no connection", method="POST", url="http://nowhere.invalid/v1") from os_err
+        except cls as exc:
+            return exc
+
+    assert connect_failure(raised(ConnectError)) == "[Errno -2] Name or service not known"
+    assert connect_failure(raised(RemoteProtocolError)) is None

@@ -56,16 +56,15 @@ class Endpoint:
 
 def counts_against_endpoint(exc: BaseException) -> bool:
     """Transport-level failures: the server (not the request) is at fault."""
-    from harness.core.models import http_client
+    from harness.core.models.http_client import TRANSPORT_ERRORS
 
-    if isinstance(exc, (http_client.Timeout, http_client.ConnectError, http_client.RemoteProtocolError,
-                        asyncio.TimeoutError)):
+    if isinstance(exc, (*TRANSPORT_ERRORS, asyncio.TimeoutError)):
         return True
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return status >= 500
     # unreadable 2xx bodies (the backend's GarbageResponse, JSON errors) say the server is broken
-    return type(exc).__name__ in ("GarbageResponse", "JSONDecodeError", "APIResponseValidationError")
+    return type(exc).__name__ in ("GarbageResponse", "JSONDecodeError")
 
 
 def connect_failure(exc: BaseException) -> str | None:
@@ -73,14 +72,15 @@ def connect_failure(exc: BaseException) -> str | None:
     failure is something else. These fail in milliseconds and the same way on every retry, unlike a
     timeout or a dropped connection, so the backend gives up on them quickly instead of backing off
     for a minute. A connect *timeout* is not one of them: a loaded server may accept the next try."""
+    from harness.core.models.http_client import ConnectError
+
     seen: set[int] = set()
     link: BaseException | None = exc
     connect = False
     root: BaseException | None = None
     while link is not None and id(link) not in seen:
         seen.add(id(link))
-        # the client's ConnectError (by name: an httpx client's ConnectError reads the same)
-        connect = connect or type(link).__name__ == "ConnectError"
+        connect = connect or isinstance(link, ConnectError)
         if isinstance(link, ConnectionRefusedError):
             return "connection refused"
         root = link

@@ -64,6 +64,11 @@ class RemoteProtocolError(HTTPError):
     """The server closed the connection mid-reply, or sent something that is not an HTTP reply."""
 
 
+#: the failures of the transport itself (not of the request): the backend retries them, and they count
+#: against a server of a fleet
+TRANSPORT_ERRORS = (ConnectError, Timeout, RemoteProtocolError)
+
+
 class StatusError(HTTPError):
     """A reply with a non-2xx status."""
 
@@ -272,7 +277,7 @@ class JSONClient:
             raise json.JSONDecodeError(f"the body is not UTF-8 ({exc.reason})", raw.decode("latin-1"),
                                        exc.start) from exc
 
-    async def _read(self, aw: Any, conn: _Conn, method: str, url: str) -> Any:
+    async def _read(self, aw: Any, method: str, url: str) -> Any:
         try:
             return await within(aw, self.timeout)
         except asyncio.TimeoutError as exc:
@@ -286,7 +291,7 @@ class JSONClient:
             raise RemoteProtocolError(f"the connection failed: {exc}", method=method, url=url) from exc
 
     async def _read_head(self, conn: _Conn, method: str, url: str) -> tuple[int, dict[str, str], str]:
-        raw = await self._read(conn.reader.readuntil(b"\r\n\r\n"), conn, method, url)
+        raw = await self._read(conn.reader.readuntil(b"\r\n\r\n"), method, url)
         lines = raw.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
@@ -311,7 +316,7 @@ class JSONClient:
         if "chunked" in headers.get("transfer-encoding", "").lower():
             chunks = []
             while True:
-                line = await self._read(reader.readuntil(b"\r\n"), conn, method, url)
+                line = await self._read(reader.readuntil(b"\r\n"), method, url)
                 try:
                     size = int(line.split(b";", 1)[0].strip(), 16)
                     if size < 0:
@@ -319,10 +324,10 @@ class JSONClient:
                 except ValueError:
                     raise RemoteProtocolError(f"bad chunk size line {line[:40]!r}", method=method, url=url) from None
                 if size == 0:
-                    while (await self._read(reader.readuntil(b"\r\n"), conn, method, url)) != b"\r\n":
+                    while (await self._read(reader.readuntil(b"\r\n"), method, url)) != b"\r\n":
                         pass  # trailers
                     return status, headers, b"".join(chunks)
-                chunks.append((await self._read(reader.readexactly(size + 2), conn, method, url))[:-2])
+                chunks.append((await self._read(reader.readexactly(size + 2), method, url))[:-2])
         length = headers.get("content-length")
         if length is not None:
             try:
@@ -331,9 +336,9 @@ class JSONClient:
                     raise ValueError(n)
             except ValueError:
                 raise RemoteProtocolError(f"bad Content-Length {length!r}", method=method, url=url) from None
-            return status, headers, await self._read(reader.readexactly(n), conn, method, url)
+            return status, headers, await self._read(reader.readexactly(n), method, url)
         headers["connection"] = "close"  # the body runs to the end of the connection
-        return status, headers, await self._read(reader.read(), conn, method, url)
+        return status, headers, await self._read(reader.read(), method, url)
 
     async def aclose(self) -> None:
         self._closed = True

@@ -396,8 +396,7 @@ class OpenAIServerBackend(Backend):
     def _retryable(self, exc: BaseException) -> bool:
         if isinstance(exc, (GarbageResponse, json.JSONDecodeError)):
             return True
-        if isinstance(exc, (http_client.Timeout, http_client.RemoteProtocolError, http_client.ConnectError,
-                            asyncio.TimeoutError, RequestDeadline)):
+        if isinstance(exc, (*http_client.TRANSPORT_ERRORS, asyncio.TimeoutError, RequestDeadline)):
             return True
         status = _status(exc)
         if status is not None:
