@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import json
 import sqlite3
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,8 +226,6 @@ class CachedChains:
         try:
             self.cache.put(key, self.label, generation_value(row))
         except CacheError as exc:
-            import sys
-
             self.failed = str(exc)
             print(f"[vpo] warning: {exc}; the run goes on without storing its chains in the cache", file=sys.stderr)
             return

@@ -143,9 +143,6 @@ class RunStore:
                 raise RunStoreError(
                     f"{cfg_path}: written by an older vpo-harness (flat config without an 'identity' section); "
                     "it can still be read (vpo show, vpo plot) but not resumed: use another --out folder")
-            if not isinstance(old[IDENTITY], dict):
-                raise RunStoreError(f"{cfg_path}: field 'identity': expected an object, got "
-                                    f"{type(old[IDENTITY]).__name__}")
             diff, a, b = identity_diff(old[IDENTITY], config[IDENTITY])
             if diff and not self.samples_bytes():
                 # nothing sampled under the old settings (a typo in --model, a server that was down):

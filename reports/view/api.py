@@ -204,11 +204,10 @@ class ViewData:
         head = {"run": e.id, "q": q, "problem": problem or None}
         try:
             query = parse_query(q, names)
+            if query.empty:
+                raise QueryError("search: type words or field:value terms")
         except QueryError as exc:
             return {**head, "query_error": str(exc), "hits": [], "total_chains": 0, "total_candidates": 0}
-        if query.empty:
-            return {**head, "query_error": "search: type words or field:value terms", "hits": [],
-                    "total_chains": 0, "total_candidates": 0}
         return {**head, **search(ix, query, names, _int(page, 0), PAGE_HITS, problem or None)}
 
     def progress(self, run_id: str) -> dict[str, Any]:

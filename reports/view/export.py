@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
+from harness.core.suggest import did_you_mean
 from reports.view.api import PAGE_CANDIDATES, PAGE_PROBLEMS, NotFound, ViewData
 from reports.view.catalog import RunEntry, to_json_text
 from reports.view.server import FILES, META_CSP, STATIC
@@ -70,10 +71,8 @@ def choose(data: ViewData, names: Iterable[str]) -> list[RunEntry]:
     for n in names:
         hit = next((e for e in entries if n in (e.row.get("name"), e.id, str(e.path))), None)
         if hit is None:
-            import difflib
-
-            close = difflib.get_close_matches(n, [str(e.row.get("name")) for e in entries], n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else f" (runs: {', '.join(str(e.row.get('name')) for e in entries[:8])})"
+            close = did_you_mean(n, [str(e.row.get("name")) for e in entries])
+            hint = f" ({close})" if close else f" (runs: {', '.join(str(e.row.get('name')) for e in entries[:8])})"
             raise ExportError(f"--run {n}: no such run under {', '.join(map(str, data.catalog.roots))}{hint}")
         if hit not in out:
             out.append(hit)
@@ -116,6 +115,12 @@ def _index_html() -> str:
     return html.replace('<meta charset="utf-8">', f'<meta charset="utf-8">\n{meta}', 1)
 
 
+def _runs_with(data: ViewData, pid: str, ids: set[str]) -> dict[str, Any]:
+    """The runs-with page of ``pid`` among the exported runs only."""
+    page = data.runs_with_problem(pid)
+    return {**page, "runs": [r for r in page["runs"] if r["id"] in ids]}
+
+
 def export_site(data: ViewData, entries: list[RunEntry], out: str | Path) -> ExportStats:
     """Write the pages of ``entries`` under ``out`` (a new or empty folder)."""
     out = Path(out)
@@ -145,8 +150,7 @@ def export_site(data: ViewData, entries: list[RunEntry], out: str | Path) -> Exp
                                        "show": "all"},
                            lambda page=page, sort=sort, head=head: head if page == 0 else
                            data.problem(e.id, pid, page, PAGE_CANDIDATES, sort))
-            w.page("runs-with", {"pid": pid}, lambda pid=pid: {
-                **data.runs_with_problem(pid), "runs": [r for r in data.runs_with_problem(pid)["runs"] if r["id"] in ids]})
+            w.page("runs-with", {"pid": pid}, lambda pid=pid: _runs_with(data, pid, ids))
             if e.kind == "evolve":
                 try:
                     lin = w.page("lineage", {"run": e.id, "pid": pid}, lambda pid=pid: data.lineage(e.id, pid))

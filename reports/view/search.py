@@ -148,7 +148,6 @@ class _Row:
     """One parsed row, with the per-candidate fields a query reads."""
 
     def __init__(self, row: dict[str, Any]):
-        self.row = row
         self.text = row.get("text") if isinstance(row.get("text"), str) else ""
         self.error = row.get("error") if isinstance(row.get("error"), str) else ""
         answers = row.get("answers")
@@ -241,14 +240,14 @@ def _snippet(r: _Row, j: int | None, q: Query) -> dict[str, str] | None:
     """Where the first text term matched: the field and the text around the match."""
     wanted = [("any", w) for w in q.words] + [(f, v) for f, v in q.terms if f in ("text", "answer", "error")]
     for f, v in wanted:
-        fields = []
+        hays = []  # (field name, its text)
         if f in ("any", "answer") and j is not None and j < len(r.answers) and isinstance(r.answers[j], str):
-            fields.append(("answer", r.answers[j]))
+            hays.append(("answer", r.answers[j]))
         if f in ("any", "text"):
-            fields.append(("text", r.text))
+            hays.append(("text", r.text))
         if f in ("any", "error"):
-            fields.append(("error", r.error))
-        for name, hay in fields:
+            hays.append(("error", r.error))
+        for name, hay in hays:
             i = hay.casefold().find(v)
             if i >= 0 and len(hay.casefold()) == len(hay):  # casefold kept positions: the slice is exact
                 a, b = max(0, i - SNIPPET), min(len(hay), i + len(v) + SNIPPET)
@@ -455,8 +454,9 @@ def search(ix: SampleIndex, q: Query, components: list[str], page: int = 0, per:
         rows = si.sync(ix)
         ok, row_ok = _numbers(q, si, comp)
         if problem:
+            p_slots = ix.problem_slots(problem)
             in_problem = np.zeros(len(rows), bool)
-            in_problem[[s for s in ix.problem_slots(problem) if s < len(rows)]] = True
+            in_problem[[s for s in p_slots if s < len(rows)]] = True
             row_ok &= in_problem
             ok &= in_problem[si.slot]
         terms = _text_terms(q)
@@ -473,12 +473,12 @@ def search(ix: SampleIndex, q: Query, components: list[str], page: int = 0, per:
             hit_slots = wanted.tolist()
             n_cands = int(per_row.sum())
         chosen = hit_slots[page * per:(page + 1) * per]
-        first, count = si.first.tolist(), si.count.tolist()
+        f0 = {s: int(si.first[s]) for s in chosen}  # a page's rows only: no list of every row per search
         good = {}
         for s in chosen:  # None: every candidate of the row that holds the numbers
             c = matched.get(s)
-            good[s] = c if c is not None else [i for i in range(first[s], first[s] + count[s]) if ok[i]]
-        f0 = {s: first[s] for s in chosen}
+            a = f0[s]
+            good[s] = c if c is not None else (np.flatnonzero(ok[a:a + int(si.count[s])]) + a).tolist()
     metas = [rows[s] for s in chosen]
     parsed = _read(ix.path, metas) if chosen else []  # an empty page opens no file
     out = []
@@ -493,4 +493,4 @@ def search(ix: SampleIndex, q: Query, components: list[str], page: int = 0, per:
                     "error": r.error or None, "iteration": m.iteration, "program_id": m.program_id,
                     "snippet": _snippet(r, None, q) if not cands else None, "candidates": cands})
     return {"total_chains": len(hit_slots), "total_candidates": n_cands, "page": page, "per": per,
-            "searched_chains": len(ix.problem_slots(problem)) if problem else len(rows), "hits": out}
+            "searched_chains": len(p_slots) if problem else len(rows), "hits": out}
