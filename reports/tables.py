@@ -54,7 +54,7 @@ def format_estimate(e: Estimate | Mapping[str, Any] | None, nd: int = 3, sign: b
     """The one way an estimate is written: mean ± standard error, then ``s±`` the between-seed
     standard error when it aggregates several seeds; "-" when undefined."""
     est = as_estimate(e)
-    if est is None or not est.n or est.mean != est.mean:
+    if est is None or not est.defined:
         return "-"
     if fmt not in CELL_FORMATS:
         raise ValueError(f"estimate format {fmt!r}: expected one of {', '.join(CELL_FORMATS)}")

@@ -88,12 +88,11 @@ class ChatLLM:
                                  "is the server running, and is --base-url right?")
         return models
 
-    async def complete(self, messages: list[dict[str, Any]], seed: int, *, prefix: str = "",
-                       extra_body: dict[str, Any] | None = None) -> Completion:
-        """One answer to ``messages`` (sent as given); ``extra_body`` adds request fields. ``prefix``: the
-        start of the assistant's answer, continued by the model (sent by the openai backend
-        as :func:`harness.core.models.prefill.prefill_fields` says); the text is prefix + continuation."""
-        gen = await self.backend.generate_one(messages, seed, self.sampling, prefix=prefix, extra_body=extra_body)
+    async def complete(self, messages: list[dict[str, Any]], seed: int, *, prefix: str = "") -> Completion:
+        """One answer to ``messages`` (sent as given). ``prefix``: the start of the assistant's answer,
+        continued by the model (sent by the openai backend as
+        :func:`harness.core.models.prefill.prefill_fields` says); the text is prefix + continuation."""
+        gen = await self.backend.generate_one(messages, seed, self.sampling, prefix=prefix)
         if gen.error is not None:
             raise LLMError(f"LLM server at {gen.extra.get('endpoint', self.base_url)} failed a request after "
                            f"{gen.attempts} attempt{'s' * (gen.attempts != 1)}: {gen.error[:300]}")

@@ -199,7 +199,7 @@ def locality(rows: Sequence[dict[str, Any]], steps: Callable[[str, str], list[st
     edit distance (over the task's answer steps, ``steps(problem_id, answer)``: Maze moves, words,
     program lines) to its parent, and the mean distance to up to ``n_others`` other candidates of
     earlier iterations (evenly spaced over them in evaluation order, the parent left out: a fixed,
-    seed-free choice that keeps the cost linear in the run). A local operator has child-parent
+    seed-free choice that keeps the number of distances computed linear in the run). A local operator has child-parent
     distances well below child-other ones; independent sampling has them equal on average.
 
     Returns the means over children (``child_parent``, ``child_other``, ``n``) and per problem."""

@@ -183,6 +183,8 @@ def _verl_data(args: Settings, common: dict) -> tuple[Path, Path, str]:
     train = export(VerlExport(split=args.split, limit=args.limit, name="train", **common))
     vsplit = args.val_split or V.DEFAULT_VAL.get(args.task, "test")
     val = export(VerlExport(split=vsplit, limit=args.val_limit, name="val", **common))
-    if args.val_split is None and V.overlap(_rows(train), _rows(val)):
-        return holdout(V.holdout_size(len(_rows(train))))
+    if args.val_split is None:
+        train_rows = _rows(train)  # read once: the overlap check and the hold-out size both need it
+        if V.overlap(train_rows, _rows(val)):
+            return holdout(V.holdout_size(len(train_rows)))
     return train, val, f"split {vsplit}"

@@ -92,7 +92,8 @@ def register_seeds(parent: str | Path, seeds: Sequence[int], shared: dict[str, A
     if (parent / CONFIG).is_file():
         raise RunStoreError(f"{parent}: is a single run folder (it has {CONFIG}); give --seeds runs their own --out "
                             "folder, which will hold one run per seed")
-    if is_seed_group(parent):
+    grouped = is_seed_group(parent)
+    if grouped:
         marker = read_marker(parent)
         diff, a, b = identity_diff(marker.get("identity") or {}, shared)
         if diff:
@@ -103,7 +104,7 @@ def register_seeds(parent: str | Path, seeds: Sequence[int], shared: dict[str, A
     else:
         known = []
     merged = known + [int(s) for s in seeds if int(s) not in known]
-    if merged != known or not is_seed_group(parent):
+    if merged != known or not grouped:
         parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(parent / MARKER, {"kind": KIND, "seeds": merged, "identity": shared})
 
