@@ -1,9 +1,20 @@
 """The OpenEvolve configuration of an evolve run: the user's YAML for everything the flags do not set.
 
-Precedence: built-in defaults for this task < ``--config openevolve.yaml`` < the command-line flags
-(iterations, model, server, seed, sampling). The result is a real ``openevolve.config.Config`` (built
-through ``Config.from_dict`` so the shared LLM settings reach every model entry) and is written into
-the run folder as ``openevolve.yaml``.
+Precedence, for every setting: built-in defaults < ``--config openevolve.yaml`` < the command-line
+flags. Two kinds of YAML key meet a flag:
+
+- :data:`YAML_SETTINGS` (sampling, request timeout, iterations in flight): the run's own settings
+  (``search.evolve.EvolveConfig``, whose sampling section is a ``RunConfig``'s). A flag left unset
+  takes the YAML's value, and only then the task's or the zoo model's default; the value then
+  travels in the run's settings (config.json, the loop's client, the baseline), not through
+  OpenEvolve's ``llm`` section, which the engine does not read (search/llm.py sends the requests).
+- :data:`RUN_OWNED`: keys the run always sets from a flag with a value of its own (``--iterations``
+  20, ``--seed`` 0, ``--model``, ``--base-url``); a YAML value that differs is replaced, with one
+  line saying so, never silently.
+
+The result is a real ``openevolve.config.Config`` (built through ``Config.from_dict``) and is written
+into the run folder as ``openevolve.yaml``, less the ``llm`` section (what the run sampled with is in
+config.json).
 """
 from __future__ import annotations
 
@@ -57,24 +68,76 @@ def task_defaults(task_name: str, feature_dims: list[str], code: bool) -> dict[s
     }
 
 
+#: YAML key -> the `vpo evolve` setting it gives where the flag is unset, and what it must be
+YAML_SETTINGS: dict[str, tuple[str, str]] = {
+    "llm.temperature": ("temperature", "a number"),
+    "llm.top_p": ("top_p", "a number"),
+    "llm.max_tokens": ("max_tokens", "an integer"),
+    "llm.timeout": ("timeout_s", "a number"),
+    "evaluator.parallel_evaluations": ("parallel", "an integer"),
+}
+#: YAML key -> the flag that sets it whatever the YAML says (every seed of a run derives from --seed)
+RUN_OWNED: dict[str, str] = {"max_iterations": "--iterations", "random_seed": "--seed",
+                             "database.random_seed": "--seed"}
+
+
+def _lookup(user: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    node: Any = user
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _is(kind: str, v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    return isinstance(v, int) if kind == "an integer" else isinstance(v, (int, float))
+
+
+def yaml_settings(user: dict[str, Any], path: str | Path | None) -> dict[str, Any]:
+    """The run settings the YAML gives (:data:`YAML_SETTINGS`): setting name -> value, for the keys
+    present. A value of the wrong type is a one-line ValueError naming the file and the key."""
+    out: dict[str, Any] = {}
+    for dotted, (name, kind) in YAML_SETTINGS.items():
+        found, value = _lookup(user, dotted)
+        if not found or value is None:
+            continue
+        if not _is(kind, value):
+            raise ValueError(f"{path}: {dotted}: expected {kind}, got {value!r}")
+        out[name] = value
+    return out
+
+
+def unused_keys(user: dict[str, Any], iterations: int) -> list[str]:
+    """One line per YAML key the run does not take: a :data:`RUN_OWNED` key with another value than
+    the flag's, and every ``llm`` key but the :data:`YAML_SETTINGS` and ``api_key`` (the engine sends
+    its requests through search/llm.py: model, server and retries come from the flags)."""
+    lines = []
+    for dotted, flag in RUN_OWNED.items():
+        found, value = _lookup(user, dotted)
+        if found and not (dotted == "max_iterations" and value == iterations):
+            lines.append(f"{dotted} ({value!r}) is replaced by {flag}")
+    llm = user.get("llm")
+    for key in llm if isinstance(llm, dict) else ():
+        if f"llm.{key}" not in YAML_SETTINGS and key != "api_key":
+            lines.append(f"llm.{key} is not used (the model, server and retries come from --model, "
+                         "--base-url and --model-args)")
+    return lines
+
+
 def build_config(user: dict[str, Any], *, task_name: str, feature_dims: list[str], code: bool,
-                 iterations: int, seed: int, model_name: str, api_base: str, temperature: float,
-                 top_p: float, max_tokens: int, timeout_s: float) -> Any:
-    """The effective ``openevolve.config.Config``."""
+                 iterations: int, seed: int) -> Any:
+    """The effective ``openevolve.config.Config``: the task's defaults, the YAML over them, and the
+    keys the run owns (:data:`RUN_OWNED`) set from the flags. The ``llm`` section keeps only the
+    YAML's ``api_key`` (the loop's client uses it where ``--model-args`` gives none): model, server
+    and sampling live in the run's settings."""
     from openevolve.config import Config
 
     cfg = _merge(task_defaults(task_name, feature_dims, code), user)
-    llm = dict(cfg.get("llm") or {})
-    for legacy in ("primary_model", "primary_model_weight", "secondary_model", "secondary_model_weight"):
-        llm.pop(legacy, None)  # the model comes from --model
-    # several servers (URL1,URL2: a fleet of replicas) are one OpenEvolve model entry each, equal weights
-    urls = [u.strip() for u in api_base.split(",") if u.strip()] or [api_base]
-    models = [{"name": model_name, "weight": 1.0}] if len(urls) == 1 else \
-        [{"name": model_name, "weight": 1.0 / len(urls), "api_base": u} for u in urls]
-    llm.update(api_base=urls[0], api_key=llm.get("api_key") or "EMPTY", models=models,
-               temperature=temperature, top_p=top_p, max_tokens=max_tokens, timeout=int(timeout_s),
-               random_seed=derive_seed(seed, "openevolve-llm", 0))
-    cfg["llm"] = llm
+    api_key = (cfg.get("llm") or {}).get("api_key") if isinstance(cfg.get("llm"), dict) else None
+    cfg["llm"] = {"api_key": api_key} if api_key else {}
     cfg["max_iterations"] = iterations
     cfg["random_seed"] = derive_seed(seed, "openevolve", 0)
     cfg.setdefault("database", {})["random_seed"] = cfg["random_seed"]
@@ -101,8 +164,7 @@ def effective_dict(config: Any) -> dict[str, Any]:
 
     d = dataclasses.asdict(config)
     d.get("database", {}).pop("novelty_llm", None)
-    for m in d.get("llm", {}).get("models", []) + d.get("llm", {}).get("evaluator_models", []):
-        m.pop("init_client", None)
+    d.pop("llm", None)  # not read by the engine; the run's model and sampling are in config.json
     return clean(d)
 
 

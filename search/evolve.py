@@ -29,6 +29,8 @@ from harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model
 from harness.core.store import RunStore, latest_rows, write_json_atomic
 
 CODE_TASKS = {"livecodebench"}
+#: seconds per LLM request where neither --timeout nor the YAML's llm.timeout says
+DEFAULT_TIMEOUT_S = 300.0
 #: evolve: OpenEvolve's templates / the task's mutation prompt; task: independent samples of the task
 #: prompt; prefix: the task prompt with the start of a parent's answer as the assistant prefix
 PROMPT_MODES = ("evolve", "task", "prefix")
@@ -62,7 +64,7 @@ class EvolveConfig:
     baseline: bool = True
     lag: int = 8                      # iteration i draws from the database holding iterations <= i - lag
     parallel: int | None = None       # iterations of one problem in flight (None: the YAML's, else lag)
-    timeout_s: float = 300.0
+    timeout_s: float | None = None    # None: the --config YAML's llm.timeout, else DEFAULT_TIMEOUT_S
     serve_threads: int = 1
     progress: bool = True
 
@@ -215,18 +217,31 @@ def check_parallel(w: Any, lag: int, where: str) -> int:
     return w
 
 
-def resolve_parallel(cfg: EvolveConfig, user_cfg: dict[str, Any], config_path: str | None) -> int:
-    """--parallel, else the OpenEvolve YAML's evaluator.parallel_evaluations, else the lag."""
-    if cfg.parallel is not None:
-        return check_parallel(cfg.parallel, cfg.lag, "--parallel")
-    from_yaml = (user_cfg.get("evaluator") or {}).get("parallel_evaluations")
-    if from_yaml is not None:
-        return check_parallel(from_yaml, cfg.lag, f"{config_path}: evaluator.parallel_evaluations")
-    return cfg.lag
+def with_yaml(cfg: EvolveConfig, user_cfg: dict[str, Any]) -> EvolveConfig:
+    """``cfg`` with what the flags left unset taken from the OpenEvolve YAML
+    (:data:`search.config.YAML_SETTINGS`: sampling, timeout, iterations in flight), then the
+    defaults of the settings that have one here (timeout, parallel = lag); the task's and the zoo
+    model's defaults fill the rest later (:meth:`EvolveConfig.canonical_run`). So the precedence is
+    defaults < YAML < flags for every setting, and the values travel in the run's own settings.
+    The YAML keys the run does not take are named on stderr, one line each."""
+    from search.config import unused_keys, yaml_settings
+
+    where = cfg.config_path
+    given = {k: v for k, v in yaml_settings(user_cfg, where).items() if getattr(cfg, k) is None}
+    if "parallel" in given:
+        check_parallel(given["parallel"], cfg.lag, f"{where}: evaluator.parallel_evaluations")
+    out = replace(cfg, **given)
+    if out.parallel is None:
+        out = replace(out, parallel=out.lag)
+    if out.timeout_s is None:
+        out = replace(out, timeout_s=DEFAULT_TIMEOUT_S)
+    for line in unused_keys(user_cfg, cfg.iterations):
+        print(f"[vpo] {where}: {line}", file=sys.stderr)
+    return out
 
 
 def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg: dict[str, Any],
-            run: RunConfig, parallel: int | None = None) -> dict[str, Any]:
+            run: RunConfig) -> dict[str, Any]:
     """config.json in the store's format: ``identity`` (checked on resume; ``run`` is
     ``cfg.canonical_run(task)``) + how it ran."""
     from harness.core.config import CONFIG_FORMAT
@@ -234,8 +249,6 @@ def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg:
     from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
 
     execution = {**cfg.sections()["execution"], "base_url": cfg.base_url, "model_args": dict(cfg.model_args)}
-    if parallel is not None:
-        execution["parallel"] = parallel
     sampling = {"temperature": run.sampling.temperature, "top_p": run.sampling.top_p}
     identity = dict(
         **cfg.identity(task), kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
@@ -277,6 +290,8 @@ def run_evolve(cfg: EvolveConfig) -> Path:
     from search.problems import select
 
     cfg.validate()
+    user_cfg = oecfg.read_yaml(cfg.config_path) if cfg.config_path else {}
+    cfg = with_yaml(cfg, user_cfg)  # before anything reads the settings: defaults < YAML < flags
     task = get_task(cfg.task, **cfg.task_options)
     try:
         # the run's sections in canonical form: identity, folder name, the baseline and the loop's
@@ -290,13 +305,10 @@ def run_evolve(cfg: EvolveConfig) -> Path:
             problems = problems[: cfg.limit]
         if not problems:
             raise ValueError(f"task {cfg.task!r} split {cfg.split!r}: no problems selected")
-        user_cfg = oecfg.read_yaml(cfg.config_path) if cfg.config_path else {}
-        parallel = resolve_parallel(cfg, user_cfg, cfg.config_path)
-        temperature, top_p = run.sampling.temperature, run.sampling.top_p
         # a folder named before evolve identities were canonical is resumed under its old name
         folder = Path(cfg.out) if cfg.out else older_name_or(cfg.default_out(task), cfg.legacy_out())
         store = RunStore(folder, flush_every=10**9)
-        record = _record(cfg, task, problems, user_cfg, run, parallel)
+        record = _record(cfg, task, problems, user_cfg, run)
         resuming = store.init(record)
         if resuming and store.repair():
             print(f"[vpo] {folder}: dropped a partial last line left by an interrupted run", file=sys.stderr)
@@ -324,15 +336,13 @@ def run_evolve(cfg: EvolveConfig) -> Path:
             if not finished:
                 feature_dims = default_feature_dimensions(task)
                 oe = oecfg.build_config(user_cfg, task_name=cfg.task, feature_dims=feature_dims,
-                                        code=cfg.task in CODE_TASKS, iterations=cfg.iterations, seed=cfg.seed,
-                                        model_name=model_name, api_base=base_url or "", temperature=temperature,
-                                        top_p=top_p, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s)
+                                        code=cfg.task in CODE_TASKS, iterations=cfg.iterations, seed=cfg.seed)
                 oecfg.write_effective(oe, folder)
                 if resuming:
                     n_done = sum(len(v) for v in rows.values())
                     print(f"[vpo] {folder}: resuming, {n_done} candidates already evaluated", file=sys.stderr)
-                asyncio.run(_evolve_all(cfg, task, problems, oe, base_url or "", model_name, store, folder, rows,
-                                        parallel))
+                asyncio.run(_evolve_all(cfg, run, task, problems, oe, base_url or "", model_name, store, folder,
+                                        rows))
             if cfg.baseline and not base_done:
                 _baseline(cfg, run, folder, base_url or "", model_name, problems)
         finally:
@@ -347,12 +357,13 @@ def run_evolve(cfg: EvolveConfig) -> Path:
             close()
 
 
-async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], oe: Any, base_url: str,
-                      model_name: str, store: RunStore, folder: Path, rows: dict[str, list[dict[str, Any]]],
-                      parallel: int = 1) -> None:
+async def _evolve_all(cfg: EvolveConfig, run: RunConfig, task: Any, problems: Sequence[Problem], oe: Any,
+                      base_url: str, model_name: str, store: RunStore, folder: Path,
+                      rows: dict[str, list[dict[str, Any]]]) -> None:
     """Every problem's evolution in one event loop: at most ``concurrency`` problems at once, each
     with up to ``parallel`` iterations in flight, and at most ``concurrency`` LLM requests in flight
-    over all of them. None of these limits changes a row (search/engine.py's schedule)."""
+    over all of them. None of these limits changes a row (search/engine.py's schedule). The
+    sampling settings are the run's (``run``, canonical: flags, YAML, then the task's defaults)."""
     from harness.core.progress import progress as tqdm
 
     from search.engine import EvolveSettings, ProblemEvolution
@@ -362,8 +373,9 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
     args = client_args(cfg)
     if oe.llm.api_key and "api_key" not in args:  # the OpenEvolve YAML's key, as OpenEvolve would use it
         args["api_key"] = oe.llm.api_key
-    llm = ChatLLM(base_url, model_name, temperature=oe.llm.temperature, top_p=oe.llm.top_p,
-                  max_tokens=cfg.max_tokens, chat_template_args=cfg.chat_template_args, **args)
+    samp = run.sampling
+    llm = ChatLLM(base_url, model_name, temperature=samp.temperature, top_p=samp.top_p,
+                  max_tokens=samp.max_tokens, chat_template_args=samp.chat_template_args, **args)
     await llm.check()
     total = len(problems) * (cfg.iterations + 1)
     overall = tqdm(total=total, desc="evolve", unit="it", disable=not cfg.progress, position=0)
@@ -395,7 +407,7 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
                               prompt_mode=cfg.prompt_mode, prompt_style=cfg.prompt_style, seed=cfg.seed,
                               checkpoint_root=folder / "openevolve", write_rows=write_rows, solved=solved_fn(task),
                               on_iteration=on_iteration, code=cfg.task in CODE_TASKS, lag=cfg.lag,
-                              parallel=parallel, llm_slots=asyncio.Semaphore(cfg.concurrency), cut=cfg.cut,
+                              parallel=cfg.parallel, llm_slots=asyncio.Semaphore(cfg.concurrency), cut=cfg.cut,
                               allow_zero_parents=cfg.zero_parents_allowed())
     sem = asyncio.Semaphore(cfg.concurrency)
     slots = list(range(1, cfg.concurrency + 1))
@@ -417,7 +429,7 @@ async def _evolve_all(cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
     t0 = time.perf_counter()
     try:
         # the connections the search will hold open at once, opened before it starts
-        await llm.open(min(cfg.concurrency, len(problems) * parallel))
+        await llm.open(min(cfg.concurrency, len(problems) * cfg.parallel))
         await asyncio.gather(*(one(p) for p in problems))
     finally:
         for pe in writing:  # on an error too: the finished problems' checkpoints reach the disk

@@ -9,9 +9,7 @@ from search.config import build_config, effective_dict, read_yaml
 
 
 def _build(user: dict, **kw):
-    args = dict(task_name="maze", feature_dims=["gold", "diamond"], code=False, iterations=7, seed=3,
-                model_name="m", api_base="http://127.0.0.1:1/v1", temperature=0.7, top_p=1.0, max_tokens=40,
-                timeout_s=30)
+    args = dict(task_name="maze", feature_dims=["gold", "diamond"], code=False, iterations=7, seed=3)
     args.update(kw)
     return build_config(user, **args)
 
@@ -25,13 +23,14 @@ def test_yaml_fills_what_flags_leave_open(tmp_path: Path) -> None:
     assert cfg.database.num_islands == 5 and cfg.database.migration_interval == 7
     assert cfg.database.feature_dimensions == ["completion", "avoid_lava"]
     assert cfg.prompt.num_top_programs == 1
-    # the flags win: iterations, model, server, sampling, seeds derived from --seed
-    assert cfg.max_iterations == 7 and cfg.llm.temperature == 0.7
-    assert [m.name for m in cfg.llm.models] == ["m"] and cfg.llm.models[0].api_base == "http://127.0.0.1:1/v1"
+    # the flags own iterations and the seeds derived from --seed; model, server and sampling are
+    # the run's settings (tests/search/test_evolve_precedence.py), not OpenEvolve's llm section
+    assert cfg.max_iterations == 7
     assert cfg.random_seed != 1 and cfg.database.random_seed == cfg.random_seed
     assert _build({}, seed=4).random_seed != _build({}, seed=3).random_seed
+    assert cfg.llm.models == []
     d = effective_dict(cfg)
-    assert d["database"]["num_islands"] == 5 and d["llm"]["models"][0]["name"] == "m"
+    assert d["database"]["num_islands"] == 5 and "llm" not in d
 
 
 def test_defaults_per_task() -> None:

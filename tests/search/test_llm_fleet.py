@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from search.evolve import EvolveConfig, run_evolve
-from search.config import build_config
 from search.llm import ChatLLM, LLMUnreachable
 from search.server_process import free_port
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
@@ -79,13 +78,6 @@ def test_all_servers_dead_is_one_clear_error() -> None:
     llm = ChatLLM(",".join(urls), "m", timeout=2, max_retries=0)
     with pytest.raises(LLMUnreachable, match="servers"):
         asyncio.run(llm.check(timeout_s=2))
-
-
-def test_openevolve_config_lists_one_model_per_server() -> None:
-    cfg = build_config({}, task_name="maze", feature_dims=["gold", "diamond"], code=False, iterations=2, seed=0,
-                       model_name="m", api_base="http://a/v1,http://b/v1", temperature=0.7, top_p=1.0,
-                       max_tokens=64, timeout_s=10)
-    assert [(m.api_base, m.weight) for m in cfg.llm.models] == [("http://a/v1", 0.5), ("http://b/v1", 0.5)]
 
 
 def test_evolve_over_a_fleet_with_one_dead_server(tmp_path: Path) -> None:

@@ -39,10 +39,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--data-path", default=None, help="local data file/folder (task-specific)")
     p.add_argument("--prompt-style", default=None,
                    help="full | compact (task-specific; default: the zoo model's trained style, else full)")
-    p.add_argument("--temperature", type=float, default=None, help="default: the task's paper setting")
-    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--temperature", type=float, default=None,
+                   help="default: llm.temperature of --config, else the task's paper setting")
+    p.add_argument("--top-p", type=float, default=None, help="default: llm.top_p of --config, else the task's")
     p.add_argument("--max-tokens", type=int, default=None,
-                   help="completion budget per call (default: the zoo model's trained budget, else 1024)")
+                   help="completion budget per call (default: llm.max_tokens of --config, else the zoo model's "
+                        "trained budget, else 1024)")
     p.add_argument("--seed", type=int, default=0, help="run seed: OpenEvolve's seed and every request seed derive from it")
     add_chat_template_args(p)
     p.add_argument("--concurrency", type=int, default=8,
@@ -55,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "--config, else --lag); only speed: the rows do not depend on it")
     p.add_argument("--serve-threads", type=int, default=1,
                    help="torch threads of the `vpo serve` child (hf/vllm/zoo models; 0 = torch's default)")
-    p.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, help="seconds per LLM request")
+    p.add_argument("--timeout", dest="timeout_s", type=float, default=None,
+                   help="seconds per LLM request (default: llm.timeout of --config, else 300)")
     p.add_argument("--no-baseline", action="store_true", help="skip plain sampling at the same candidate budget")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_unsafe_sandbox(p)
