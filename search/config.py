@@ -22,6 +22,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from harness.core.record import lookup
 from harness.core.seeding import derive_seed
 
 
@@ -81,15 +82,6 @@ RUN_OWNED: dict[str, str] = {"max_iterations": "--iterations", "random_seed": "-
                              "database.random_seed": "--seed"}
 
 
-def _lookup(user: dict[str, Any], dotted: str) -> tuple[bool, Any]:
-    node: Any = user
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
 def _is(kind: str, v: Any) -> bool:
     if isinstance(v, bool):
         return False
@@ -101,7 +93,7 @@ def yaml_settings(user: dict[str, Any], path: str | Path | None) -> dict[str, An
     present. A value of the wrong type is a one-line ValueError naming the file and the key."""
     out: dict[str, Any] = {}
     for dotted, (name, kind) in YAML_SETTINGS.items():
-        found, value = _lookup(user, dotted)
+        found, value = lookup(user, dotted)
         if not found or value is None:
             continue
         if not _is(kind, value):
@@ -116,7 +108,7 @@ def unused_keys(user: dict[str, Any], iterations: int) -> list[str]:
     its requests through search/llm.py: model, server and retries come from the flags)."""
     lines = []
     for dotted, flag in RUN_OWNED.items():
-        found, value = _lookup(user, dotted)
+        found, value = lookup(user, dotted)
         if found and not (dotted == "max_iterations" and value == iterations):
             lines.append(f"{dotted} ({value!r}) is replaced by {flag}")
     llm = user.get("llm")
