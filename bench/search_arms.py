@@ -4,8 +4,9 @@ candidates, counted the same way for evolve and sampling, a table with paired bo
 win/tie/loss per contrast (any weighted sum of arms, so a difference of differences too), and one
 figure of all arms.
 
-Counting: evolve candidates in the order the search evaluated them (iteration, then answer slot), so
-with ``-m 3`` every answer of a call is one candidate; sampling at c candidates is the unbiased
+Counting is the package's own (``search.metrics``): evolve candidates in the order the search
+evaluated them (iteration, then answer slot, over the complete iterations), so with ``-m 3`` every
+answer of a call is one candidate; sampling at c candidates is the unbiased
 expectation over c draws without replacement from the arm's pool (best@c, and solved-within-c as
 pass@c of the solved flags). "Solved" = the maze's optimal task scalar (``search/solved.py``).
 """
@@ -45,28 +46,25 @@ def rows(folder: Path) -> list[dict[str, Any]]:
 
 
 def per_maze(folder: Path, budget: int, thr: dict[str, float], ids: list[str], evolve: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(P, budget) best scalar so far and solved-so-far per maze (see the module docstring)."""
-    from harness.core.metrics import best_at_k, pass_at_k
+    """(P, budget) best scalar so far and solved-so-far per maze, counted by the package's own rules
+    (``search.metrics``, the ones `vpo evolve`'s results and `vpo show` use): evolve candidates in
+    evaluation order over the complete iterations, sampling as the unbiased expectation over c draws,
+    "solved" = reaching the maze's optimal scalar ``thr`` (``search.solved.TOL``)."""
+    from search.metrics import evolve_at_budgets, evolve_candidates, sampling_at_budgets
+    from search.solved import TOL
 
-    best = np.full((len(ids), budget), np.nan)
-    solved = np.full((len(ids), budget), np.nan)
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in rows(folder):
-        by.setdefault(r["problem_id"], []).append(r)
-    for i, pid in enumerate(ids):
-        rs = by.get(pid, [])
-        if evolve:
-            rs = sorted(rs, key=lambda r: (int(r["iteration"]), int(r["answer_index"])))
-            sc = np.array([float(r["scalars"][0]) for r in rs])[:budget]
-            if sc.size:
-                best[i, : sc.size] = np.maximum.accumulate(sc)
-                solved[i, : sc.size] = np.maximum.accumulate(sc >= thr[pid] - 1e-6)
-        else:
-            sc = np.array([float(s) for r in sorted(rs, key=lambda r: int(r["chain_index"])) for s in r["scalars"]])
-            n = min(sc.size, budget)
-            for c in range(1, n + 1):
-                best[i, c - 1] = best_at_k([sc], c)[0]
-                solved[i, c - 1] = pass_at_k([sc >= thr[pid] - 1e-6], c)[0]
+    budgets = list(range(1, budget + 1))
+    rs = rows(folder)
+    if evolve:
+        solved, best = evolve_at_budgets(evolve_candidates(rs, ids), ids, budgets)
+        return best, solved
+    by: dict[str, list[dict[str, Any]]] = {pid: [] for pid in ids}
+    for r in rs:
+        if r["problem_id"] in by:
+            by[r["problem_id"]].append(r)
+    scalars = [np.array([float(s) for r in sorted(by[pid], key=lambda r: int(r["chain_index"])) for s in r["scalars"]])
+               for pid in ids]
+    solved, best = sampling_at_budgets([sc >= thr[pid] - TOL for pid, sc in zip(ids, scalars)], scalars, budgets)
     return best, solved
 
 
