@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.core.metrics import mean_se
-from harness.core.results import run_kind
+from harness.core.results import is_evolve_run, run_kind
 from harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 from reports.compare import TIE_TOL, Comparison, Row, paired_bootstrap
 from reports.tables import as_estimate, write_table
@@ -165,7 +165,7 @@ def load_evolve(folder: str | Path, label: str | None = None) -> EvolveRun:
     folder = Path(folder)
     if not (folder / CONFIG).is_file():
         raise RunStoreError(f"{folder}: not a run folder (no {CONFIG})")
-    if run_kind(folder) != "evolve":
+    if not is_evolve_run(folder):
         raise ValueError(f"{folder}: not an evolve run (config.json has no kind 'evolve')")
     config = RunStore(folder).read_config()
     results = None
@@ -361,7 +361,7 @@ def own_baseline_pair(paths: Sequence[str | Path]) -> Path | None:
     if len(paths) != 2:
         return None
     a, b = (Path(p).resolve() for p in paths)
-    if run_kind(b) == "evolve" and a == b / BASELINE:
+    if is_evolve_run(b) and a == b / BASELINE:
         return Path(paths[1])
     return None
 

@@ -7,12 +7,6 @@ from pathlib import Path
 from typing import Sequence
 
 
-def is_evolve_run(folder: str | Path) -> bool:
-    from harness.core.results import run_kind
-
-    return run_kind(folder) == "evolve"
-
-
 def plot_evolve(runs: Sequence[str | Path], out: str | Path, labels: Sequence[str] | None = None,
                 title: str | None = None) -> Path:
     import matplotlib

@@ -199,7 +199,7 @@ def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = N
 
     from reports.compare import default_ks
     from reports.pools import load_pools
-    from reports.evolve_plots import is_evolve_run
+    from harness.core.results import is_evolve_run
 
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")

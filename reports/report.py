@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.core.metrics import mean_se
+from harness.core.results import is_evolve_run
 from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
 from reports.axes import k_axis, mark_all_zero
@@ -44,14 +45,6 @@ class RunView:
 
     def estimate(self, name: str) -> dict[str, float]:
         return mean_se(self.per_problem.get(name, np.array([np.nan]))).as_dict()
-
-
-def is_evolve_run(folder: Path) -> bool:
-    """Evolve runs (`vpo evolve`) say ``kind: evolve`` in config.json (top level or identity) or in
-    results.json (harness.core.results.run_kind, the one definition)."""
-    from harness.core.results import run_kind
-
-    return run_kind(folder) == "evolve"
 
 
 def _with_rows(pools: RunPools) -> RunPools:

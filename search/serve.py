@@ -30,8 +30,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterator, Sequence
 
-from harness.core.models import kv_arg
+from harness.core.models import add_chat_template_args, kv_arg
 from harness.core.models.base import Backend
+from search.server_process import CHILD_ARGS, CHILD_ARGS_FLAG
 from search.serve_batcher import Batcher
 from search.serve_protocol import (  # noqa: F401  (re-exported: the server's public names)
     DEFAULT_MAX_TOKENS,
@@ -505,9 +506,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="backend arguments; for vllm: the flags of vLLM's server (tensor_parallel_size=2,"
                         "max_model_len=4096, dtype=bfloat16, seed=0, enforce_eager=true ...)")
     p.add_argument("--served-name", default=None, help="model id reported by /v1/models (default: the spec)")
-    p.add_argument("--chat-template-args", type=kv_arg, default={}, metavar="K=V,...",
-                   help="chat template arguments for every request (e.g. enable_thinking=false); a request's "
-                        "chat_template_kwargs field is merged over them")
+    add_chat_template_args(p, "; for every request, a request's chat_template_kwargs field merged over them")
     p.add_argument("--max-batch", type=int, default=64, help="most sequences generated together (not vllm)")
     p.add_argument("--threads", type=_positive(int), default=None,
                    help="torch CPU threads (default: usable cores - 1, at least 1; not vllm)")
@@ -519,18 +518,44 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                                                                "(default: a file in the temp folder)")
 
 
+def _child_args(text: str) -> dict[str, dict[str, Any]]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{CHILD_ARGS_FLAG}: not JSON ({exc})") from None
+    if not isinstance(value, dict) or set(value) - set(CHILD_ARGS) or \
+            not all(isinstance(v, dict) for v in value.values()):
+        raise argparse.ArgumentTypeError(f"{CHILD_ARGS_FLAG}: expected an object of {', '.join(CHILD_ARGS)} objects")
+    return value
+
+
+def structured_args(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``model_args`` and ``chat_template_args``: the user's k=v flags, or what a parent handed over
+    as JSON (:data:`~search.server_process.CHILD_ARGS_FLAG`)."""
+    given = {name: dict(getattr(args, name) or {}) for name in CHILD_ARGS}
+    given.update(getattr(args, "args_json", None) or {})
+    return given
+
+
+def parser() -> argparse.ArgumentParser:
+    """The flags of ``python -m search.serve``: `vpo serve`'s, plus the one a parent process uses."""
+    p = argparse.ArgumentParser(prog="vpo serve")
+    add_serve_arguments(p)
+    p.add_argument(CHILD_ARGS_FLAG, dest="args_json", type=_child_args, default=None, help=argparse.SUPPRESS)
+    return p
+
+
 def serve_args(args: argparse.Namespace) -> int:
     limits = Limits(max_body_bytes=int(args.max_body_mb * MiB), max_connections=args.max_connections)
-    return serve(args.model, host=args.host, port=args.port, model_args=args.model_args,
+    given = structured_args(args)
+    return serve(args.model, host=args.host, port=args.port, model_args=given["model_args"],
                  served_name=args.served_name, max_batch=args.max_batch, threads=args.threads,
-                 limits=limits, chat_template_args=args.chat_template_args, log_path=args.log)
+                 limits=limits, chat_template_args=given["chat_template_args"], log_path=args.log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `vpo serve` child that `vpo evolve` starts (``python -m search.serve``)."""
-    p = argparse.ArgumentParser(prog="vpo serve")
-    add_serve_arguments(p)
-    args = p.parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         return serve_args(args)
     except (ValueError, KeyError, FileNotFoundError, RuntimeError, ImportError, OSError) as exc:

@@ -9,6 +9,7 @@ instead of a wait that never ends.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -23,6 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.paths import REPO_ROOT
+
+#: the child flag through which the served model gets its model and chat-template arguments as one
+#: JSON object, types as given: k=v text parsed again would turn the string "true" into True and
+#: could not carry a comma inside a value (``python -m search.serve`` reads it)
+CHILD_ARGS_FLAG = "--args-json"
+CHILD_ARGS = ("model_args", "chat_template_args")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -94,10 +101,9 @@ class ManagedServer:
             cmd += ["--served-name", self.served_name]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
-        if self.model_args:
-            cmd += ["--model-args", ",".join(f"{k}={v}" for k, v in self.model_args.items())]
-        if self.chat_template_args:
-            cmd += ["--chat-template-args", ",".join(f"{k}={v}" for k, v in self.chat_template_args.items())]
+        structured = {"model_args": self.model_args, "chat_template_args": self.chat_template_args}
+        if any(structured.values()):  # as they are, not as k=v text parsed again (CHILD_ARGS_FLAG)
+            cmd += [CHILD_ARGS_FLAG, json.dumps({k: v for k, v in structured.items() if v})]
         if self.max_body_mb is not None:
             cmd += ["--max-body-mb", str(self.max_body_mb)]
         return cmd

@@ -386,6 +386,11 @@ def run_kind(folder: str | Path) -> str:
     return "run"
 
 
+def is_evolve_run(folder: str | Path) -> bool:
+    """Whether ``folder`` is a `vpo evolve` run (:func:`run_kind`): the one test every reader uses."""
+    return run_kind(folder) == "evolve"
+
+
 def task_and_split(config: dict[str, Any]) -> dict[str, Any]:
     """``{"task": ..., "split": ...}`` of a config.json record, nested or flat (None where unrecorded)."""
     ident = config.get("identity")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.core.models import kv_arg
+from harness.core.models import add_chat_template_args as add_model_chat_template_args, kv_arg
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -48,11 +48,8 @@ def apply_unsafe_sandbox(args: argparse.Namespace) -> None:
 
 
 def add_chat_template_args(p: argparse.ArgumentParser) -> None:
-    """``--chat-template-args k=v,...`` on every command that prompts a chat model (run, evolve, train)."""
-    p.add_argument("--chat-template-args", type=kv, default=None, metavar="K=V,...",
-                   help="keyword arguments of the model's chat template, coerced like --model-args; e.g. "
-                        "enable_thinking=false renders Qwen3 prompts without thinking, as the paper ran them "
-                        "(hf/vllm: passed to the template; openai: sent as chat_template_kwargs). Part of the run")
+    """The shared ``--chat-template-args`` (harness.core.models), recorded as part of the run."""
+    add_model_chat_template_args(p, ". Part of the run")
 
 
 def add_cache_flag(p: argparse.ArgumentParser) -> None:

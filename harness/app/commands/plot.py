@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from harness.core.results import check_same_task
     from reports.evolve import refuse_mixed
-    from reports.evolve_plots import is_evolve_run, plot_evolve
+    from harness.core.results import is_evolve_run
+    from reports.evolve_plots import plot_evolve
 
     check_same_task(args.runs)  # one figure, one task and split
     refuse_mixed(args.runs, "plot")

@@ -61,7 +61,7 @@ def format_table(runs: Sequence[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.results import load_run, run_kind
+    from harness.core.results import is_evolve_run, load_run
 
     from harness.core.store import CONFIG
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"vpo show: skipping {r}: not a run folder (no {CONFIG})", file=sys.stderr)
     if not paths:
         raise ValueError(f"none of the {len(args.runs)} paths is a run folder (a folder with {CONFIG})")
-    evolve_paths = [r for r in paths if run_kind(r) == "evolve"]
+    evolve_paths = [r for r in paths if is_evolve_run(r)]
     paths = [r for r in paths if r not in evolve_paths]
     loaded = [load_run(r) for r in paths]
     from harness.core.results import results_at

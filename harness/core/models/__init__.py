@@ -122,6 +122,16 @@ def kv_arg(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def add_chat_template_args(p: Any, more: str = "") -> None:
+    """``--chat-template-args k=v,...`` on every command that prompts a chat model (run, evolve,
+    train, serve): one flag, one parser, one default (unset: None), whichever command registers it;
+    ``more`` says what the command does with it beyond the shared help."""
+    p.add_argument("--chat-template-args", type=kv_arg, default=None, metavar="K=V,...",
+                   help="keyword arguments of the model's chat template, coerced like --model-args; e.g. "
+                        "enable_thinking=false renders Qwen3 prompts without thinking, as the paper ran them "
+                        "(hf/vllm: passed to the template; openai: sent as chat_template_kwargs)" + more)
+
+
 def accepted_args(cls: type, exclude: tuple[str, ...] = ("self", "model", "model_args")) -> list[str]:
     """The keyword arguments a backend class takes: its ``__init__`` signature is the one list."""
     import inspect
