@@ -9,7 +9,6 @@ system prompt, and completion-only backends render the list with the model's cha
 """
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Sequence
@@ -130,43 +129,6 @@ class Benchmark(ABC):
     @abstractmethod
     def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
         """Prompt asking for m different answers in one generation."""
-
-    def mutation_prompt(self, problem: Problem, parent: Shown, inspirations: Sequence[Shown], m: int, *,
-                        style: str = "full") -> Messages | None:
-        """The task's own prompt for ``vpo evolve --prompt-mode evolve``: the problem, a parent answer
-        with its reward vector (and optionally inspirations), asking for m answers that improve on or
-        differ from it, in the task's own answer format (so the task's parser and reward apply
-        unchanged). None: the task has none, and the engine uses OpenEvolve's program-evolution
-        prompt (code tasks, whose answers are programs OpenEvolve knows how to show)."""
-        return None
-
-    # ---- answers as prefixes (`vpo evolve --prompt-mode prefix`) --------------------------------------
-    #: what opens a single answer in this task's completion format ("<answer>" for Maze); empty for
-    #: tasks whose parsed answer is the reply as written (MuSiQue, ToolRL, Eureqa)
-    answer_open: ClassVar[str] = ""
-
-    def answer_steps(self, problem: Problem, answer: str) -> list[str]:
-        """A parsed answer cut into the steps a prefix may end after. Default: words, each with the
-        whitespace before it, so the first k pieces joined are the answer's text up to word k."""
-        return re.findall(r"\s*\S+", answer or "")
-
-    def answer_prefix(self, problem: Problem, answer: str, cut: int, m: int) -> str:
-        """The start of a completion, in the format the task's prompt asks for, holding the first
-        ``cut`` steps of ``answer`` and left open, so a policy trained on the task prompt continues it
-        (a prefilled assistant turn): for ``m == 1`` the single answer, for ``m > 1`` the first answer
-        of the set (``<tag_1>``), after which the policy writes the rest of the set. The completion
-        prefix + continuation is parsed and scored by the task as a sampled one is."""
-        body = self.join_steps(self.answer_steps(problem, answer)[: max(0, int(cut))])
-        return (self.answer_open if m == 1 else f"<{self.answer_tag}_1>") + body
-
-    def join_steps(self, steps: Sequence[str]) -> str:
-        """The text of a run of steps (the inverse of :meth:`answer_steps` on a prefix of them)."""
-        return "".join(steps)
-
-    def plateau_cut(self, problem: Problem, answer: str) -> int | None:
-        """The step after which the answer's reward stopped improving, for ``--cut plateau``; None when
-        the task cannot score a partial answer (the engine then cuts uniformly, as documented)."""
-        return None
 
     # ---- parsing ----------------------------------------------------------------------------------
     def parse(self, completion: str, m: int | None = None) -> list[str | None]:

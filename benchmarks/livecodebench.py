@@ -444,16 +444,6 @@ class LiveCodeBench(Benchmark):
     def parse_single(self, completion: str) -> str | None:
         return extract_code(completion)
 
-    # ---- answers as prefixes (`vpo evolve --prompt-mode prefix`) -------------------------------------
-    def answer_steps(self, problem: Problem, answer: str) -> list[str]:
-        """A program's steps are its lines (newlines kept, so the joined lines are the code)."""
-        return (answer or "").splitlines(keepends=True)
-
-    def answer_prefix(self, problem: Problem, answer: str, cut: int, m: int) -> str:
-        """The first ``cut`` lines of the program in an open ```python block: the single answer, or the
-        first block of a set (the multi prompt separates fenced blocks by ``---``, no numbered tags)."""
-        return "```python\n" + self.join_steps(self.answer_steps(problem, answer)[: max(0, int(cut))])
-
     def dedup_key(self, problem: Problem, answer: str | None, r: np.ndarray) -> Any:
         """Two programs are duplicates when their ASTs match (formatting/comments/docstrings aside)."""
         return normalized_ast(answer)

@@ -338,39 +338,6 @@ class Maze(Benchmark):
         """The move list of a parsed answer under this task's parse mode."""
         return paper_moves(answer) if self.parse_mode == "paper" else parse_moves(answer)
 
-    # ---- answers as prefixes ------------------------------------------------------------------------
-    answer_open = "<answer>"
-
-    def answer_steps(self, problem: Problem, answer: str) -> list[str]:
-        """A route's steps are the moves it uses (as the parser reads them): up to reaching E or the
-        step budget. Moves after those are ignored by the simulator, so a cut among them would keep
-        the whole effective route and the child would walk the parent's path."""
-        moves = self.moves(answer)
-        _, info = simulate(MazeInstance.from_problem(problem), moves, self.reward_mode)
-        return moves[: info["steps"]]
-
-    def join_steps(self, steps: Sequence[str]) -> str:
-        return " ".join(steps)  # space-separated move words, as the prompts ask for
-
-    def plateau_cut(self, problem: Problem, answer: str) -> int | None:
-        """The first step at which the route's reward, scored as if the route reached E right there
-        (items collected, lava hit, bonus so far), reaches its best over the route: after it the
-        route only walks (the real reward is zero until E, so it cannot say where progress stopped)."""
-        inst = MazeInstance.from_problem(problem)
-        moves = self.moves(answer)
-        best, at = float("-inf"), 0
-        for k in range(len(moves) + 1):
-            _, info = simulate(inst, moves[:k], self.reward_mode)
-            r = reward_from_counts(len(info["gold"]), len(info["diamond"]), len(info["lava_hit"]),
-                                   info["bonus_visited"], total_gold=len(inst.gold), total_diamond=len(inst.diamond),
-                                   total_lava=len(inst.lava), completed=True, reward_mode=self.reward_mode)
-            value = float(self.scalar(r))
-            if value > best + 1e-12:
-                best, at = value, k
-            if info["reached_exit"]:
-                break
-        return at
-
     # ---- scoring ----------------------------------------------------------------------------------
     def reward(self, problem: Problem, answer: str | None) -> np.ndarray:
         moves = self.moves(answer)

@@ -533,13 +533,6 @@ class ToolRL(Benchmark):
         # an empty block is a missing attempt (zero vector), unlike an empty single reply
         return [b if b is not None and b.strip() else None for b in self.authors_parse(completion, m)]
 
-    def answer_prefix(self, problem: Problem, answer: str, cut: int, m: int) -> str:
-        """As the default, less the think block ``prefill_think`` put in front of a single answer (the
-        parser puts it there again)."""
-        if m == 1 and self.options["prefill_think"] and answer.startswith(QWEN3_NO_THINK_PREFIX):
-            answer = answer[len(QWEN3_NO_THINK_PREFIX):]
-        return super().answer_prefix(problem, answer, cut, m)
-
     def parse_single(self, completion: str) -> str | None:
         """paper: the reply as written (an empty reply is scored too: format 0, and 1 on the call
         components when the gold has no calls); lenient: None for an empty reply."""

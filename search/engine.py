@@ -58,6 +58,7 @@ from typing import Any, Callable, Sequence
 
 from benchmarks import Benchmark, Problem
 from harness.core.seeding import derive_seed
+from search.adapters import adapter_for
 from search.evaluator import Evaluation, TaskEvaluator
 from search.llm import ChatLLM
 
@@ -96,7 +97,7 @@ class EvolveSettings:
 
 
 #: prefix mode's cut rules: a uniform step of the parent's answer, or where its reward stopped improving
-#: (``Benchmark.plateau_cut``; tasks that cannot say fall back to uniform)
+#: (``SearchAdapter.plateau_cut``; tasks that cannot say fall back to uniform)
 CUT_RULES = ("uniform", "plateau")
 
 
@@ -159,6 +160,7 @@ class ProblemEvolution:
         from search.database import OrderedProgramDatabase
 
         self.s, self.problem = s, problem
+        self.adapter = adapter_for(s.task)  # how this search reads the task's answers (search/adapters.py)
         self.evaluator = TaskEvaluator(s.task, problem)
         self.ckpt_dir = s.checkpoint_root / _safe(problem.id) / "checkpoints"
         self.db = OrderedProgramDatabase(s.config.database, name=problem.id,
@@ -447,14 +449,14 @@ class ProblemEvolution:
         iteration, so replays, W and hash seeds cannot move it), uniform over 0 .. steps - 1, so at
         least one step is rewritten; ``plateau`` cuts where the parent's reward stopped improving
         when the task can say (Maze), else uniformly."""
-        s = self.s
-        steps = s.task.answer_steps(self.problem, parent.code)
-        cut = s.task.plateau_cut(self.problem, parent.code) if s.cut == "plateau" else None
+        s, ad = self.s, self.adapter
+        steps = ad.steps(self.problem, parent.code)
+        cut = ad.plateau_cut(self.problem, parent.code) if s.cut == "plateau" else None
         if cut is None:
             rng = random.Random(derive_seed(s.seed, self.problem.id, it, "cut"))
             cut = rng.randrange(len(steps)) if steps else 0
         cut = max(0, min(int(cut), len(steps)))
-        return s.task.answer_prefix(self.problem, parent.code, cut, s.m), cut
+        return ad.prefix(self.problem, parent.code, cut, s.m), cut
 
     def _messages(self, it: int, island: int, parent: Any, inspirations: list[Any]) -> tuple[str, list[dict[str, str]]]:
         s, cfg = self.s, self.s.config
@@ -491,7 +493,7 @@ class ProblemEvolution:
                                                      {"role": "user", "content": user}]
 
     def _task_mutation(self, parent: Any, inspirations: list[Any]) -> list[dict[str, str]] | None:
-        """The task's own mutation prompt (``Benchmark.mutation_prompt``) for non-code tasks that have
+        """The task's own mutation prompt (``SearchAdapter.mutation_prompt``) for non-code tasks that have
         one: the parent and inspirations with their reward vectors, answers in the task's format.
         Code tasks keep OpenEvolve's prompt (programs, diffs, artifacts)."""
         from benchmarks.base import Shown
@@ -503,8 +505,8 @@ class ProblemEvolution:
         def shown(prog: Any) -> Shown:
             return Shown(prog.code, tuple(float(prog.metrics.get(c, 0.0)) for c in names))
 
-        return self.s.task.mutation_prompt(self.problem, shown(parent), [shown(p) for p in inspirations],
-                                           self.s.m, style=self.s.prompt_style)
+        return self.adapter.mutation_prompt(self.problem, shown(parent), [shown(p) for p in inspirations],
+                                            self.s.m, style=self.s.prompt_style)
 
     def _parse(self, text: str, mode: str, parent_code: str | None) -> list[str | None]:
         """Children of an evolve-mode completion: the parent with the SEARCH/REPLACE blocks applied,

@@ -95,5 +95,10 @@ def test_compact_prompt_fits_the_bundled_models_context(task):
 
 def test_tasks_without_a_mutation_prompt_say_so():
     from benchmarks import get_task
+    from search.adapters import adapter_for
 
-    assert get_task("toolrl").mutation_prompt(None, Shown("x", (0.0,)), [], 1) is None
+    assert adapter_for(get_task("toolrl")).mutation_prompt(None, Shown("x", (0.0,)), [], 1) is None
+    maze = get_task("maze")
+    p = maze.load("test", limit=1)[0]
+    assert adapter_for(maze).mutation_prompt(p, Shown("UP", (0.0,) * 4), [], 1) == \
+        maze.mutation_prompt(p, Shown("UP", (0.0,) * 4), [], 1)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from benchmarks import get_task
+from search.adapters import adapter_for
 from search.evolve import EvolveConfig, run_evolve
 from search.engine import complete_iterations
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, prefilled
@@ -93,7 +94,7 @@ def _check_prefixes(rows: dict, requests: list[dict[str, Any]], m: int) -> None:
     assert len(firsts) == 2 * 14
     for r in firsts:
         parent = by_id[r["parent_id"]]
-        steps = task.answer_steps(problems[r["problem_id"]], parent["answers"][0])
+        steps = adapter_for(task).steps(problems[r["problem_id"]], parent["answers"][0])
         assert 0 <= r["cut"] < max(1, len(steps))
         assert r["prefix"] == OPEN[m] + " ".join(steps[:r["cut"]])
         assert r["text"].startswith(r["prefix"])
@@ -163,7 +164,7 @@ def test_plateau_cut_is_where_the_parents_reward_stopped_improving(tmp_path: Pat
     assert firsts
     for r in firsts:
         parent = by_id[r["parent_id"]]["answers"][0]
-        assert r["cut"] == task.plateau_cut(problems[r["problem_id"]], parent)
+        assert r["cut"] == adapter_for(task).plateau_cut(problems[r["problem_id"]], parent)
 
 
 def test_maze_plateau_cut_rule() -> None:
@@ -176,7 +177,8 @@ def test_maze_plateau_cut_rule() -> None:
     p = task.load("test", limit=1)[0]
     inst = MazeInstance.from_problem(p)
     route = list(best_route(inst, (0.1, 0.7, 0.1, 0.1), "convex_bonus"))
-    cut = task.plateau_cut(p, " ".join(route))
+    ad = adapter_for(task)
+    cut = ad.plateau_cut(p, " ".join(route))
     _, info = task.simulate(p, route[:cut])
     _, full = task.simulate(p, route)
     assert (len(info["gold"]), len(info["diamond"]), info["bonus_visited"]) == \
@@ -185,10 +187,10 @@ def test_maze_plateau_cut_rule() -> None:
         _, before = task.simulate(p, route[:cut - 1])
         assert (len(before["gold"]), len(before["diamond"]), before["bonus_visited"], len(before["lava_hit"])) != \
             (len(info["gold"]), len(info["diamond"]), info["bonus_visited"], len(info["lava_hit"]))
-    assert task.answer_prefix(p, " ".join(route), 2, 3) == "<route_1>" + " ".join(route[:2])
-    assert task.answer_prefix(p, " ".join(route), 0, 1) == "<answer>"
+    assert ad.prefix(p, " ".join(route), 2, 3) == "<route_1>" + " ".join(route[:2])
+    assert ad.prefix(p, " ".join(route), 0, 1) == "<answer>"
     # the steps a cut may fall between are the moves the route uses: none after E
-    assert task.answer_steps(p, " ".join(route + ["UP", "UP", "LEFT"])) == route
+    assert ad.steps(p, " ".join(route + ["UP", "UP", "LEFT"])) == route
 
 
 def test_default_answer_prefix_keeps_the_text_up_to_a_word() -> None:
@@ -202,12 +204,13 @@ def test_default_answer_prefix_keeps_the_text_up_to_a_word() -> None:
         def multi_prompt(self, *a, **k): return []  # noqa: E704
         def reward(self, *a, **k): return None  # noqa: E704
 
-    t, p = T(), None
+    t, p = adapter_for(T()), None  # a task without an entry in search.adapters.ADAPTERS: words
     ans = "<support>1, 2</support>\n<answer>Paris  France</answer>"
-    assert t.answer_steps(p, ans)[:2] == ["<support>1,", " 2</support>"]
-    assert t.answer_prefix(p, ans, 3, 1) == "<support>1, 2</support>\n<answer>Paris"
-    assert t.answer_prefix(p, ans, 1, 3) == "<response_1><support>1,"
+    assert t.steps(p, ans)[:2] == ["<support>1,", " 2</support>"]
+    assert t.prefix(p, ans, 3, 1) == "<support>1, 2</support>\n<answer>Paris"
+    assert t.prefix(p, ans, 1, 3) == "<response_1><support>1,"
     assert t.plateau_cut(p, ans) is None
+    assert t.mutation_prompt(p, None, [], 1) is None
 
 
 # ---- across processes: string-hash seed, kill -9 + resume ------------------------------------------------
