@@ -1,26 +1,19 @@
 """The folders are the layers, and the import graph has no arrow from a lower layer to a higher one.
 
-Layers, bottom to top. A module may import its own layer package and the packages of lower layers;
-two packages on one layer are siblings and import neither each other:
-
-    0 infrastructure  harness.core     paths, seeding, store, rows, config, metrics, results,
-                                       provenance, models/, sandbox/, executors/   (knows no task)
-    1 tasks           benchmarks       problems, prompts, parsers, rewards, scoring
-    2 evaluation      harness.eval     runner (a model on a task's problems -> a scored run folder),
-                                       selection (task-aware selected@k over stored pools)
-    3 consumers       training, search training; evolve (its orchestration and its loop), serve
-    4 reading         reports          reads every kind of run, evolve runs included
-    5 application     harness.app      the `vpo` CLI, commands/, demo, rescore, val_eval
-    6 tools           bench            anything but tests
+The layers, their packages and what each holds are the table of docs/layers.md, the one copy: this
+test reads each package's layer from it and checks that the table names every module of a package.
+A module may import its own layer package and the packages of lower layers; two packages on one
+layer are siblings and import neither each other.
 
 ``harness`` itself (harness/__init__.py) is the public face, ``harness.run`` / ``harness.load_run``,
 resolved lazily; it sits on the layer of what it hands out. Every import counts, including the lazy
 ones inside functions: a lazy import is still an arrow, it only moves the cost. ``tests`` may import
-anything; nothing outside tests may import ``tests``. docs/layers.md explains the table.
+anything; nothing outside tests may import ``tests``.
 """
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -28,20 +21,25 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "benchmarks", "training", "search", "reports", "bench")
 
-#: layer package -> layer. A module's layer is its package's: there are no per-module exceptions.
-LAYERS: dict[str, int] = {
-    "harness.core": 0,
-    "benchmarks": 1,
-    "harness.eval": 2,
-    "training": 3, "search": 3,
-    "reports": 4,
-    "harness.app": 5,
-    "bench": 6,
-}
+DOC = ROOT / "docs" / "layers.md"
+#: a row of the doc's table: ``| 3 consumers | `training/`, `search/` | what lives there | ... |``
+_ROW = re.compile(r"^\| (\d+) (\w+) \| ([^|]+) \| ([^|]+) \|", re.M)
+
+
+def _table() -> list[tuple[int, str, list[str], str]]:
+    """(layer, name, packages, what lives there) per row of docs/layers.md's table."""
+    rows = [(int(n), name, [p.strip("/").replace("/", ".") for p in re.findall(r"`([\w/]+/)`", pkgs)], what)
+            for n, name, pkgs, what in _ROW.findall(DOC.read_text(encoding="utf-8"))]
+    assert rows, f"{DOC}: no layer table found"
+    return rows
+
+
+#: layer package -> layer, read from docs/layers.md. A module's layer is its package's: there are no
+#: per-module exceptions.
+LAYERS: dict[str, int] = {pkg: n for n, _, pkgs, _ in _table() for pkg in pkgs}
 #: modules outside every layer package, with their layer
 FACADES: dict[str, int] = {"harness": 2}
-NAMES = {0: "infrastructure", 1: "tasks", 2: "evaluation", 3: "consumers", 4: "reading", 5: "application",
-         6: "tools"}
+NAMES = {n: name for n, name, _, _ in _table()}
 
 
 def package_of(module: str) -> str | None:
@@ -137,9 +135,32 @@ def test_layer_packages_are_folders() -> None:
     assert not stray, f"harness/ holds {stray} outside its floors (harness/core, harness/eval, harness/app)"
 
 
+def test_the_doc_table_is_the_layering() -> None:
+    """docs/layers.md holds the layers in order, every top-level package on one, and each row names
+    every module and subpackage of its packages (bench/'s are listed in CONTRIBUTING.md and checked
+    by tests/bench/test_bench_list.py), so the one list cannot fall behind the tree."""
+    rows = _table()
+    assert [n for n, *_ in rows] == list(range(len(rows)))
+    assert {"harness.core", "benchmarks", "harness.eval", "training", "search", "reports", "harness.app",
+            "bench"} == set(LAYERS)
+    unnamed = []
+    for _, _, pkgs, what in rows:
+        named = set(re.findall(r"`(\w+)/?`", what))
+        for pkg in pkgs:
+            if pkg == "bench":
+                continue
+            folder = ROOT.joinpath(*pkg.split("."))
+            for p in sorted(folder.iterdir()):
+                name = p.stem if p.suffix == ".py" else p.name
+                is_code = p.suffix == ".py" or (p / "__init__.py").is_file()
+                if is_code and name != "__init__" and module_name(folder / name) not in LAYERS and name not in named:
+                    unnamed.append(f"{pkg}.{name}")
+    assert not unnamed, f"modules not named in their row of docs/layers.md: {unnamed}"
+
+
 def test_every_module_has_a_layer() -> None:
     missing = [module_name(f) for f in project_files() if package_of(module_name(f)) is None]
-    assert not missing, f"these modules are in no layer package of tests/test_layers.py LAYERS: {missing}"
+    assert not missing, f"these modules are in no layer package of the docs/layers.md table: {missing}"
 
 
 def test_no_arrow_points_up() -> None:

@@ -1,3 +1,3 @@
-"""The roof: the `vpo` command line (cli, commands/) and the drivers that combine the layers below
-(demo, rescore, val_eval). Nothing below imports from here (docs/layers.md).
+"""The roof: the `vpo` command line and the drivers that combine the layers below; nothing below
+imports from here (the layer table: docs/layers.md).
 """

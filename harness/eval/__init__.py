@@ -1,6 +1,3 @@
-"""Evaluation: a model on a task's problems, scored, in a run folder (runner), and the task-aware
-selection metrics over stored pools (selection).
-
-The first floor above the tasks: search (its plain-sampling baseline), reports and the app build on
-it; it imports only benchmarks and harness.core (docs/layers.md).
+"""Evaluation: a model on a task's problems, scored, in a run folder, on the floor above the tasks
+(what lives here and the layers around it: docs/layers.md).
 """
