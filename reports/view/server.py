@@ -1,12 +1,14 @@
 """The `vpo view` HTTP server: stdlib ``ThreadingHTTPServer`` on a loopback address, read-only.
 
-Why stdlib and not a framework: the viewer is a handful of GET routes returning JSON and three static
-files; ``http.server`` serves that with no new runtime dependency and starts in a thread inside a
-test. The page is safe against the texts it shows: every response carries a Content-Security-Policy
-that allows scripts from this origin only (``/app.js``; no inline script, no ``eval``), the app
-writes data with ``textContent`` only, and JSON is ASCII-escaped (lone surrogates included). Requests
-whose Host header is not this loopback address are refused (a DNS-rebinding page elsewhere cannot
-read the runs).
+Why stdlib and not a framework: the viewer is a handful of GET routes returning JSON and the few
+static files of one page (``FILES``: the page, its stylesheet, its icon and the scripts in
+``SCRIPTS``); ``http.server`` serves that with no new runtime dependency and starts in a thread inside
+a test. The page is safe against the texts it shows: every response carries a
+Content-Security-Policy that allows scripts from this origin only (the files of ``SCRIPTS``; no
+inline script, no ``eval``), the app writes data with ``textContent`` only, and JSON is
+ASCII-escaped (lone surrogates included). Requests whose Host header names neither this address
+and port nor ``localhost`` on this port are refused (a DNS-rebinding page elsewhere cannot read the
+runs).
 """
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ from reports.view.api import NotFound, ViewData
 from reports.view.catalog import to_json_text
 
 STATIC = Path(__file__).resolve().parent / "static"
-#: path -> (file under static/, content type)
 #: the app's scripts, in the order index.html loads them (the export copies the same files)
 SCRIPTS = ("dom.js", "charts.js", "graph.js", "app.js")
+#: path -> (file under static/, content type)
 FILES = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
          "/app.css": ("app.css", "text/css; charset=utf-8"),
          "/favicon.svg": ("favicon.svg", "image/svg+xml"), "/favicon.ico": ("favicon.svg", "image/svg+xml"),
