@@ -6,9 +6,12 @@ actually asked for, so ``vpo --help`` and the CPU-only test suite never pay for 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, check_args
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = [
     "Backend",
@@ -122,7 +125,7 @@ def kv_arg(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_chat_template_args(p: Any, more: str = "") -> None:
+def add_chat_template_args(p: "argparse.ArgumentParser", more: str = "") -> None:
     """``--chat-template-args k=v,...`` on every command that prompts a chat model (run, evolve,
     train, serve): one flag, one parser, one default (unset: None), whichever command registers it;
     ``more`` says what the command does with it beyond the shared help."""
