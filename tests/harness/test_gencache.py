@@ -117,7 +117,7 @@ def test_lookups_past_one_sql_chunk(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "generations.sqlite").write_bytes(b"not a database, just text " * 100)
-    with pytest.raises(CacheError, match=r"generations\.sqlite.*VPO_CACHE_DIR"):
+    with pytest.raises(CacheError, match=r"generations\.sqlite.*vpo cache clear.*--no-cache"):
         GenerationCache(tmp_path)
 
 
@@ -211,7 +211,7 @@ def sampled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
             yield gen
 
     monkeypatch.setattr(MockBackend, "generate", counting)
-    monkeypatch.setattr(runner, "model_fingerprint", lambda spec: "weights-1")
+    monkeypatch.setattr(runner, "model_fingerprint", lambda spec, args=None: "weights-1")
     return calls
 
 
@@ -246,7 +246,8 @@ def test_second_identical_run_samples_nothing(tmp_path: Path, sampled: list) -> 
     assert results["n_cached"] == N_CHAINS
     assert results["metrics"] == json.loads((first / "results.json").read_text())["metrics"]
     assert _config(second)["cache"] | {"dir": None} == {"enabled": True, "found": N_CHAINS, "sampled": 0,
-                                                      "dir": None, "why": _config(second)["cache"]["why"]}
+                                                      "dir": None, "why": _config(second)["cache"]["why"],
+                                                      "runtime": {}}
 
 
 @pytest.mark.parametrize("change", [
@@ -266,7 +267,7 @@ def test_a_run_differing_in_one_key_part_samples_every_chain(tmp_path: Path, sam
     _run(tmp_path, "a")
     sampled.clear()
     if change == "weights":
-        monkeypatch.setattr(runner, "model_fingerprint", lambda spec: "weights-2")
+        monkeypatch.setattr(runner, "model_fingerprint", lambda spec, args=None: "weights-2")
         change = {}
     folder = _run(tmp_path, "b", **change)
     assert len(sampled) == N_CHAINS
@@ -282,7 +283,7 @@ def test_execution_args_and_bigger_pools_reuse_what_they_share(tmp_path: Path, s
     folder = _run(tmp_path, "c", n=5)  # chains 0-2 of each problem are the same chains; 3-4 are new
     assert sorted(sampled) == sorted((p, c) for p in {p for p, _ in sampled} for c in (3, 4))
     assert len(sampled) == 2 * 2 and _config(folder)["cache"] | {"dir": None, "why": None} == {
-        "enabled": True, "found": N_CHAINS, "sampled": 4, "dir": None, "why": None}
+        "enabled": True, "found": N_CHAINS, "sampled": 4, "dir": None, "why": None, "runtime": {}}
 
 
 def test_no_cache_samples_everything_and_records_it(tmp_path: Path, sampled: list) -> None:
@@ -324,7 +325,7 @@ def test_vpo_run_flags_and_vpo_cache(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["cache", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["entries"] == 6 and shown["models"]["mock:moves"]["entries"] == 6
-    assert shown["path"] == str(Path(os.environ["VPO_CACHE_DIR"]) / "generations.sqlite")
+    assert shown["path"] == str(Path(os.environ["VPO_CACHE"]) / "generations" / "generations.sqlite")
     assert main(["cache"]) == 0 and "mock:moves" in capsys.readouterr().out
     assert main(["cache", "clear", "--model", "mock:words"]) == 0 and "removed 0 chains" in capsys.readouterr().out
     assert main(["cache", "clear"]) == 0 and "removed 6 chains" in capsys.readouterr().out
@@ -333,12 +334,16 @@ def test_vpo_run_flags_and_vpo_cache(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert len(err) == 1 and "--model" in err[0]
 
 
-def test_an_unusable_cache_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    Path(os.environ["VPO_CACHE_DIR"], "generations.sqlite").write_bytes(b"garbage " * 512)
+def test_an_unusable_cache_file_is_a_miss_with_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that is not a database: the run samples and succeeds, saying once what to do."""
+    cache_file = Path(os.environ["VPO_CACHE"], "generations", "generations.sqlite")
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    cache_file.write_bytes(b"garbage " * 512)
     rc = main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "-n", "1", "--no-progress",
                "--out", str(tmp_path / "a")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "generations.sqlite" in err[0] and "--no-cache" in err[0]
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "generation cache" in ln]
+    assert rc == 0 and len(err) == 1 and str(cache_file) in err[0] and "--no-cache" in err[0]
+    assert "vpo cache clear" in err[0] and _config(tmp_path / "a")["cache"]["enabled"] is False
 
 
 @pytest.mark.parametrize("flag,expect", [([], None), (["--no-cache"], False), (["--cache"], True)])
@@ -415,7 +420,7 @@ def test_a_failing_cache_write_warns_once_and_the_run_goes_on(tmp_path: Path, sa
     assert len(warnings) == 1 and "goes on" in warnings[0]
 
 
-def test_a_failing_lookup_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_a_failing_lookup_is_a_miss_with_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     class Broken:
         def execute(self, *a: Any) -> Any:
@@ -434,5 +439,6 @@ def test_a_failing_lookup_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     monkeypatch.setattr(GenerationCache, "__init__", init)
     rc = main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "-n", "1", "--no-progress",
                "--out", str(tmp_path / "a")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "disk I/O error" in err[0] and "--no-cache" in err[0]
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "generation cache" in ln]
+    assert rc == 0 and len(err) == 1 and "disk I/O error" in err[0] and "--no-cache" in err[0]
+    assert len(_rows(tmp_path / "a")) == 1
