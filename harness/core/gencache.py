@@ -194,9 +194,6 @@ class GenerationCache:
         damaged = 0
         with self._lock:
             try:
-                check = self._db.execute("PRAGMA quick_check").fetchone()[0]
-                if check != "ok":
-                    raise sqlite3.DatabaseError(f"integrity check: {check}")
                 for key, model, value, sha, size in self._db.execute("SELECT key, model, value, sha, bytes FROM chains"):
                     if _decode(key, value, sha) is None:
                         damaged += 1

@@ -442,3 +442,109 @@ def test_a_failing_lookup_is_a_miss_with_one_warning(tmp_path: Path, capsys: pyt
     err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "generation cache" in ln]
     assert rc == 0 and len(err) == 1 and "disk I/O error" in err[0] and "--no-cache" in err[0]
     assert len(_rows(tmp_path / "a")) == 1
+
+
+# ---- damage ---------------------------------------------------------------------------------------
+
+
+def _flip_on_disk(folder: Path, needle: bytes) -> None:
+    """Flip one byte of ``needle`` inside the database file itself (the cache closed, so the WAL is
+    checkpointed into it): what a bad sector or a stray write does, below SQLite."""
+    db = folder / "generations.sqlite"
+    data = bytearray(db.read_bytes())
+    i = data.index(needle)
+    data[i + 2] ^= 0x01
+    db.write_bytes(bytes(data))
+
+
+def test_a_flipped_byte_is_a_miss_with_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with GenerationCache(tmp_path) as cache:
+        cache.put("k1", "m", {"text": "route UP UP LEFT"})
+        cache.put("k2", "m", {"text": "route DOWN"})
+        cache.put("k3", "m", {"text": "route RIGHT RIGHT"})
+    _flip_on_disk(tmp_path, b"UP UP LEFT")
+    _flip_on_disk(tmp_path, b"RIGHT RIGHT")
+    with GenerationCache(tmp_path) as cache:
+        assert cache.stats().damaged == 2
+        assert cache.get_many(["k1", "k2"]) == {"k2": {"text": "route DOWN"}}
+        assert cache.get_many(["k3"]) == {}
+        warned = [ln for ln in capsys.readouterr().err.splitlines() if "damaged" in ln]
+        assert len(warned) == 1 and str(cache.path) in warned[0]
+        assert "--no-cache" in warned[0] and "vpo cache clear" in warned[0]
+        cache.put("k1", "m", {"text": "sampled again"})  # the damaged entry was removed: the new one is stored
+        assert cache.get_many(["k1"]) == {"k1": {"text": "sampled again"}} and cache.stats().damaged == 0
+
+
+def test_a_value_moved_under_another_key_is_a_miss(tmp_path: Path) -> None:
+    with GenerationCache(tmp_path) as cache:
+        cache.put("k1", "m", {"text": "one"})
+        cache.put("k2", "m", {"text": "two"})
+    with sqlite3.connect(str(tmp_path / "generations.sqlite")) as db:
+        value, sha = db.execute("SELECT value, sha FROM chains WHERE key = 'k1'").fetchone()
+        db.execute("UPDATE chains SET value = ?, sha = ? WHERE key = 'k2'", (value, sha))
+    with GenerationCache(tmp_path) as cache:
+        assert cache.get_many(["k1", "k2"]) == {"k1": {"text": "one"}}
+
+
+def _cache_file() -> Path:
+    return Path(os.environ["VPO_CACHE"], "generations", "generations.sqlite")
+
+
+def test_vpo_cache_reports_and_clear_removes_a_truncated_file(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    with GenerationCache(_cache_file().parent) as cache:
+        for i in range(400):
+            cache.put(f"k{i}", "mock:moves", {"text": "x" * 200 + str(i)})
+    data = _cache_file().read_bytes()
+    _cache_file().write_bytes(data[: len(data) // 2])
+    capsys.readouterr()
+    assert main(["cache"]) == 1
+    out = capsys.readouterr()
+    assert "damaged" in out.out and "Traceback" not in out.out + out.err
+    assert main(["cache", "--json"]) == 1 and json.loads(capsys.readouterr().out)["damaged_file"]
+    assert main(["cache", "clear"]) == 0
+    assert "removed the damaged generation cache" in capsys.readouterr().out
+    assert main(["cache", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["entries"] == 0 and shown["damaged_file"] is None
+
+
+def test_vpo_cache_clear_removes_a_file_that_is_not_a_database(capsys: pytest.CaptureFixture[str]) -> None:
+    _cache_file().parent.mkdir(parents=True, exist_ok=True)
+    _cache_file().write_bytes(b"garbage " * 512)
+    assert main(["cache"]) == 1 and "not a database" in capsys.readouterr().out
+    assert main(["cache", "clear", "--model", "mock:moves"]) == 0
+    assert "--model mock:moves" in capsys.readouterr().out
+    assert main(["cache"]) == 0 and "0 chains" in capsys.readouterr().out
+
+
+def test_vpo_cache_counts_damaged_entries(capsys: pytest.CaptureFixture[str]) -> None:
+    with GenerationCache(_cache_file().parent) as cache:
+        cache.put("k1", "mock:moves", {"text": "a route to flip"})
+        cache.put("k2", "mock:moves", {"text": "fine"})
+    _flip_on_disk(_cache_file().parent, b"route to flip")
+    assert main(["cache", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["damaged_entries"] == 1 and shown["entries"] == 1
+    assert main(["cache"]) == 0 and "1 damaged entries" in capsys.readouterr().out
+
+
+def test_a_cached_row_equals_the_row_it_replaced(tmp_path: Path) -> None:
+    """A --prefix run and its replay from the cache: every field of every row is equal, the cached
+    mark aside (the prefix and its token count included; they were lost once)."""
+    common = ["run", "--task", "maze", "--model", "mock:moves", "--limit", "2", "-n", "3", "--no-progress",
+              "--prefix", "<answer>UP, "]
+    assert main(common + ["--out", str(tmp_path / "a")]) == 0
+    assert main(common + ["--out", str(tmp_path / "b")]) == 0
+    first, second = _rows(tmp_path / "a"), _rows(tmp_path / "b")
+    assert all(r["extra"].get("cached") is True for r in second) and all(r.get("prefix") for r in first)
+
+    def plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for r in rows:
+            r = {k: v for k, v in r.items() if k != "score_s"}  # scoring time of this process
+            r["extra"] = {k: v for k, v in r.get("extra", {}).items() if k != "cached"}
+            out.append(r)
+        return sorted(out, key=lambda r: (r["problem_id"], r["chain_index"]))
+
+    assert plain(second) == plain(first)
