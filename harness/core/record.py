@@ -66,12 +66,25 @@ FIELDS: dict[str, Check] = {
     "identity.sampling.max_tokens": _OPT_INT,
     "identity.sampling.seed": _INT,
     "identity.sampling.chat_template_args": _DICT,
+    "identity.sampling.prefix": _STR,
     "identity.resolved_sampling": _DICT,
+    "identity.resolved_sampling.temperature": _OPT_NUM,
+    "identity.resolved_sampling.top_p": _OPT_NUM,
+    "identity.resolved_sampling.max_tokens": _OPT_INT,
+    "identity.model_fingerprint": _OPT_STR,
     "identity.components": _STRS,
     "identity.problems": _DICT,
     "identity.problems.n": _INT,
     "identity.problems.ids": _STRS,
     "identity.metric_seed": _OPT_INT,
+    # the generation cache's record of the latest invocation (harness.eval.runner._consult_cache)
+    "cache": _DICT,
+    "cache.enabled": (lambda v: isinstance(v, bool), "true or false"),
+    "cache.why": _STR,
+    "cache.dir": _STR,
+    "cache.runtime": _DICT,
+    "cache.found": _INT,
+    "cache.sampled": _INT,
 }
 
 
