@@ -548,3 +548,20 @@ def test_a_cached_row_equals_the_row_it_replaced(tmp_path: Path) -> None:
         return sorted(out, key=lambda r: (r["problem_id"], r["chain_index"]))
 
     assert plain(second) == plain(first)
+
+
+def test_the_old_variable_still_moves_the_generation_cache_with_one_note(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.core import paths
+
+    monkeypatch.setattr(paths, "_noted", set())
+    monkeypatch.setenv("VPO_CACHE_DIR", str(tmp_path / "old"))
+    assert main(["cache", "--json"]) == 0 and main(["cache", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out.split("\n}\n")[0] + "}")["path"] == str(tmp_path / "old" / "generations.sqlite")
+    notes = [ln for ln in out.err.splitlines() if "VPO_CACHE_DIR" in ln]
+    assert len(notes) == 1 and "deprecated" in notes[0] and "$VPO_CACHE" in notes[0]
+    monkeypatch.delenv("VPO_CACHE_DIR")
+    assert paths.generations_dir() == Path(os.environ["VPO_CACHE"]) / "generations"
+    assert paths.digests_dir() == Path(os.environ["VPO_CACHE"]) / "digests"
