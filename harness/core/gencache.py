@@ -304,6 +304,18 @@ class CachedChains:
         self.found = len(hits)
         return hits, left
 
+    def check_loaded(self, commit: str | None) -> None:
+        """Stop storing when the backend loaded another hub commit than the key names (the hub moved
+        while the model was downloaded): those chains would be stored under the older commit's key.
+        One warning; the rows of this run say which came from the cache (``extra.cached``)."""
+        weights = str(self.model.get("weights") or "")
+        if not commit or not weights.startswith("hub:") or weights[4:] == commit or self.failed:
+            return
+        self.failed = f"loaded commit {commit}, keyed by {weights[4:]}"
+        print(f"[vpo] warning: {self.label} loaded hub commit {commit}, but the local hub cache named "
+              f"{weights[4:]} when the run started: this run's chains are not stored in the generation cache "
+              "(set HF_HUB_OFFLINE=1, or pin revision= in --model-args)", file=sys.stderr)
+
     def remember(self, row: Any) -> None:
         """Store a freshly sampled chain (a scored row); failed and cached ones are not stored. A
         write that fails (a full disk) stops storing with one warning: the run itself goes on, its

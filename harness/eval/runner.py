@@ -235,6 +235,8 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
                 if hasattr(executor, "on_event"):  # Ray replica losses and restarts go into config.json
                     executor.on_event = store.append_event
                 live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
+                if cached is not None:
+                    cached.check_loaded(getattr(live, "loaded_revision", None))
                 if hasattr(live, "on_tokens") and ex.progress:
                     bar_tok = tqdm(total=sum(len(r.chain_indices) for r in requests) * sampling.max_tokens,
                                    desc="tokens (upper bound)", unit="tok", unit_scale=True)

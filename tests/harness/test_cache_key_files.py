@@ -193,3 +193,20 @@ def test_a_resolved_dtype_or_device_change_misses(tmp_path: Path, ckpt: Path, mo
     assert json.loads((tmp_path / "b" / "config.json").read_text())["cache"]["runtime"] | {"library": None} == {
         "device": "cuda", "dtype": "bfloat16", "library": None}
     assert _run(tmp_path, ckpt, "c").calls == []  # the same machine class again: every chain found
+
+
+def test_a_backend_that_loaded_another_commit_stores_nothing(tmp_path: Path, hub: Path, capsys) -> None:
+    """The hub moved while the model downloaded: the chains are of commit B, the key names A."""
+    class Moved(ScriptedBackend):
+        loaded_revision = COMMIT_B
+
+    work = dict(task="maze", model="hf:org/tiny", limit=2, n=2, m=1, ks=(1,), progress=False, cache=True)
+    run(RunConfig.of(**work, out=str(tmp_path / "a")), backend=Moved())
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "loaded hub commit" in ln]
+    assert len(warned) == 1 and COMMIT_B in warned[0] and COMMIT_A in warned[0]
+    again = ScriptedBackend()
+    run(RunConfig.of(**work, out=str(tmp_path / "b")), backend=again)
+    assert len(again.calls) == N_CHAINS  # nothing was stored under commit A's key
+    same = ScriptedBackend()
+    run(RunConfig.of(**work, out=str(tmp_path / "c")), backend=same)
+    assert same.calls == []  # a backend without a moved commit stores as usual

@@ -167,6 +167,9 @@ class HFBackend(Backend):
                 extra["attn_implementation"] = attn_implementation
             hf_model = AutoModelForCausalLM.from_pretrained(self.path, **{_dtype_kwarg(): torch_dtype}, **extra)
             self._setup(hf_model.to(self.device), tokenizer)
+        #: the hub commit transformers loaded (None for a local folder): the generation cache keys a hub
+        #: id by the commit its local refs named, and checks that this is the one that loaded
+        self.loaded_revision: str | None = getattr(hf_model.config, "_commit_hash", None)
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, *, name: str = "in-memory", batch_size: int = 16) -> "HFBackend":
