@@ -10,7 +10,8 @@ seeds for that reason. Each seed stays an ordinary, separately resumable run (so
 group resumes seed by seed, and a seed folder can be read alone); the marker only lists the seeds
 and the identity they share less the seed, so a later ``vpo run --seed 5 --out PARENT`` can only add
 a seed of the same run. Readers (``harness.core.results.load_run``, ``reports.pools.load_pools``)
-aggregate the seeds.
+aggregate the seeds, after :func:`group_state` checked each seed folder against the group: another
+run in a seed folder is refused, a missing, empty or unfinished seed makes the group partial.
 """
 from __future__ import annotations
 
