@@ -2,7 +2,8 @@
 cache folder each round.
 
 1. ``--no-cache``: the baseline (sampling, scoring, writing the run folder);
-2. cache on, empty: every chain keyed, looked up and stored (what a first run pays for the cache);
+2. cache on, empty: every chain keyed, looked up and stored (what a first run pays for the cache;
+   with a fresh cache root, so the checkpoint's file digests are computed in it too);
 3. cache on, full: a second identical run, every chain from the cache (no model built).
 
 It prints the times, ``store overhead`` = (2) / (1) and ``speed-up`` = (1) / (3), and checks that run
@@ -45,9 +46,16 @@ def main() -> None:
     work = dict(task="maze", model=args.model, limit=args.problems, n=args.chains, m=args.m, ks=(1,),
                 prompt_style="compact", max_tokens=110 if args.m > 1 else 40, progress=False)
     times: dict[str, list[float]] = {"off": [], "empty": [], "full": []}
+    from harness.core.paths import CACHE_ENV, cache_dir
+
+    models = cache_dir() / "models"  # converted zoo models are shared: a round should not rebuild one
+    models.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(args.rounds):
-            os.environ["VPO_CACHE_DIR"] = str(Path(tmp) / f"cache{rnd}")
+            root = Path(tmp) / f"cache{rnd}"
+            root.mkdir()
+            (root / "models").symlink_to(models, target_is_directory=True)
+            os.environ[CACHE_ENV] = str(root)
             t, base = timed(work, Path(tmp) / f"off{rnd}", False)
             times["off"].append(t)
             t, _ = timed(work, Path(tmp) / f"empty{rnd}", True)

@@ -7,7 +7,7 @@ product: a (B, P) matrix of resample counts times a (P, M) matrix of per-problem
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -125,11 +125,23 @@ class Comparison:
     strategies: list[str]
     resamples: int
     seed: int
+    #: run label -> seeds as read, for each seed group among the runs (``2 of 3 seeds, partial: ...``)
+    groups: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> dict[str, str]:
+        """The groups that lack a seed they list, or hold an empty or unfinished one."""
+        return {k: v for k, v in self.groups.items() if "partial" in v}
+
+    def notes(self) -> list[str]:
+        """One line per partial seed group, for every output format."""
+        return [f"{run}: partial seed group ({label})" for run, label in self.partial.items()]
 
     def as_dict(self) -> dict[str, Any]:
         return {"rows": [asdict(r) for r in self.rows], "shared_problems": self.shared, "problems": self.totals,
                 "solved_only": self.solved_only, "ks": self.ks, "strategies": self.strategies,
-                "resamples": self.resamples, "seed": self.seed, "level": 0.95}
+                "resamples": self.resamples, "seed": self.seed, "level": 0.95, "seed_groups": self.groups,
+                "partial": self.partial}
 
 
 def _metric_k(name: str) -> tuple[str, int | None]:
@@ -276,7 +288,7 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
                             int((di < -TIE_TOL).sum()), _se(a[i][ok]), _se(b[i][ok]), _se(di), **by_seed))
         solved[run.label] = solved_only(base, run, shared, keys[0], keys[j])
     return Comparison(rows, shared_n, {r.label: len(r.problem_ids) for r in runs}, solved, ks, strategies,
-                      resamples, seed)
+                      resamples, seed, {r.label: r.seeds_label for r in runs if r.seeds})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -292,7 +304,8 @@ def format_table(comp: Comparison) -> str:
     base = comp.rows[0].baseline if comp.rows else "?"
     pairs = "(problem, seed) pairs" if any(r.n_seeds > 1 for r in comp.rows) else "shared problems"
     out = [f"baseline: {base}; differences are run - baseline, paired over {pairs}, "
-           f"95% bootstrap CI ({comp.resamples} resamples, seed {comp.seed})", write_table(head, rows, align="l" * 9)]
+           f"95% bootstrap CI ({comp.resamples} resamples, seed {comp.seed})", *comp.notes(),
+           write_table(head, rows, align="l" * 9)]
     for run, n in comp.shared.items():
         note = f"{run}: {n} shared problems (baseline has {comp.totals[base]}, run has {comp.totals[run]})"
         so = comp.solved_only[run]
@@ -350,7 +363,7 @@ def to_latex(comp: Comparison, nd: int = 3) -> str:
     head, rows, align = _paper_rows(comp, nd)
     note = (f"vpo compare: run - baseline over shared problems; 95% paired bootstrap CI ({comp.resamples} "
             f"resamples, seed {comp.seed}); bold: the CI excludes 0")
-    return write_table(head, rows, "latex", nd=nd, align=align, notes=[note])
+    return write_table(head, rows, "latex", nd=nd, align=align, notes=[note, *comp.notes()])
 
 
 def to_markdown(comp: Comparison, nd: int = 3) -> str:
@@ -358,4 +371,4 @@ def to_markdown(comp: Comparison, nd: int = 3) -> str:
     head, rows, align = _paper_rows(comp, nd)
     note = (f"Run minus baseline over shared problems; mean ± standard error; 95% paired bootstrap CI "
             f"({comp.resamples} resamples, seed {comp.seed}); bold: the CI excludes 0 (higher is better).")
-    return write_table(head, rows, "markdown", nd=nd, align=align, notes=[note])
+    return write_table(head, rows, "markdown", nd=nd, align=align, notes=[note, *comp.notes()])

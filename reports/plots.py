@@ -92,7 +92,7 @@ def best_at_k_figure(runs: Sequence[Any], metric: str = "best", labels: Sequence
         lab = _with_shape(labels[i], run) if labels else _label(run)
         est = run.summary.best if metric == "best" else run.summary.pass_at
         if run.summary.seeds:
-            lab += f", {len(run.summary.seeds)} seeds"
+            lab += f", {run.summary.seeds_label}"
         ax.plot(ks, mean, marker="o", ms=3, label=lab, zorder=3, color=colours[i])
         se = np.nan_to_num(se)
         ax.fill_between(ks, mean - se, mean + se, color=colours[i], alpha=0.2, lw=0)
@@ -221,7 +221,7 @@ def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = N
         shape = f"{f.get('n', '?')}x{f.get('m', '?')}"
         model = str(f.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]
         if pools.seeds:  # a seed group: its entries are (problem, seed) pairs
-            shape += f", {len(pools.seeds)} seeds"
+            shape += f", {pools.seeds_label}"
         lab = (labels[i] if shape in labels[i] else f"{labels[i]} ({shape})") if labels else f"{model} ({shape})"
         out.append(PlotRun(lab, pools=pools, ks=ks))
     return out

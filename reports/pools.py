@@ -71,6 +71,10 @@ class RunPools:
     #: involving a group pair entries by (problem, seed)
     units: list[tuple[str, int]] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)  # the seeds of a group; [] for a single run
+    #: a group's seeds as read (``3 seeds``, ``2 of 3 seeds, partial: seed 2 missing``); "" for a single run
+    seeds_label: str = ""
+    #: whether a group lacks a seed it lists, or one is empty or unfinished
+    partial: bool = False
     _pools: list[Pool] | None = field(default=None, repr=False)
     _metrics: dict[tuple, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
@@ -192,9 +196,10 @@ def load_pools(folder: str | Path) -> RunPools:
 
 def _load_group(parent: Path) -> RunPools:
     """A seed group as one run of (problem, seed) entries: every seed's pools one after the other."""
-    from harness.core.seeds import seed_runs, unit_label
+    from harness.core.seeds import group_state, unit_label
 
-    parts = [(seed, load_pools(f)) for seed, f in seed_runs(parent)]
+    state = group_state(parent)
+    parts = [(seed, load_pools(f)) for seed, f in state.runs]
     first = parts[0][1]
     units = [(p, seed) for seed, r in parts for p in r.problem_ids]
 
@@ -203,7 +208,8 @@ def _load_group(parent: Path) -> RunPools:
 
     return RunPools(parent, first.config, None, [unit_label(p, s) for p, s in units], cat("rewards"), cat("scalars"),
                     cat("passed"), cat("answers"), sum(r.n_errors for _, r in parts), chain_sizes=cat("chain_sizes"),
-                    chain_tokens=cat("chain_tokens"), units=units, seeds=[s for s, _ in parts])
+                    chain_tokens=cat("chain_tokens"), units=units, seeds=[s for s, _ in parts],
+                    seeds_label=state.label(), partial=state.partial)
 
 
 def strategies_for(runs: Sequence[RunPools], wanted: Sequence[str] = DEFAULT_STRATEGIES) -> list[str]:

@@ -18,13 +18,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core.metrics import mean_se
+from harness.core.metrics import mean_over_seeds, mean_se
 from harness.core.results import is_evolve_run
 from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
 from reports.axes import k_axis, mark_all_zero
 from reports.colours import run_colour
-from reports.tables import format_estimate, format_number
+from reports.tables import SEED_LEGEND, format_estimate, format_number
 
 CURVE_METRICS = ("best", "pass")
 
@@ -44,7 +44,18 @@ class RunView:
     colour: str = "C0"
 
     def estimate(self, name: str) -> dict[str, float]:
-        return mean_se(self.per_problem.get(name, np.array([np.nan]))).as_dict()
+        """Mean and s.e. over problems; for a seed group, as `vpo show` reads one: the mean over the
+        seeds of each seed's mean, with the within-run and the between-seed standard errors."""
+        values = self.per_problem.get(name, np.array([np.nan]))
+        if not self.pools.seeds or len(self.pools.units) != len(values):
+            return mean_se(values).as_dict()
+        seed_of = np.array([seed for _, seed in self.pools.units])
+        return mean_over_seeds([mean_se(values[seed_of == s]) for s in self.pools.seeds]).as_dict()
+
+    @property
+    def title(self) -> str:
+        """The label and, for a seed group, its seeds as read (``group (2 of 3 seeds, partial: ...)``)."""
+        return f"{self.label} ({self.pools.seeds_label})" if self.pools.seeds else self.label
 
 
 def _with_rows(pools: RunPools) -> RunPools:
@@ -502,7 +513,7 @@ def summary_table(views: Sequence[RunView]) -> str:
         # the s.e. under the mean, smaller: the table stays narrow enough for a laptop screen (and scrolls if not)
         cell = lambda name: format_estimate(v.estimate(name), fmt="html")  # noqa: E731
         model = str(cfg.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]  # full spec: provenance
-        rows.append([_esc(v.label), _esc(model), _esc(cfg.get("task", "?")),
+        rows.append([_esc(v.title), _esc(model), _esc(cfg.get("task", "?")),
                      f"{cfg.get('n', '?')}×{cfg.get('m', '?')}", str(len(v.pools.problem_ids))]
                     + [cell(f"best@{k}") if k in v.ks else "-" for k in views[0].ks]
                     + [cell(f"pass@{kmax}"), cell(f"pass^{kmax}")] + [cell(f"cover@{t:g}") for t in taus]
@@ -618,8 +629,11 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
             raise ValueError(f"--problems: {', '.join(missing)} not in any run")
         sections.append("<h2>Summary</h2><p class='note'>Means over problems ± standard error. best@k: unbiased "
                         "expected maximum task scalar of k candidates drawn without replacement from the pool. "
-                        "pass^k: all k attempts pass. Cover@τ: share of problems with pass rate ≥ τ.</p>"
-                        + summary_table(views))
+                        "pass^k: all k attempts pass. Cover@τ: share of problems with pass rate ≥ τ."
+                        + (f" A seed group: the mean over its seeds; {_esc(SEED_LEGEND)}." if any(v.pools.seeds for v in views)
+                           else "") + "".join(f" <b>{_esc(v.title)}</b>: partial seed group, so its numbers "
+                                              "lack the seeds named." for v in views if v.pools.partial)
+                        + "</p>" + summary_table(views))
         sections.append("<h2>best@k, pass@k and selection without an oracle</h2>"
                         "<p class='note'>Bands: ±1 standard error over problems. selected@k[strategy]: expected "
                         "graded score of the candidate a strategy picks from k (majority: most frequent normalised "
@@ -661,6 +675,7 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
         sections.append("<h2>Per problem</h2><p class='note'>Click a header to sort.</p>" + problem_table(views))
         for v in views:
             data["runs"].append({"label": v.label, "path": str(v.pools.path), "ks": v.ks, "problem_ids": v.pools.problem_ids,
+                                 "seeds": v.pools.seeds, "seeds_label": v.pools.seeds_label, "partial": v.pools.partial,
                                  "metrics": {k: [None if x != x else round(float(x), 6) for x in arr]
                                              for k, arr in v.per_problem.items()}})
     if evolve:

@@ -254,7 +254,7 @@ def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg:
         **cfg.identity(task), kind="evolve", resolved_sampling=sampling, task_info=task.describe(),
         components=list(task.component_names), openevolve_user_config=user_cfg,
         problems={"n": len(problems), "sha256": problems_fingerprint(problems), "ids": [p.id for p in problems]},
-        model_fingerprint=model_fingerprint(run.model.spec), metric_seed=METRIC_SEED)
+        model_fingerprint=model_fingerprint(run.model.spec, run.model.args), metric_seed=METRIC_SEED)
     return {"format": CONFIG_FORMAT, "kind": "evolve", "identity": identity, "execution": execution,
             "ks": list(run.sampling.ks),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -56,21 +56,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+def _cache_root(tmp_path_factory: pytest.TempPathFactory, name: str) -> str:
+    """A fresh cache root whose ``models/`` is the user's own: converted zoo models (minutes to
+    build, written atomically under a lock) are shared, everything else starts empty."""
+    root = tmp_path_factory.mktemp(name)
+    (root / "models").symlink_to(_USER_MODELS, target_is_directory=True)
+    return str(root)
+
+
+_USER_MODELS: Path = Path()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _session_generation_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Runs made by module- and session-scoped fixtures (set up before any test's own cache below)
     never write to the user's ~/.cache either."""
-    before = os.environ.get("VPO_CACHE_DIR")
-    os.environ["VPO_CACHE_DIR"] = str(tmp_path_factory.mktemp("vpo-generations-session"))
+    global _USER_MODELS
+    from harness.core import paths
+
+    before = os.environ.get(paths.CACHE_ENV)
+    os.environ.pop(paths.DEPRECATED_GENERATIONS_ENV, None)
+    _USER_MODELS = paths.cache_dir() / "models"
+    _USER_MODELS.mkdir(parents=True, exist_ok=True)
+    os.environ[paths.CACHE_ENV] = _cache_root(tmp_path_factory, "vpo-cache-session")
     yield
     if before is None:
-        os.environ.pop("VPO_CACHE_DIR", None)
+        os.environ.pop(paths.CACHE_ENV, None)
     else:
-        os.environ["VPO_CACHE_DIR"] = before
+        os.environ[paths.CACHE_ENV] = before
 
 
 @pytest.fixture(autouse=True)
 def _own_generation_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test gets an empty generation cache of its own (never the user's ~/.cache), so a test
-    sees the cache exactly as a fresh machine would and no test depends on what another stored."""
-    monkeypatch.setenv("VPO_CACHE_DIR", str(tmp_path_factory.mktemp("vpo-generations")))
+    """Every test gets an empty cache root of its own (never the user's ~/.cache), so a test sees
+    the generation cache and the digest memo exactly as a fresh machine would and no test depends
+    on what another stored."""
+    monkeypatch.setenv("VPO_CACHE", _cache_root(tmp_path_factory, "vpo-cache"))

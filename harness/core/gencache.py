@@ -2,8 +2,9 @@
 exactly the same chain.
 
 A chain is reused only when everything that determines its text is equal, so the key is a digest of
-all of it: the model (its spec, the model args that identify it and the digest of its weights, as a
-run's identity records them), the prompt (the messages, the chat-template arguments and the assistant
+all of it: the model (its spec, the model args that identify it and the digest of every file of
+the checkpoint that generation reads, or a hub id's commit, as a run's identity records them; and
+the machine's part, the resolved device class and dtype and the backend library's versions), the prompt (the messages, the chat-template arguments and the assistant
 prefix, "" when there is none), every :class:`SamplingConfig` field and the chain's seed. Any one part
 differing is another key: nothing is reused. It is only sound for backends whose chain is a function
 of that key (``harness.core.models.deterministic``), so the runner turns it on by default for those
@@ -17,6 +18,11 @@ them. One file per key written by rename would be as atomic, but a run of 100k c
 100k files, and ``vpo cache`` would walk all of them to say how big the cache is; here it is one
 query. WAL needs memory shared between the processes, so the cache must be on a local disk, not NFS.
 Failed generations are never stored: a retry should sample again.
+
+Damage is a miss, never a wrong row: each entry carries a checksum of its key and value, checked on
+every read; an entry that fails it is removed and sampled again, with one warning naming the file.
+A file whose pages are damaged makes the run sample everything and store nothing (one warning);
+`vpo cache` reports such a file and `vpo cache clear` removes it.
 """
 from __future__ import annotations
 
@@ -33,18 +39,40 @@ from typing import Any, Iterable, Mapping, Sequence
 from harness.core.models.base import GenRequest, Generation, SamplingConfig
 
 #: bumped when the key or the stored value changes meaning: older entries then simply miss
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 DB_NAME = "generations.sqlite"
 #: keys per ``IN (...)`` lookup (well under SQLite's bound-variable limit)
 _LOOKUP_CHUNK = 500
 #: how long a writer waits for another process's transaction before giving up
 _BUSY_MS = 60_000
-#: the Generation fields a stored entry holds (the rest are the chain's address, not its content)
-_VALUE_FIELDS = ("text", "prompt_tokens", "completion_tokens", "finish_reason", "latency_s")
+#: the Generation fields a stored entry holds: all but the chain's address, its error (failed chains
+#: are never stored) and ``extra`` (stored less the cached mark). Read off the dataclass, so a field
+#: added to Generation later is stored, and a cached row keeps equal to the row it replaces.
+_VALUE_FIELDS = tuple(f.name for f in dataclasses.fields(Generation)
+                      if f.name not in ("problem_id", "chain_index", "error", "extra"))
+#: what to do about a damaged cache, said wherever one is found
+REMEDY = "`vpo cache clear` empties it, --no-cache runs without it"
 
 
 class CacheError(ValueError):
-    """The cache file cannot be used (not a SQLite database, unwritable): one line naming it."""
+    """The cache file cannot be used (not a SQLite database, unwritable, damaged pages): one line naming it."""
+
+
+def checksum(key: str, value: str) -> str:
+    """Of an entry's key and stored text together: a flipped byte in either, or a value moved under
+    another key, no longer matches. SQLite itself does not checksum its pages."""
+    return hashlib.sha256(f"{key}\0{value}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _decode(key: str, value: Any, sha: Any) -> dict[str, Any] | None:
+    """The stored value, or None when it does not match its checksum or is not a JSON object."""
+    if not isinstance(value, str) or sha != checksum(key, value):
+        return None
+    try:
+        out = json.loads(value)
+    except ValueError:
+        return None
+    return out if isinstance(out, dict) else None
 
 
 def chain_key(model: Mapping[str, Any], messages: Sequence[Mapping[str, str]], sampling: SamplingConfig,
@@ -73,7 +101,8 @@ def chain_key(model: Mapping[str, Any], messages: Sequence[Mapping[str, str]], s
 
 @dataclass
 class CacheStats:
-    """What ``vpo cache`` prints: where, how many chains, how many bytes (stored text and on disk)."""
+    """What ``vpo cache`` prints: where, how many chains, how many bytes (stored text and on disk),
+    and how many entries fail their checksum."""
 
     path: Path
     entries: int
@@ -81,6 +110,7 @@ class CacheStats:
     disk_bytes: int
     #: model spec -> (entries, payload bytes), largest first
     models: dict[str, tuple[int, int]] = field(default_factory=dict)
+    damaged: int = 0
 
 
 class GenerationCache:
@@ -94,6 +124,8 @@ class GenerationCache:
         self.folder = Path(folder)
         self.path = self.folder / DB_NAME
         self._lock = threading.Lock()
+        #: entries found damaged by this process (warned about once)
+        self.damaged = 0
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=_BUSY_MS / 1000, check_same_thread=False,
@@ -103,26 +135,45 @@ class GenerationCache:
             # WAL + NORMAL: a commit is atomic and survives a killed process; only a power loss may
             # drop the last commits, which for a cache is a miss, never a wrong entry
             self._db.execute("PRAGMA synchronous = NORMAL")
+            columns = {r[1] for r in self._db.execute("PRAGMA table_info(chains)")}
+            if columns and "sha" not in columns:  # entries of the format without checksums: all misses
+                self._db.execute("DROP TABLE chains")
             self._db.execute("CREATE TABLE IF NOT EXISTS chains (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                             "value TEXT NOT NULL, bytes INTEGER NOT NULL)")
+                             "value TEXT NOT NULL, sha TEXT NOT NULL, bytes INTEGER NOT NULL)")
         except (sqlite3.Error, OSError) as exc:
-            raise CacheError(f"generation cache {self.path}: {exc} (remove the file, or point VPO_CACHE_DIR "
-                             "at another folder, or pass --no-cache)") from None
+            raise self._error(exc) from None
+
+    def _error(self, exc: BaseException) -> CacheError:
+        return CacheError(f"generation cache {self.path}: {exc} ({REMEDY})")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """The stored values of those ``keys`` that are in the cache."""
+        """The stored values of those ``keys`` that are in the cache and intact. A damaged entry is a
+        miss: it is removed (the chain is sampled and stored again) and counted in :attr:`damaged`,
+        with one warning per process naming the file."""
         keys = list(dict.fromkeys(keys))
         out: dict[str, dict[str, Any]] = {}
+        bad: list[str] = []
         with self._lock:
             try:
                 for i in range(0, len(keys), _LOOKUP_CHUNK):
                     part = keys[i: i + _LOOKUP_CHUNK]
                     marks = ",".join("?" * len(part))
-                    for key, value in self._db.execute(f"SELECT key, value FROM chains WHERE key IN ({marks})",
-                                                       part):
-                        out[key] = json.loads(value)
+                    for key, value, sha in self._db.execute(
+                            f"SELECT key, value, sha FROM chains WHERE key IN ({marks})", part):
+                        got = _decode(key, value, sha)
+                        if got is None:
+                            bad.append(key)
+                        else:
+                            out[key] = got
+                if bad:
+                    self._db.executemany("DELETE FROM chains WHERE key = ?", [(k,) for k in bad])
             except sqlite3.Error as exc:
-                raise CacheError(f"generation cache {self.path}: {exc} (pass --no-cache to run without it)") from None
+                raise self._error(exc) from None
+        if bad:
+            if not self.damaged:
+                print(f"[vpo] warning: generation cache {self.path}: {len(bad)} damaged entries skipped (their "
+                      f"chains are sampled again); {REMEDY}", file=sys.stderr)
+            self.damaged += len(bad)
         return out
 
     def put(self, key: str, model: str, value: Mapping[str, Any]) -> None:
@@ -131,24 +182,40 @@ class GenerationCache:
         text = json.dumps(dict(value), ensure_ascii=True, separators=(",", ":"))
         with self._lock:
             try:
-                self._db.execute("INSERT OR IGNORE INTO chains (key, model, value, bytes) VALUES (?, ?, ?, ?)",
-                                 (key, model, text, len(text)))
+                self._db.execute("INSERT OR IGNORE INTO chains (key, model, value, sha, bytes) VALUES (?, ?, ?, ?, ?)",
+                                 (key, model, text, checksum(key, text), len(text)))
             except sqlite3.Error as exc:  # a full disk, a lock held past the timeout
                 raise CacheError(f"generation cache {self.path}: {exc}") from None
 
     def stats(self) -> CacheStats:
+        """Sizes per model, every entry's checksum verified (one pass over the file: `vpo cache` is
+        where damage is looked for). Damaged pages are a :class:`CacheError`."""
+        models: dict[str, list[int]] = {}
+        damaged = 0
         with self._lock:
-            rows = self._db.execute("SELECT model, COUNT(*), COALESCE(SUM(bytes), 0) FROM chains GROUP BY model "
-                                    "ORDER BY SUM(bytes) DESC").fetchall()
+            try:
+                for key, model, value, sha, size in self._db.execute("SELECT key, model, value, sha, bytes FROM chains"):
+                    if _decode(key, value, sha) is None:
+                        damaged += 1
+                        continue
+                    m = models.setdefault(str(model), [0, 0])
+                    m[0] += 1
+                    m[1] += int(size)
+            except sqlite3.Error as exc:
+                raise self._error(exc) from None
         disk = sum(p.stat().st_size for p in self.folder.glob(DB_NAME + "*") if p.is_file())
-        return CacheStats(self.path, sum(n for _, n, _ in rows), sum(b for _, _, b in rows), disk,
-                          {m: (int(n), int(b)) for m, n, b in rows})
+        ordered = dict(sorted(((m, (n, b)) for m, (n, b) in models.items()), key=lambda kv: -kv[1][1]))
+        return CacheStats(self.path, sum(n for n, _ in ordered.values()), sum(b for _, b in ordered.values()), disk,
+                          ordered, damaged)
 
     def clear(self, model: str | None = None) -> int:
         """Remove every entry (or those of one model spec); returns how many. The file is compacted."""
         with self._lock:
-            cur = (self._db.execute("DELETE FROM chains") if model is None
-                   else self._db.execute("DELETE FROM chains WHERE model = ?", (model,)))
+            try:
+                cur = (self._db.execute("DELETE FROM chains") if model is None
+                       else self._db.execute("DELETE FROM chains WHERE model = ?", (model,)))
+            except sqlite3.Error as exc:
+                raise self._error(exc) from None
             n = cur.rowcount
             try:
                 self._db.execute("VACUUM")
@@ -168,9 +235,27 @@ class GenerationCache:
         self.close()
 
 
+def remove_cache_file(folder: Path | str | None = None) -> list[Path]:
+    """Delete the cache file and its WAL and shared-memory files (what `vpo cache clear` does to a
+    file it cannot read); returns what it removed. A process still holding it open keeps its own
+    view until it closes; the next open starts an empty cache."""
+    if folder is None:
+        from harness.core.paths import generations_dir
+
+        folder = generations_dir()
+    gone = []
+    for p in sorted(Path(folder).glob(DB_NAME + "*")):
+        if p.is_file():
+            p.unlink()
+            gone.append(p)
+    return gone
+
+
 def generation_value(gen: Any) -> dict[str, Any]:
-    """The stored part of a finished chain (a :class:`Generation` or a scored row: both carry these)."""
+    """The stored part of a finished chain (a :class:`Generation` or a scored row: both carry these;
+    a row's unset prefix is None where a Generation's is "")."""
     out = {k: getattr(gen, k) for k in _VALUE_FIELDS}
+    out["prefix"] = out.get("prefix") or ""
     out["extra"] = {k: v for k, v in (getattr(gen, "extra", None) or {}).items() if k != "cached"}
     return out
 
@@ -195,7 +280,12 @@ class CachedChains:
             prefix = getattr(req, "prefix", "") or ""
             for c, s in zip(req.chain_indices, req.seeds):
                 self._keys[(req.problem_id, c)] = chain_key(self.model, req.messages, self.sampling, s, prefix)
-        stored = self.cache.get_many(self._keys[(r.problem_id, c)] for r in requests for c in r.chain_indices)
+        try:
+            stored = self.cache.get_many(self._keys[(r.problem_id, c)] for r in requests for c in r.chain_indices)
+        except CacheError as exc:  # damaged pages: every chain is a miss, and nothing is stored in that file
+            self.failed = str(exc)
+            print(f"[vpo] warning: {exc}; the run samples every chain and stores none", file=sys.stderr)
+            stored = {}
         hits: list[Generation] = []
         left: list[GenRequest] = []
         for req in requests:
@@ -205,14 +295,26 @@ class CachedChains:
                 if value is None:
                     todo.append((c, s))
                     continue
-                hits.append(Generation(req.problem_id, c, value.get("text", ""),
-                                       **{k: value.get(k) for k in _VALUE_FIELDS if k != "text"},
+                kept = {k: value[k] for k in _VALUE_FIELDS if k in value}  # a field stored later: its default
+                hits.append(Generation(req.problem_id, c, **{"text": "", **kept},
                                        extra={**(value.get("extra") or {}), "cached": True}))
             if todo:
                 left.append(dataclasses.replace(req, chain_indices=tuple(c for c, _ in todo),
                                                 seeds=tuple(s for _, s in todo)))
         self.found = len(hits)
         return hits, left
+
+    def check_loaded(self, commit: str | None) -> None:
+        """Stop storing when the backend loaded another hub commit than the key names (the hub moved
+        while the model was downloaded): those chains would be stored under the older commit's key.
+        One warning; the rows of this run say which came from the cache (``extra.cached``)."""
+        weights = str(self.model.get("weights") or "")
+        if not commit or not weights.startswith("hub:") or weights[4:] == commit or self.failed:
+            return
+        self.failed = f"loaded commit {commit}, keyed by {weights[4:]}"
+        print(f"[vpo] warning: {self.label} loaded hub commit {commit}, but the local hub cache named "
+              f"{weights[4:]} when the run started: this run's chains are not stored in the generation cache "
+              "(set HF_HUB_OFFLINE=1, or pin revision= in --model-args)", file=sys.stderr)
 
     def remember(self, row: Any) -> None:
         """Store a freshly sampled chain (a scored row); failed and cached ones are not stored. A
@@ -233,17 +335,23 @@ class CachedChains:
 
 
 def cache_decision(flag: bool | None, spec: str, args: Mapping[str, Any] | None,
-                   backend_given: bool = False) -> tuple[bool, str]:
+                   backend_given: bool = False, weights: str | None = "") -> tuple[bool, str]:
     """(use the cache?, why, for the run's record). ``flag`` (``--cache`` / ``--no-cache``) wins; else
     on for the backends :func:`harness.core.models.deterministic` names, and off for a backend object
-    handed to the runner (the trainer's in-memory policy, whose weights change under one name)."""
+    handed to the runner (the trainer's in-memory policy, whose weights change under one name) and
+    for an hf / vllm model ``weights`` is None for (a hub id the local hub cache holds no snapshot
+    of: nothing pins the revision that will be downloaded)."""
     if flag is not None:
         return bool(flag), "--cache" if flag else "--no-cache"
     if backend_given:
         return False, "a backend object was passed in (its weights have no digest): off unless --cache"
     from harness.core.models import deterministic
+    from harness.core.models.zoo import LOCAL_KINDS
 
     kind = spec.split(":", 1)[0]
+    if weights is None and kind in LOCAL_KINDS:
+        return False, (f"default: {spec} has no local checkpoint or hub-cache snapshot to key its chains on: "
+                       "off unless --cache")
     if deterministic(spec, dict(args or {})):
         return True, f"default: the {kind} backend samples each chain from its own seed"
     return False, f"default: the {kind} backend's chains are not known to be a function of their seed"

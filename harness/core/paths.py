@@ -1,12 +1,25 @@
-"""Where things live: the shared offline data and the user cache."""
+"""Where things live: the shared offline data and the user cache.
+
+Everything the harness caches lives under one root, ``$VPO_CACHE`` (else
+``$XDG_CACHE_HOME/vpo-harness``, else ``~/.cache/vpo-harness``), one folder per kind:
+``models/`` (converted zoo models), ``generations/`` (the generation cache) and ``digests/`` (the
+checkpoint file digests the cache key reuses). One variable, so moving the cache is one setting and
+no two names can mean different things.
+"""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # harness/core/paths.py -> the checkout
 #: the bundled tiny Maze policies (``hf:maze-tiny-vpo`` ... resolve here through harness.core.models.zoo)
 BUNDLED_CHECKPOINTS = REPO_ROOT / "checkpoints"
+#: the one variable that moves the cache root
+CACHE_ENV = "VPO_CACHE"
+#: the older name of the generation cache's own folder: still read, with a one-line note
+DEPRECATED_GENERATIONS_ENV = "VPO_CACHE_DIR"
+_noted: set[str] = set()
 
 
 def shared_data_dir() -> Path:
@@ -18,8 +31,8 @@ def shared_data_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """User cache for converted models: $VPO_CACHE, else $XDG_CACHE_HOME/vpo-harness."""
-    env = os.environ.get("VPO_CACHE")
+    """The cache root (see the module docstring)."""
+    env = os.environ.get(CACHE_ENV)
     if env:
         p = Path(env)
     else:
@@ -28,9 +41,28 @@ def cache_dir() -> Path:
     return p
 
 
-def generations_dir() -> Path:
-    """The generation cache (``vpo cache``): $VPO_CACHE_DIR, else ``generations`` under :func:`cache_dir`."""
-    env = os.environ.get("VPO_CACHE_DIR")
-    p = Path(env) if env else cache_dir() / "generations"
+def _folder(name: str) -> Path:
+    p = cache_dir() / name
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def generations_dir() -> Path:
+    """The generation cache (``vpo cache``): ``generations`` under the root. The older
+    ``$VPO_CACHE_DIR`` still points it elsewhere, with a one-line note per process saying to use
+    ``$VPO_CACHE`` (the root) instead."""
+    old = os.environ.get(DEPRECATED_GENERATIONS_ENV)
+    if not old:
+        return _folder("generations")
+    if DEPRECATED_GENERATIONS_ENV not in _noted:
+        _noted.add(DEPRECATED_GENERATIONS_ENV)
+        print(f"[vpo] note: ${DEPRECATED_GENERATIONS_ENV} is deprecated; set ${CACHE_ENV} (the cache root, "
+              f"which holds generations/) instead", file=sys.stderr)
+    p = Path(old)
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def digests_dir() -> Path:
+    """The memo of checkpoint file digests (:mod:`harness.core.digests`): ``digests`` under the root."""
+    return _folder("digests")

@@ -7,7 +7,7 @@ import hashlib
 import importlib.metadata as md
 import subprocess
 import sys
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from harness.core.paths import REPO_ROOT
 from harness.core.store import dumps
@@ -36,11 +36,13 @@ def git_hash() -> str | None:
     return None
 
 
-def model_fingerprint(spec: str) -> str | None:
-    """Digest of the weights a ``backend:name`` spec points at (see harness.core.models.zoo.fingerprint)."""
+def model_fingerprint(spec: str, args: Mapping[str, Any] | None = None) -> str | None:
+    """Digest of the checkpoint a ``backend:name`` spec points at, or the hub commit its ``revision``
+    model arg resolves to (see harness.core.models.zoo.fingerprint)."""
     from harness.core.models import zoo
 
-    return zoo.fingerprint(spec.split(":", 1)[-1])
+    revision = (args or {}).get("revision")
+    return zoo.fingerprint(spec.split(":", 1)[-1], str(revision) if revision else None)
 
 
 def problems_fingerprint(problems: Sequence[Any]) -> str:

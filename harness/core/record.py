@@ -42,7 +42,8 @@ def _list_of(check: Check, what: str) -> Check:
 _DICT: Check = (lambda v: isinstance(v, dict), "an object")
 _STR: Check = (lambda v: isinstance(v, str), "a string")
 _INT: Check = (_int, "an integer")
-_SCALARS: dict[Any, Check] = {str: _STR, int: _INT, float: (_num, "a number"),
+_NUM: Check = (_num, "a number")
+_SCALARS: dict[Any, Check] = {str: _STR, int: _INT, float: _NUM,
                               bool: (lambda v: isinstance(v, bool), "a boolean")}
 _PLURAL = {str: "strings", int: "integers", float: "numbers", bool: "booleans"}
 
@@ -94,6 +95,19 @@ def field_checks(sections: Mapping[str, type] | None = None) -> dict[str, Check]
         "identity.problems.n": _INT,
         "identity.problems.ids": _list_of(_STR, "a list of strings"),
         "identity.metric_seed": _opt(_INT),
+        # written by the runner beside the dataclasses' sections, and read back by every reader
+        "identity.resolved_sampling.temperature": _opt(_NUM),
+        "identity.resolved_sampling.top_p": _opt(_NUM),
+        "identity.resolved_sampling.max_tokens": _opt(_INT),
+        "identity.model_fingerprint": _opt(_STR),
+        # the generation cache's record of the latest invocation (harness.eval.runner._consult_cache)
+        "cache": _DICT,
+        "cache.enabled": (lambda v: isinstance(v, bool), "true or false"),
+        "cache.why": _STR,
+        "cache.dir": _STR,
+        "cache.runtime": _DICT,
+        "cache.found": _INT,
+        "cache.sampled": _INT,
     })
     return out
 

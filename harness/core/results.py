@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from harness.core.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, mean_over_seeds, summarize
-from harness.core.seeds import is_seed_group, representative, seed_runs
+from harness.core.seeds import GroupState, group_label, group_state, is_seed_group, representative
 from harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
@@ -61,6 +61,15 @@ class RunResults:
     def pool_shape(self) -> str:
         """``"10x3"``: chains x answers per chain (the same pool of 30 as ``"30x1"``, sampled differently)."""
         return f"{self.n}x{self.m}"
+
+    @property
+    def seeds_label(self) -> str:
+        """A seed group's ``3 seeds`` / ``2 of 3 seeds, partial: ...`` (:func:`harness.core.seeds.group_label`);
+        "" for a single run."""
+        if not self.seeds:
+            return ""
+        return group_label(len(self.seeds), self.raw.get("seeds_expected") or self.seeds,
+                           self.raw.get("seeds_incomplete") or {})
 
     def get(self, name: str) -> Estimate | None:
         """A summary metric by name (``"diversity"``, ``"mean_scalar"``, ...), None when absent."""
@@ -215,8 +224,9 @@ def results_at(folder: str | Path, ks: list[int] | None = None,
     from harness.core.config import recorded_ks
 
     if is_seed_group(folder):
-        parts = [(seed, results_at(f, ks, taus)) for seed, f in seed_runs(folder)]
-        return aggregate_seeds([(seed, r) for seed, r in parts if r is not None])
+        state = group_state(folder)
+        parts = [(seed, results_at(f, ks, taus)) for seed, f in state.runs]
+        return aggregate_seeds([(seed, r) for seed, r in parts if r is not None], state)
     base = read_results(folder)
     config = RunStore(folder).read_config()
     ident = config.get("identity")
@@ -316,11 +326,13 @@ def load_run(path: str | Path) -> LoadedRun:
 
 # ---------------------------------------------------------------------------------------------------
 # seed groups: one run per sampling seed under a parent folder (harness.core.seeds)
-def aggregate_seeds(parts: Sequence[tuple[int, RunResults]]) -> RunResults | None:
+def aggregate_seeds(parts: Sequence[tuple[int, RunResults]], state: GroupState | None = None) -> RunResults | None:
     """The results of runs that differ only in their seed, as one: every metric the seeds share is
     :func:`~harness.core.metrics.mean_over_seeds` (mean over seeds, within-run and between-seed
     standard errors); counts are summed. ``raw`` is JSON-ready (``vpo show --json``): the aggregate
-    metrics and, under ``per_seed``, each seed's own results. None when no seed has results."""
+    metrics and, under ``per_seed``, each seed's own results. ``state`` (the group as read) makes it
+    ``partial`` when a seed the group lists is missing, empty or unfinished, and lists those seeds
+    under ``seeds_incomplete``. None when no seed has results."""
     if not parts:
         return None
     seeds = [s for s, _ in parts]
@@ -344,7 +356,9 @@ def aggregate_seeds(parts: Sequence[tuple[int, RunResults]]) -> RunResults | Non
            "n": first.n, "seeds": seeds, "metrics": metrics, "n_chains": sum(r.n_chains for r in runs),
            "n_errors": sum(r.n_errors for r in runs),
            "mean_completion_tokens": float(np.mean(tokens)) if tokens else None,
-           "partial": any(r.raw.get("partial") for r in runs),
+           "partial": any(r.raw.get("partial") for r in runs) or bool(state and state.partial),
+           "seeds_expected": list(state.seeds) if state else seeds,
+           "seeds_incomplete": {str(k): v for k, v in (state.incomplete if state else {}).items()},
            "stale_results": any(r.raw.get("stale_results") for r in runs),
            "per_seed": {str(s): r.raw for s, r in parts}}
     return RunResults.from_json(raw)
@@ -356,11 +370,12 @@ def _load_group(parent: Path) -> LoadedRun:
     import pandas as pd
 
     loaded = []
-    for seed, folder in seed_runs(parent):
+    state = group_state(parent)
+    for seed, folder in state.runs:
         one = load_run(folder)
         summary = one.summary if one.summary is not None else results_at(folder)
         loaded.append((seed, one, summary))
-    summary = aggregate_seeds([(seed, s) for seed, _, s in loaded if s is not None])
+    summary = aggregate_seeds([(seed, s) for seed, _, s in loaded if s is not None], state)
 
     def stacked(frames: list[tuple[int, Any]]) -> Any:
         parts = [f.assign(seed=seed) for seed, f in frames if len(f)]

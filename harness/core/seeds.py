@@ -10,15 +10,17 @@ seeds for that reason. Each seed stays an ordinary, separately resumable run (so
 group resumes seed by seed, and a seed folder can be read alone); the marker only lists the seeds
 and the identity they share less the seed, so a later ``vpo run --seed 5 --out PARENT`` can only add
 a seed of the same run. Readers (``harness.core.results.load_run``, ``reports.pools.load_pools``)
-aggregate the seeds.
+aggregate the seeds, after :func:`group_state` checked each seed folder against the group: another
+run in a seed folder is refused, a missing, empty or unfinished seed makes the group partial.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.core.store import CONFIG, RunStoreError, identity_diff, write_json_atomic
+from harness.core.store import CONFIG, RunStoreError, _short, identity_diff, write_json_atomic
 
 MARKER = "seeds.json"
 KIND = "seeds"
@@ -109,15 +111,110 @@ def register_seeds(parent: str | Path, seeds: Sequence[int], shared: dict[str, A
         write_json_atomic(parent / MARKER, {"kind": KIND, "seeds": merged, "identity": shared})
 
 
-def seed_runs(parent: str | Path) -> list[tuple[int, Path]]:
-    """(seed, folder) of every seed of the group that has a run folder yet, in the marker's order.
-    A group none of whose seeds has started is one clear error."""
+@dataclass(frozen=True)
+class GroupState:
+    """A seed group as read: the seeds that have a run (checked to be seeds of this group) and those
+    that make it partial. Why: readers averaged whatever folders were there, so a missing seed gave
+    "(2 seeds)" with no word that a third was asked for, and another run dropped in as a seed folder
+    was averaged in as if it were one."""
+
+    parent: Path
+    #: every seed the marker lists
+    seeds: list[int]
+    #: (seed, folder) of the seeds with a run folder, in the marker's order
+    runs: list[tuple[int, Path]]
+    #: seed -> why it does not count fully: "missing" (no run folder), "empty" (no rows yet),
+    #: "unfinished" (no current results.json: still running, or interrupted)
+    incomplete: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.incomplete)
+
+    def label(self) -> str:
+        """:func:`group_label` of the group: an empty seed has no rows to count."""
+        return group_label(sum(1 for s, _ in self.runs if self.incomplete.get(s) != "empty"), self.seeds,
+                           self.incomplete)
+
+
+def group_label(n_read: int, seeds: Sequence[int], incomplete: dict[Any, str]) -> str:
+    """How every reader names a group's seeds: ``3 seeds``, or ``2 of 3 seeds, partial: seed 2
+    missing`` (``n_read``: the seeds whose rows are counted; ``incomplete``: seed -> why)."""
+    text = f"{n_read} seeds" if n_read == len(seeds) else f"{n_read} of {len(seeds)} seeds"
+    if incomplete:
+        text += ", partial: " + ", ".join(f"seed {s} {why}" for s, why in incomplete.items())
+    return text
+
+
+def _less_seed(ident: dict[str, Any]) -> dict[str, Any]:
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in ident.items()}
+    if isinstance(out.get("sampling"), dict):
+        out["sampling"].pop("seed", None)
+    return out
+
+
+def _foreign(parent: Path, seed: int, marker: dict[str, Any], ident: dict[str, Any],
+             first: tuple[int, dict[str, Any]] | None) -> str | None:
+    """Why seed folder ``seed`` is not a run of this group (one line naming the folder and the
+    field), or None. Checked against the marker (task, model, sampling less the seed) and against
+    the group's first seed on everything else its identity records (the weights digest, the
+    problems), so runs of other weights under one model name cannot mix either."""
+    folder = seed_folder(parent, seed)
+    got = (ident.get("sampling") or {}).get("seed")
+    if got != seed:
+        return f"{folder}: not seed {seed} of the group {parent}: field identity.sampling.seed is {got!r}"
+    shared = marker.get("identity") or {}
+    diff, a, b = identity_diff(shared, {k: v for k, v in _less_seed(ident).items() if k in shared})
+    other = "the group's marker"
+    if not diff and first is not None:
+        diff, a, b = identity_diff(_less_seed(first[1]), _less_seed(ident))
+        other = f"seed {first[0]}"
+    if not diff:
+        return None
+    k = diff[0]
+    return (f"{folder}: not a seed of the group {parent}: field identity.{k} is {_short(b.get(k))}, "
+            f"{other} has {_short(a.get(k))} (move the folder out, or re-run that seed with the group's settings)")
+
+
+def group_state(parent: str | Path) -> GroupState:
+    """The group checked as read (see :class:`GroupState`): a seed folder holding another run is a
+    :class:`RunStoreError` naming the folder and the field; a group none of whose seeds has started
+    is one too."""
+    from harness.core.store import RunStore
+
+    parent = Path(parent)
     marker = read_marker(parent)
-    found = [(s, seed_folder(parent, s)) for s in marker["seeds"] if (seed_folder(parent, s) / CONFIG).is_file()]
-    if not found:
+    runs: list[tuple[int, Path]] = []
+    incomplete: dict[int, str] = {}
+    first: tuple[int, dict[str, Any]] | None = None
+    for seed in marker["seeds"]:
+        folder = seed_folder(parent, seed)
+        if not (folder / CONFIG).is_file():
+            incomplete[seed] = "missing"
+            continue
+        store = RunStore(folder)
+        ident = store.read_config().get("identity")
+        if not isinstance(ident, dict):
+            raise RunStoreError(f"{folder / CONFIG}: field 'identity': missing, so it cannot be a seed of {parent}")
+        problem = _foreign(parent, seed, marker, ident, first)
+        if problem:
+            raise RunStoreError(problem)
+        first = first or (seed, ident)
+        runs.append((seed, folder))
+        if store.samples_bytes() == 0:
+            incomplete[seed] = "empty"
+        elif not store.results_current():
+            incomplete[seed] = "unfinished"
+    if not runs:
         raise RunStoreError(f"{parent}: seed group with seeds {marker['seeds']} but no seed folder holds a run yet "
                             "(re-run the `vpo run --seeds` command to start them)")
-    return found
+    return GroupState(parent, list(marker["seeds"]), runs, incomplete)
+
+
+def seed_runs(parent: str | Path) -> list[tuple[int, Path]]:
+    """(seed, folder) of every seed of the group that has a run folder yet, in the marker's order,
+    each checked to be a seed of the group (:func:`group_state`)."""
+    return group_state(parent).runs
 
 
 def representative(path: str | Path) -> Path:

@@ -21,7 +21,7 @@ from benchmarks.scoring import score_generation
 from harness.core import metrics
 from harness.core.executors import BackendSpec, ChainScorer, Executor, ScoringPool, make_executor
 from harness.core.executors.base import seeds_of
-from harness.core.gencache import CachedChains, GenerationCache, cache_decision
+from harness.core.gencache import CacheError, CachedChains, GenerationCache, cache_decision
 from harness.core.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, chat_template_args
 from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
@@ -47,7 +47,7 @@ def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfi
         task_info=task.describe(), components=list(task.component_names),
         problems={"n": len(problems), "sha256": problems_fingerprint(problems), "source": problems_source,
                   "ids": [p.id for p in problems]},
-        model_fingerprint=model_fingerprint(cfg.model.spec), metric_seed=metrics.METRIC_SEED,
+        model_fingerprint=model_fingerprint(cfg.model.spec, cfg.model.args), metric_seed=metrics.METRIC_SEED,
     )
     return {
         "format": CONFIG_FORMAT, "identity": identity, "execution": asdict(cfg.execution),
@@ -235,6 +235,8 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
                 if hasattr(executor, "on_event"):  # Ray replica losses and restarts go into config.json
                     executor.on_event = store.append_event
                 live = getattr(executor, "backend", None)  # the in-process backend (local executor); None on Ray
+                if cached is not None:
+                    cached.check_loaded(getattr(live, "loaded_revision", None))
                 if hasattr(live, "on_tokens") and ex.progress:
                     bar_tok = tqdm(total=sum(len(r.chain_indices) for r in requests) * sampling.max_tokens,
                                    desc="tokens (upper bound)", unit="tok", unit_scale=True)
@@ -267,18 +269,30 @@ def _consult_cache(cfg: RunConfig, record: dict[str, Any], sampling: SamplingCon
     """(the run's cache view or None when off, the chains found, the requests left to sample). The
     decision, why, where and how many were found go into config.json's ``cache``; the rows found are
     marked ``extra.cached``. The model part of the key is the run's own identity (spec, identity args,
-    weights digest), so the cache and resume agree on what "the same model" is."""
-    use, why = cache_decision(cfg.execution.cache, cfg.model.spec, cfg.model.args, backend_given)
+    weights digest or hub commit), so the cache and resume agree on what "the same model" is, and the
+    machine's part (resolved device class and dtype, library versions) that the identity leaves out
+    so that a run may resume elsewhere."""
+    ident = record["identity"]
+    use, why = cache_decision(cfg.execution.cache, cfg.model.spec, cfg.model.args, backend_given,
+                              ident.get("model_fingerprint"))
     if not use:
         store.update_record(cache={"enabled": False, "why": why})
         return None, [], requests
-    ident = record["identity"]
-    model = {**ident["model"], "weights": ident.get("model_fingerprint")}
-    cached = CachedChains(GenerationCache(), model, sampling)
+    from harness.core.models import generation_runtime
+
+    runtime = generation_runtime(cfg.model.spec, cfg.model.args)
+    model = {**ident["model"], "weights": ident.get("model_fingerprint"), "runtime": runtime}
+    try:
+        cache = GenerationCache()
+    except CacheError as exc:  # an unreadable file is a miss for the whole run, never a stopped run
+        print(f"[vpo] warning: {exc}; the run goes on without the cache", file=sys.stderr)
+        store.update_record(cache={"enabled": False, "why": f"unusable: {exc}"})
+        return None, [], requests
+    cached = CachedChains(cache, model, sampling)
     hits, left = cached.split(requests)
     n_left = sum(len(r.chain_indices) for r in left)
     store.update_record(cache={"enabled": True, "why": why, "dir": str(cached.cache.folder),
-                               "found": len(hits), "sampled": n_left})
+                               "runtime": runtime, "found": len(hits), "sampled": n_left})
     if hits:
         print(f"[vpo] generation cache {cached.cache.folder}: {len(hits)} of {len(hits) + n_left} chains found, "
               f"{n_left} to sample (--no-cache samples them all)", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from harness.core.config import recorded_ks
 from harness.core.metrics import Estimate, mean_se
 from harness.core.results import RunResults, read_results
+from harness.core.seeds import group_state, is_seed_group
 from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
 from reports.colours import run_colour
 from reports.view.samples import SampleIndex
@@ -195,6 +196,17 @@ def _summarise(folder: Path, run_id: str, ix: SampleIndex | None) -> RunEntry:
     return RunEntry(run_id, folder, row, config, res)
 
 
+def group_info(parent: Path) -> dict[str, Any]:
+    """What the index says about the seed group a run folder belongs to: its seeds as read
+    (``2 of 3 seeds, partial: seed 2 missing``) and whether it is partial, or the one line that
+    refuses it (a seed folder of another run), as `vpo show` reads the group."""
+    try:
+        state = group_state(parent)
+    except (RunStoreError, OSError) as exc:
+        return {"name": parent.name, "label": str(exc).splitlines()[0], "partial": True, "refused": True}
+    return {"name": parent.name, "label": state.label(), "partial": state.partial, "refused": False}
+
+
 class Catalog:
     """The run folders under some roots, rescanned on every :meth:`entries` call (new runs appear on
     reload), each summary recomputed only when its files changed."""
@@ -216,6 +228,7 @@ class Catalog:
 
     def entries(self) -> list[RunEntry]:
         out = []
+        groups: dict[Path, dict[str, Any]] = {}  # each seed group read once per scan
         for position, folder in enumerate(find_run_folders(self.roots)):
             run_id = str(folder)
             stamp = _stamp(folder)
@@ -230,6 +243,10 @@ class Catalog:
                 self._cache[run_id] = hit
             # by position among the folders found: distinct for up to ten runs, the same on every page
             hit[1].row["colour"] = run_colour(run_id, position)
+            if is_seed_group(folder.parent):  # read on every scan: a sibling seed may have changed
+                if folder.parent not in groups:
+                    groups[folder.parent] = group_info(folder.parent)
+                hit[1].row["group"] = groups[folder.parent]
             out.append(hit[1])
         return out
 

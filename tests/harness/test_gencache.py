@@ -117,7 +117,7 @@ def test_lookups_past_one_sql_chunk(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "generations.sqlite").write_bytes(b"not a database, just text " * 100)
-    with pytest.raises(CacheError, match=r"generations\.sqlite.*VPO_CACHE_DIR"):
+    with pytest.raises(CacheError, match=r"generations\.sqlite.*vpo cache clear.*--no-cache"):
         GenerationCache(tmp_path)
 
 
@@ -211,7 +211,7 @@ def sampled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
             yield gen
 
     monkeypatch.setattr(MockBackend, "generate", counting)
-    monkeypatch.setattr(runner, "model_fingerprint", lambda spec: "weights-1")
+    monkeypatch.setattr(runner, "model_fingerprint", lambda spec, args=None: "weights-1")
     return calls
 
 
@@ -246,7 +246,8 @@ def test_second_identical_run_samples_nothing(tmp_path: Path, sampled: list) -> 
     assert results["n_cached"] == N_CHAINS
     assert results["metrics"] == json.loads((first / "results.json").read_text())["metrics"]
     assert _config(second)["cache"] | {"dir": None} == {"enabled": True, "found": N_CHAINS, "sampled": 0,
-                                                      "dir": None, "why": _config(second)["cache"]["why"]}
+                                                      "dir": None, "why": _config(second)["cache"]["why"],
+                                                      "runtime": {}}
 
 
 @pytest.mark.parametrize("change", [
@@ -266,7 +267,7 @@ def test_a_run_differing_in_one_key_part_samples_every_chain(tmp_path: Path, sam
     _run(tmp_path, "a")
     sampled.clear()
     if change == "weights":
-        monkeypatch.setattr(runner, "model_fingerprint", lambda spec: "weights-2")
+        monkeypatch.setattr(runner, "model_fingerprint", lambda spec, args=None: "weights-2")
         change = {}
     folder = _run(tmp_path, "b", **change)
     assert len(sampled) == N_CHAINS
@@ -282,7 +283,7 @@ def test_execution_args_and_bigger_pools_reuse_what_they_share(tmp_path: Path, s
     folder = _run(tmp_path, "c", n=5)  # chains 0-2 of each problem are the same chains; 3-4 are new
     assert sorted(sampled) == sorted((p, c) for p in {p for p, _ in sampled} for c in (3, 4))
     assert len(sampled) == 2 * 2 and _config(folder)["cache"] | {"dir": None, "why": None} == {
-        "enabled": True, "found": N_CHAINS, "sampled": 4, "dir": None, "why": None}
+        "enabled": True, "found": N_CHAINS, "sampled": 4, "dir": None, "why": None, "runtime": {}}
 
 
 def test_no_cache_samples_everything_and_records_it(tmp_path: Path, sampled: list) -> None:
@@ -324,7 +325,7 @@ def test_vpo_run_flags_and_vpo_cache(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["cache", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["entries"] == 6 and shown["models"]["mock:moves"]["entries"] == 6
-    assert shown["path"] == str(Path(os.environ["VPO_CACHE_DIR"]) / "generations.sqlite")
+    assert shown["path"] == str(Path(os.environ["VPO_CACHE"]) / "generations" / "generations.sqlite")
     assert main(["cache"]) == 0 and "mock:moves" in capsys.readouterr().out
     assert main(["cache", "clear", "--model", "mock:words"]) == 0 and "removed 0 chains" in capsys.readouterr().out
     assert main(["cache", "clear"]) == 0 and "removed 6 chains" in capsys.readouterr().out
@@ -333,12 +334,16 @@ def test_vpo_run_flags_and_vpo_cache(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert len(err) == 1 and "--model" in err[0]
 
 
-def test_an_unusable_cache_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    Path(os.environ["VPO_CACHE_DIR"], "generations.sqlite").write_bytes(b"garbage " * 512)
+def test_an_unusable_cache_file_is_a_miss_with_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that is not a database: the run samples and succeeds, saying once what to do."""
+    cache_file = Path(os.environ["VPO_CACHE"], "generations", "generations.sqlite")
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    cache_file.write_bytes(b"garbage " * 512)
     rc = main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "-n", "1", "--no-progress",
                "--out", str(tmp_path / "a")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "generations.sqlite" in err[0] and "--no-cache" in err[0]
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "generation cache" in ln]
+    assert rc == 0 and len(err) == 1 and str(cache_file) in err[0] and "--no-cache" in err[0]
+    assert "vpo cache clear" in err[0] and _config(tmp_path / "a")["cache"]["enabled"] is False
 
 
 @pytest.mark.parametrize("flag,expect", [([], None), (["--no-cache"], False), (["--cache"], True)])
@@ -415,7 +420,7 @@ def test_a_failing_cache_write_warns_once_and_the_run_goes_on(tmp_path: Path, sa
     assert len(warnings) == 1 and "goes on" in warnings[0]
 
 
-def test_a_failing_lookup_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_a_failing_lookup_is_a_miss_with_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     class Broken:
         def execute(self, *a: Any) -> Any:
@@ -434,5 +439,129 @@ def test_a_failing_lookup_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     monkeypatch.setattr(GenerationCache, "__init__", init)
     rc = main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "-n", "1", "--no-progress",
                "--out", str(tmp_path / "a")])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "disk I/O error" in err[0] and "--no-cache" in err[0]
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "generation cache" in ln]
+    assert rc == 0 and len(err) == 1 and "disk I/O error" in err[0] and "--no-cache" in err[0]
+    assert len(_rows(tmp_path / "a")) == 1
+
+
+# ---- damage ---------------------------------------------------------------------------------------
+
+
+def _flip_on_disk(folder: Path, needle: bytes) -> None:
+    """Flip one byte of ``needle`` inside the database file itself (the cache closed, so the WAL is
+    checkpointed into it): what a bad sector or a stray write does, below SQLite."""
+    db = folder / "generations.sqlite"
+    data = bytearray(db.read_bytes())
+    i = data.index(needle)
+    data[i + 2] ^= 0x01
+    db.write_bytes(bytes(data))
+
+
+def test_a_flipped_byte_is_a_miss_with_one_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with GenerationCache(tmp_path) as cache:
+        cache.put("k1", "m", {"text": "route UP UP LEFT"})
+        cache.put("k2", "m", {"text": "route DOWN"})
+        cache.put("k3", "m", {"text": "route RIGHT RIGHT"})
+    _flip_on_disk(tmp_path, b"UP UP LEFT")
+    _flip_on_disk(tmp_path, b"RIGHT RIGHT")
+    with GenerationCache(tmp_path) as cache:
+        assert cache.stats().damaged == 2
+        assert cache.get_many(["k1", "k2"]) == {"k2": {"text": "route DOWN"}}
+        assert cache.get_many(["k3"]) == {}
+        warned = [ln for ln in capsys.readouterr().err.splitlines() if "damaged" in ln]
+        assert len(warned) == 1 and str(cache.path) in warned[0]
+        assert "--no-cache" in warned[0] and "vpo cache clear" in warned[0]
+        cache.put("k1", "m", {"text": "sampled again"})  # the damaged entry was removed: the new one is stored
+        assert cache.get_many(["k1"]) == {"k1": {"text": "sampled again"}} and cache.stats().damaged == 0
+
+
+def test_a_value_moved_under_another_key_is_a_miss(tmp_path: Path) -> None:
+    with GenerationCache(tmp_path) as cache:
+        cache.put("k1", "m", {"text": "one"})
+        cache.put("k2", "m", {"text": "two"})
+    with sqlite3.connect(str(tmp_path / "generations.sqlite")) as db:
+        value, sha = db.execute("SELECT value, sha FROM chains WHERE key = 'k1'").fetchone()
+        db.execute("UPDATE chains SET value = ?, sha = ? WHERE key = 'k2'", (value, sha))
+    with GenerationCache(tmp_path) as cache:
+        assert cache.get_many(["k1", "k2"]) == {"k1": {"text": "one"}}
+
+
+def _cache_file() -> Path:
+    return Path(os.environ["VPO_CACHE"], "generations", "generations.sqlite")
+
+
+def test_vpo_cache_reports_and_clear_removes_a_truncated_file(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    with GenerationCache(_cache_file().parent) as cache:
+        for i in range(400):
+            cache.put(f"k{i}", "mock:moves", {"text": "x" * 200 + str(i)})
+    data = _cache_file().read_bytes()
+    _cache_file().write_bytes(data[: len(data) // 2])
+    capsys.readouterr()
+    assert main(["cache"]) == 1
+    out = capsys.readouterr()
+    assert "damaged" in out.out and "Traceback" not in out.out + out.err
+    assert main(["cache", "--json"]) == 1 and json.loads(capsys.readouterr().out)["damaged_file"]
+    assert main(["cache", "clear"]) == 0
+    assert "removed the damaged generation cache" in capsys.readouterr().out
+    assert main(["cache", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["entries"] == 0 and shown["damaged_file"] is None
+
+
+def test_vpo_cache_clear_removes_a_file_that_is_not_a_database(capsys: pytest.CaptureFixture[str]) -> None:
+    _cache_file().parent.mkdir(parents=True, exist_ok=True)
+    _cache_file().write_bytes(b"garbage " * 512)
+    assert main(["cache"]) == 1 and "not a database" in capsys.readouterr().out
+    assert main(["cache", "clear", "--model", "mock:moves"]) == 0
+    assert "--model mock:moves" in capsys.readouterr().out
+    assert main(["cache"]) == 0 and "0 chains" in capsys.readouterr().out
+
+
+def test_vpo_cache_counts_damaged_entries(capsys: pytest.CaptureFixture[str]) -> None:
+    with GenerationCache(_cache_file().parent) as cache:
+        cache.put("k1", "mock:moves", {"text": "a route to flip"})
+        cache.put("k2", "mock:moves", {"text": "fine"})
+    _flip_on_disk(_cache_file().parent, b"route to flip")
+    assert main(["cache", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["damaged_entries"] == 1 and shown["entries"] == 1
+    assert main(["cache"]) == 0 and "1 damaged entries" in capsys.readouterr().out
+
+
+def test_a_cached_row_equals_the_row_it_replaced(tmp_path: Path) -> None:
+    """A --prefix run and its replay from the cache: every field of every row is equal, the cached
+    mark aside (the prefix and its token count included; they were lost once)."""
+    common = ["run", "--task", "maze", "--model", "mock:moves", "--limit", "2", "-n", "3", "--no-progress",
+              "--prefix", "<answer>UP, "]
+    assert main(common + ["--out", str(tmp_path / "a")]) == 0
+    assert main(common + ["--out", str(tmp_path / "b")]) == 0
+    first, second = _rows(tmp_path / "a"), _rows(tmp_path / "b")
+    assert all(r["extra"].get("cached") is True for r in second) and all(r.get("prefix") for r in first)
+
+    def plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for r in rows:
+            r = {k: v for k, v in r.items() if k != "score_s"}  # scoring time of this process
+            r["extra"] = {k: v for k, v in r.get("extra", {}).items() if k != "cached"}
+            out.append(r)
+        return sorted(out, key=lambda r: (r["problem_id"], r["chain_index"]))
+
+    assert plain(second) == plain(first)
+
+
+def test_the_old_variable_still_moves_the_generation_cache_with_one_note(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.core import paths
+
+    monkeypatch.setattr(paths, "_noted", set())
+    monkeypatch.setenv("VPO_CACHE_DIR", str(tmp_path / "old"))
+    assert main(["cache", "--json"]) == 0 and main(["cache", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out.split("\n}\n")[0] + "}")["path"] == str(tmp_path / "old" / "generations.sqlite")
+    notes = [ln for ln in out.err.splitlines() if "VPO_CACHE_DIR" in ln]
+    assert len(notes) == 1 and "deprecated" in notes[0] and "$VPO_CACHE" in notes[0]
+    monkeypatch.delenv("VPO_CACHE_DIR")
+    assert paths.generations_dir() == Path(os.environ["VPO_CACHE"]) / "generations"
+    assert paths.digests_dir() == Path(os.environ["VPO_CACHE"]) / "digests"

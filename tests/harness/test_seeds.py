@@ -260,7 +260,8 @@ def test_kill9_mid_group_then_rerun_samples_only_the_missing_chains(tmp_path, ca
     assert len(_keys(out / "seed-0")) == 24 and 7 <= part < 24 and not (out / "seed-2" / "samples.jsonl").exists()
     # the interrupted group reads as one: the seeds stored so far, marked partial
     assert main(["show", str(out), "--select", ""]) == 0
-    assert "crashy (2 seeds) (partial)" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "crashy (2 of 3 seeds, partial: seed 1 unfinished, seed 2 missing)" in shown, shown
     again = _vpo(common + ["--out", str(out)])
     assert again.wait(timeout=300) == 0
     err = again.stderr.read().decode()

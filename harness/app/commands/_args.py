@@ -55,6 +55,6 @@ def add_chat_template_args(p: argparse.ArgumentParser) -> None:
 def add_cache_flag(p: argparse.ArgumentParser) -> None:
     """``--cache / --no-cache`` on every command that samples chains through the runner (run, demo)."""
     p.add_argument("--cache", action=argparse.BooleanOptionalAction, default=None,
-                   help="reuse chains from the generation cache ($VPO_CACHE_DIR, else ~/.cache/vpo-harness/"
-                        "generations) and store new ones; default: on for backends that sample each chain from "
+                   help="reuse chains from the generation cache (generations/ under $VPO_CACHE, else "
+                        "~/.cache/vpo-harness) and store new ones; default: on for backends that sample each chain from "
                         "its own seed (hf, vllm, mock), off for servers (openai). See `vpo cache`")

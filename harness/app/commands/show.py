@@ -51,8 +51,9 @@ def format_table(runs: Sequence[Any]) -> str:
             task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
             lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
             continue
-        name = r.path.name + (f" ({len(res.seeds)} seeds)" if res.seeds else "") + (
-            " (partial)" if res.raw.get("partial") else " (recomputed)" if res.raw.get("stale_results") else "")
+        name = r.path.name + (f" ({res.seeds_label})" if res.seeds else "") + (
+            " (partial)" if res.raw.get("partial") and "partial" not in res.seeds_label
+            else " (recomputed)" if res.raw.get("stale_results") else "")
         lines.append([name, res.task, res.pool_shape]
                      + [res.best.get(k) for k in ks] + [res.pass_at.get(k) for k in pass_ks]
                      + [res.pass_all.get(k) for k in ks[-1:]] + [res.cover.get(t) for t in taus]

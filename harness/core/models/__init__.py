@@ -21,6 +21,7 @@ __all__ = [
     "KNOWN_BACKENDS",
     "EXECUTION_ARGS",
     "identity_args",
+    "generation_runtime",
     "deterministic",
     "accepted_args",
     "check_args",
@@ -61,6 +62,30 @@ def deterministic(spec: str, args: dict[str, Any] | None = None) -> bool:
     """Whether ``spec`` built with ``args`` samples a chain as a function of its cache key (see :data:`SEEDED`)."""
     rule = SEEDED.get(spec.split(":", 1)[0].strip().lower())
     return bool(rule and rule(dict(args or {})))
+
+
+def _hf_runtime(args: dict[str, Any]) -> dict[str, Any]:
+    from harness.core.models.hf import runtime_key
+
+    return runtime_key(args)
+
+
+def _vllm_runtime(args: dict[str, Any]) -> dict[str, Any]:
+    from harness.core.models.vllm_offline import runtime_key
+
+    return runtime_key(args)
+
+
+#: backend -> what of the machine it runs on changes a chain's text (resolved device class and
+#: dtype, library versions): part of the generation cache key, never of a run's identity (a run
+#: may resume on another machine). Backends not listed have none (mock, servers).
+RUNTIME: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"hf": _hf_runtime, "vllm": _vllm_runtime}
+
+
+def generation_runtime(spec: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:data:`RUNTIME` of ``spec``'s backend built with ``args``; {} for backends without one."""
+    rule = RUNTIME.get(spec.split(":", 1)[0].strip().lower())
+    return rule(dict(args or {})) if rule else {}
 
 
 def identity_args(spec: str, args: dict[str, Any]) -> dict[str, Any]:

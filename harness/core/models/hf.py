@@ -41,6 +41,29 @@ def _dtype_kwarg() -> str:
     return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
+def resolve_device_dtype(device: str = "auto", dtype: str = "auto") -> tuple[str, str]:
+    """(device, dtype) that ``auto`` means here: CUDA when there is one, and bfloat16 on CUDA,
+    float32 elsewhere. One rule for loading the model and for the generation cache key, which is
+    computed before (and, on a full hit, instead of) loading it."""
+    import torch
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else str(device)
+    if dtype == "auto":
+        dtype = "bfloat16" if device.startswith("cuda") else "float32"
+    return device, str(dtype)
+
+
+def runtime_key(args: dict[str, Any]) -> dict[str, Any]:
+    """What of the machine changes an hf chain's text: the device class (cpu, cuda, mps; not which
+    GPU index), the resolved dtype and the versions of torch and transformers (their kernels and
+    generate loop)."""
+    import importlib.metadata as md
+
+    device, dtype = resolve_device_dtype(str(args.get("device", "auto")), str(args.get("dtype", "auto")))
+    return {"device": device.split(":", 1)[0], "dtype": dtype,
+            "library": {pkg: md.version(pkg) for pkg in ("torch", "transformers")}}
+
+
 class RowSampler:
     """Logits processor: per-row seeded temperature/top-p sampling, returned as a one-hot score."""
 
@@ -123,9 +146,7 @@ class HFBackend(Backend):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        if dtype == "auto":
-            dtype = "bfloat16" if str(self.device).startswith("cuda") else "float32"
+        self.device, dtype = resolve_device_dtype(device, dtype)
         torch_dtype = getattr(torch, str(dtype), None)
         if not isinstance(torch_dtype, torch.dtype):
             raise ValueError(f"unknown dtype {dtype!r} (try float32, bfloat16, float16)")
@@ -146,6 +167,9 @@ class HFBackend(Backend):
                 extra["attn_implementation"] = attn_implementation
             hf_model = AutoModelForCausalLM.from_pretrained(self.path, **{_dtype_kwarg(): torch_dtype}, **extra)
             self._setup(hf_model.to(self.device), tokenizer)
+        #: the hub commit transformers loaded (None for a local folder): the generation cache keys a hub
+        #: id by the commit its local refs named, and checks that this is the one that loaded
+        self.loaded_revision: str | None = getattr(hf_model.config, "_commit_hash", None)
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, *, name: str = "in-memory", batch_size: int = 16) -> "HFBackend":

