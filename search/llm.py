@@ -118,10 +118,9 @@ class ChatLLM:
                           completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
                           latency_s=float(gen.latency_s or 0.0))
 
-    async def open(self, connections: int = 0) -> None:
-        """Set up the clients, and ``connections`` connections to each server, before the search
-        starts (in the loop that will send the requests)."""
-        await self.backend.aopen(connections)
+    async def open(self) -> None:
+        """Set up the clients before the search starts (in the loop that will send the requests)."""
+        await self.backend.aopen()
 
     def describe(self) -> dict[str, Any]:
         """Per-server request/failure/ejection counts, recorded in the run's results."""

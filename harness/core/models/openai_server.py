@@ -296,15 +296,11 @@ class OpenAIServerBackend(Backend):
         return JSONClient(url, api_key=self._api_key, timeout=self.timeout, headers=self.headers,
                           api_key_source=self._api_key_source, headers_source="--model-args headers")
 
-    async def aopen(self, connections: int = 0) -> None:
+    async def aopen(self) -> None:
         """Build the clients and the endpoint pool in the running loop now (for :meth:`generate_one`),
-        and open ``connections`` keep-alive connections to each server (by as many ``GET /models``
-        sent at once; failures are left for the first real request to report), so that the first
-        requests of a search, sent together, do not each wait for a connect and a TLS handshake."""
-        pool = await self._get_pool()
-        if connections > 0:
-            await asyncio.gather(*(within(ep.client.get("/models"), self.deadline)
-                                   for ep in pool.endpoints for _ in range(connections)), return_exceptions=True)
+        so that the first requests of a search, sent together, share one pool. httpx opens a
+        connection only for a request: the first requests open theirs together."""
+        await self._get_pool()
 
     async def aclose(self) -> None:
         """Close the connections :meth:`generate_one` opened, from the loop that opened them."""
