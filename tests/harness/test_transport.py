@@ -263,6 +263,42 @@ def test_bytes_left_after_a_reply_never_answer_the_next_request(extra: str) -> N
     assert run(main()) == [{"echo": i} for i in range(4)]
 
 
+def test_a_reply_sent_while_the_connection_is_idle_never_answers_the_next_request() -> None:
+    """Extra bytes that arrive after the reply was read, while the connection sits idle: httpcore's
+    own check (the idle socket turned readable) drops the connection, and the guard keeps that check."""
+    go, sent = asyncio.Event(), asyncio.Event()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        first = True
+        while (req := await read_request(reader)) is not None:
+            writer.write(response(body={"echo": json.loads(req.body)["q"]}))
+            await writer.drain()
+            if first:
+                first = False
+                await go.wait()
+                writer.write(response(body={"echo": "WRONG"}))
+                await writer.drain()
+                sent.set()
+
+    async def main() -> list[Any]:
+        loop = asyncio.get_running_loop()
+        async with Loopback(handler=handler) as srv:
+            c = JSONClient(srv.url, timeout=5)
+            got = [await c.post("/x", {"q": 0})]
+            go.set()
+            await sent.wait()
+            (conn,) = c._client._transport._pool.connections
+            end = loop.time() + 5
+            while not conn._inner.has_expired():  # httpcore sees the extra reply in the socket
+                assert loop.time() < end, "the extra reply never arrived"
+                await asyncio.sleep(0.01)
+            got += [await c.post("/x", {"q": i}) for i in (1, 2)]
+            await c.aclose()
+        return got
+
+    assert run(main()) == [{"echo": i} for i in range(3)]
+
+
 def test_the_guard_reaches_h11_in_this_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
     """The guard reads httpx's private pool layout; a release that moves it must fail here, not turn
     the guard silently off."""
