@@ -180,6 +180,17 @@ def test_post_sends_json_with_key_user_headers_and_accept_encoding() -> None:
     assert req.headers["content-type"] == "application/json" and "gzip" in req.headers["accept-encoding"]
 
 
+def test_a_user_authorization_header_wins_over_the_key() -> None:
+    async def main() -> Loopback:
+        async with Loopback() as srv:
+            c = JSONClient(srv.url, api_key="KEY", timeout=5, headers={"Authorization": "Token abc"})
+            await c.get("/models")
+            await c.aclose()
+        return srv
+
+    assert run(main()).requests[0].headers["authorization"] == "Token abc"
+
+
 def test_a_gzip_reply_is_decoded() -> None:
     body = gzip.compress(json.dumps({"choices": [1]}).encode())
 

@@ -201,12 +201,12 @@ class JSONClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         fixed = {"User-Agent": USER_AGENT, "Accept": "application/json"}
-        for name, value in (headers or {}).items():
-            check_header(str(name), str(value), headers_source)
-            fixed[str(name)] = str(value)
         if api_key:
             check_header("Authorization", api_key, api_key_source)
             fixed["Authorization"] = f"Bearer {api_key}"
+        for name, value in (headers or {}).items():  # the user's win, as the SDK's default_headers do
+            check_header(str(name), str(value), headers_source)
+            fixed[str(name)] = str(value)
         # below uvicorn's 5 s keep-alive (vLLM's server), so an idle connection is dropped by us first
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=int(max_idle),
                               keepalive_expiry=float(keepalive_s))
