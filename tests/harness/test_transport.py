@@ -250,6 +250,56 @@ def test_connection_refused_is_a_connect_error_with_its_reason() -> None:
     assert connect_failure(exc) == "connection refused" and exc.method == "GET"
 
 
+@pytest.mark.parametrize("partial", [b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{\"a\"",
+                                     b"HTTP/1.1 200 OK\r\nContent-Le", b"not http at all\r\n\r\n"])
+def test_a_broken_reply_is_a_protocol_error(partial: bytes) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(partial)
+        await writer.drain()
+
+    async def main() -> BaseException:
+        async with Loopback(handler=handler) as srv:
+            c = JSONClient(srv.url, timeout=5)
+            try:
+                await c.get("/models")
+            except RemoteProtocolError as exc:
+                return exc
+            finally:
+                await c.aclose()
+        raise AssertionError("no error")
+
+    assert connect_failure(run(main())) is None  # retried with backoff, not a fail-fast connect error
+
+
+def test_status_json_and_no_content_replies() -> None:
+    replies = {"/busy": response(429, {"error": "slow"}, headers={"Retry-After": "3"}, reason="Too Many Requests"),
+               "/garbage": response(body=b"not json"), "/empty": b"HTTP/1.1 204 No Content\r\n\r\n"}
+
+    async def main() -> list[Any]:
+        async with Loopback(reply=lambda req: replies[req.target]) as srv:
+            c = JSONClient(srv.url, timeout=5)
+            out: list[Any] = []
+            for path in replies:
+                try:
+                    out.append(await c.get(path))
+                except (StatusError, json.JSONDecodeError) as exc:
+                    out.append(exc)
+            await c.aclose()
+        return out
+
+    busy, garbage, empty = run(main())
+    b = OpenAIServerBackend("m", "http://127.0.0.1:1/v1", max_retries=0, timeout=5)
+    assert isinstance(busy, StatusError) and busy.status_code == 429 and busy.body == {"error": "slow"}
+    assert str(busy) == 'HTTP 429 Too Many Requests: {"error": "slow"}'
+    assert b._retryable(busy) and b._backoff(0, busy) == 3.0
+    assert isinstance(garbage, json.JSONDecodeError) and b._retryable(garbage)
+    assert empty is None
+    for exc in (Timeout("t"), RemoteProtocolError("p"), ConnectError("c"), ReplyTooLarge("big")):
+        assert b._retryable(exc), exc
+    assert not b._retryable(StatusError(400, {}, "bad request")) and not b._retryable(ValueError("a bug"))
+
+
 # ---- a reply belongs to its request -------------------------------------------------------------------
 
 
