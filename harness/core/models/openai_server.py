@@ -228,7 +228,7 @@ class OpenAIServerBackend(Backend):
         self.give_up_after = float(give_up_after)
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         # refused here, before any request, naming where the value came from (never echoing it)
-        self._api_key_source = ("--model-args api_key" if api_key else
+        self._api_key_source = ("--model-args api_key (or an evolve --config's llm.api_key)" if api_key else
                                 "the OPENAI_API_KEY environment variable" if os.environ.get("OPENAI_API_KEY")
                                 else "api_key")
         check_header("Authorization", self._api_key, self._api_key_source)
