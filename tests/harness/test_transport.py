@@ -419,7 +419,8 @@ def test_vpo_run_rows_never_carry_another_problems_answer(extra: str, tmp_path: 
 @pytest.mark.parametrize("where, value, expect", [
     ("env", "sk-abc\n", "OPENAI_API_KEY environment variable: the Authorization header value has a line break"),
     ("env", "sk-\u20ac", "OPENAI_API_KEY environment variable: the Authorization header value has the character"),
-    ("args", "sk-abc\r\nX-Evil: 1", "--model-args api_key: the Authorization header value has a line break"),
+    ("args", "sk-abc\r\nX-Evil: 1", "--model-args api_key (or an evolve --config's llm.api_key): the Authorization "
+                                     "header value has a line break"),
 ])
 def test_a_bad_api_key_is_one_line_naming_its_source(where: str, value: str, expect: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
