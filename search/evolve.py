@@ -428,8 +428,7 @@ async def _evolve_all(cfg: EvolveConfig, run: RunConfig, task: Any, problems: Se
 
     t0 = time.perf_counter()
     try:
-        # the connections the search will hold open at once, opened before it starts
-        await llm.open(min(cfg.concurrency, len(problems) * cfg.parallel))
+        await llm.open()
         await asyncio.gather(*(one(p) for p in problems))
     finally:
         for pe in writing:  # on an error too: the finished problems' checkpoints reach the disk

@@ -20,12 +20,16 @@ kept, and re-running the command resumes.
 """
 from __future__ import annotations
 
+import asyncio
+import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from harness.core.models.base import SamplingConfig, chat_template_args as template_args
-from harness.core.models.endpoints import connect_failure, split_urls
-from harness.core.models.openai_server import OpenAIServerBackend, ServerUnreachable
+from harness.core.models.endpoints import connect_failure, split_urls, within
+from harness.core.models.transport import RemoteProtocolError, Timeout
+from harness.core.models.openai_server import OpenAIServerBackend, RequestDeadline, ServerUnreachable
 
 #: no connection could be opened to the server(s): the openai backend's own error, under the name the
 #: evolve command catches
@@ -66,26 +70,40 @@ class ChatLLM:
                                        stop=tuple(stop), chat_template_args=template_args(chat_template_args))
         self.backend = OpenAIServerBackend(model, self.base_url, mode="chat", use_n=False, **backend_args)
 
-    async def check(self, timeout_s: float = 10.0) -> list[str]:
-        """Model ids the servers list. Raises LLMUnreachable naming the URL(s) when none answers."""
-        from harness.core.models.http_client import JSONClient
+    async def check(self) -> list[str]:
+        """Model ids the servers list. Raises LLMUnreachable naming the URL(s) when none answers.
+
+        Each ``GET /models`` is bounded by the backend's own ``deadline`` (as every request is), so a
+        server that accepts the connection and never answers fails this check within it. A server
+        that answers with an error (a proxy without ``/models``) is up: it is reported, not fatal."""
+        from harness.core.printable import printable
 
         models: list[str] = []
         dead: list[str] = []
         for url in self.backend.base_urls:
-            probe = JSONClient(url, api_key=self.backend._api_key, timeout=timeout_s)
+            probe = self.backend.client_for(url)
+            started = time.monotonic()
             try:
-                listed = await probe.get("/models")
+                listed = await within(probe.get("/models"), self.backend.deadline)
                 data = listed.get("data") if isinstance(listed, dict) else None
                 models += [m["id"] for m in data or [] if isinstance(m, dict) and m.get("id") not in models]
             except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout, 404, garbage
-                dead.append(connect_failure(exc) or f"{type(exc).__name__}: {str(exc)[:200]}")
+                elapsed = time.monotonic() - started
+                if isinstance(exc, asyncio.TimeoutError):
+                    exc = RequestDeadline(f"no complete reply after {elapsed:.1f} s "
+                                          f"(the deadline is {self.backend.deadline:g} s)")
+                    exc.method, exc.url = "GET", url + "/models"  # type: ignore[attr-defined]
+                why = connect_failure(exc)
+                if why is None and not isinstance(exc, (Timeout, RemoteProtocolError, RequestDeadline)):
+                    print(f"[vpo] the LLM server at {url} answered GET /models, with an error "
+                          f"({printable(f'{type(exc).__name__}: {exc}')[:300]}); going on", file=sys.stderr)
+                    continue
+                dead.append(self.backend.unreachable(exc, why or printable(f"{type(exc).__name__}: {exc}")[:300],
+                                                     1, elapsed))
             finally:
                 await probe.aclose()
         if len(dead) == len(self.backend.base_urls):
-            where = "server at " + self.base_url if len(dead) == 1 else "servers " + self.base_url
-            raise LLMUnreachable(f"cannot reach the LLM {where} (GET /models: {dead[0]}); "
-                                 "is the server running, and is --base-url right?")
+            raise LLMUnreachable(dead[0])
         return models
 
     async def complete(self, messages: list[dict[str, Any]], seed: int, *, prefix: str = "") -> Completion:
@@ -100,10 +118,9 @@ class ChatLLM:
                           completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
                           latency_s=float(gen.latency_s or 0.0))
 
-    async def open(self, connections: int = 0) -> None:
-        """Set up the clients, and ``connections`` connections to each server, before the search
-        starts (in the loop that will send the requests)."""
-        await self.backend.aopen(connections)
+    async def open(self) -> None:
+        """Set up the clients before the search starts (in the loop that will send the requests)."""
+        await self.backend.aopen()
 
     def describe(self) -> dict[str, Any]:
         """Per-server request/failure/ejection counts, recorded in the run's results."""

@@ -40,9 +40,14 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from harness.core.models.endpoints import ServerUnreachable
+
     args = parse_args(build_parser(), argv)
     try:
         return int(args.func(args) or 0)
+    except ServerUnreachable as exc:  # before RuntimeError, its base class: the rows so far are kept
+        print(f"vpo {args.command}: error: {exc}", file=sys.stderr)
+        return 3
     except BrokenPipeError:  # before OSError, its base class
         # `vpo compare ... | head` closed the pipe: stop quietly, as Unix tools do; point stdout at
         # /dev/null so the interpreter's final flush does not raise a second time.

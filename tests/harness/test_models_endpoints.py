@@ -28,13 +28,13 @@ class FakeClient:
 
 
 def api_error() -> Exception:
-    from harness.core.models.http_client import RemoteProtocolError
+    from harness.core.models.transport import RemoteProtocolError
 
     return RemoteProtocolError("the server closed the connection mid-reply", method="POST", url="http://x")
 
 
 def status_error(code: int) -> Exception:
-    from harness.core.models.http_client import StatusError
+    from harness.core.models.transport import StatusError
 
     return StatusError(code, {}, "boom", method="POST", url="http://x")
 

@@ -185,7 +185,9 @@ def test_describe_reproduces_without_secrets(monkeypatch):
         d = b.describe()
     assert d["backend"] == "openai" and d["model"] == "fake-model" and d["base_url"] == srv.base_url
     assert d["args"]["mode"] == "completions" and d["args"]["concurrency"] == 4
-    assert d["library"] == {"client": "harness.core.models.http_client"}
+    import httpx
+
+    assert d["library"] == {"client": "httpx", "version": httpx.__version__}
     assert "sk-secret" not in repr(d)
 
 

@@ -77,7 +77,7 @@ def test_all_servers_dead_is_one_clear_error() -> None:
     urls = [f"http://127.0.0.1:{free_port()}/v1" for _ in range(2)]
     llm = ChatLLM(",".join(urls), "m", timeout=2, max_retries=0)
     with pytest.raises(LLMUnreachable, match="servers"):
-        asyncio.run(llm.check(timeout_s=2))
+        asyncio.run(llm.check())
 
 
 def test_evolve_over_a_fleet_with_one_dead_server(tmp_path: Path) -> None:

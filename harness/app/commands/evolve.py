@@ -67,7 +67,6 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from search.evolve import EvolveConfig, run_evolve
-    from search.llm import LLMUnreachable
 
     apply_unsafe_sandbox(args)
     cfg = EvolveConfig(task=args.task, model=args.model, problems=args.problems, iterations=args.iterations,
@@ -82,9 +81,6 @@ def run(args: argparse.Namespace) -> int:
                        parallel=args.parallel)
     try:
         folder = run_evolve(cfg)
-    except LLMUnreachable as exc:
-        print(f"vpo evolve: error: {exc}", file=sys.stderr)
-        return 3
     except KeyboardInterrupt:
         print("vpo evolve: interrupted; the rows so far are kept, re-run the same command to resume",
               file=sys.stderr)

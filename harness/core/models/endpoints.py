@@ -23,7 +23,28 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
 
-Client = Any  # harness.core.models.http_client.JSONClient (get, aclose)
+Client = Any  # harness.core.models.transport.JSONClient (get, aclose)
+
+
+class ServerUnreachable(RuntimeError):
+    """No connection could be opened to the server(s) after the quick connect retries, or none has
+    answered for the backend's ``give_up_after``: the message names the URL(s), the reason and what
+    was tried. Raised out of the openai backend's ``generate``/``generate_one``; every command turns
+    it into one line and exit code 3 (here, beside the pool and without httpx, so the CLI can catch
+    it without importing a client)."""
+
+
+async def within(aw: Any, seconds: float | None) -> Any:
+    """``aw`` awaited with a time limit (``asyncio.TimeoutError`` past it): ``asyncio.timeout`` where
+    there is one (3.11+: a timer on the running task), else ``wait_for`` (which wraps ``aw`` in a task
+    of its own, an extra hop through the event loop per request)."""
+    if seconds is None:
+        return await aw
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None:
+        return await asyncio.wait_for(aw, seconds)
+    async with timeout(seconds):
+        return await aw
 
 
 def split_urls(base_url: str | Sequence[str] | None) -> list[str]:
@@ -56,7 +77,7 @@ class Endpoint:
 
 def counts_against_endpoint(exc: BaseException) -> bool:
     """Transport-level failures: the server (not the request) is at fault."""
-    from harness.core.models.http_client import TRANSPORT_ERRORS
+    from harness.core.models.transport import TRANSPORT_ERRORS
 
     if isinstance(exc, (*TRANSPORT_ERRORS, asyncio.TimeoutError)):
         return True
@@ -72,7 +93,7 @@ def connect_failure(exc: BaseException) -> str | None:
     failure is something else. These fail in milliseconds and the same way on every retry, unlike a
     timeout or a dropped connection, so the backend gives up on them quickly instead of backing off
     for a minute. A connect *timeout* is not one of them: a loaded server may accept the next try."""
-    from harness.core.models.http_client import ConnectError
+    from harness.core.models.transport import ConnectError
 
     seen: set[int] = set()
     link: BaseException | None = exc

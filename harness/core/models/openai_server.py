@@ -15,11 +15,16 @@ Why it looks the way it does:
 - ``generate`` serves the synchronous runner; :meth:`OpenAIServerBackend.generate_one` sends one
   request from the caller's own event loop (the evolve loop) through the same request, retry and
   endpoint code, so one run has one policy.
-- Requests are JSON posts through :class:`harness.core.models.http_client.JSONClient` (one per
-  server, keep-alive connections): the openai SDK's request path costs about a millisecond of CPU
-  per request, which an evolve loop waiting on every reply cannot spare (that module's docstring
-  has the measurement). Its error classes say which failure it was, and the retry policy below is
-  decided by them.
+- Requests are JSON posts through :class:`harness.core.models.transport.JSONClient` (httpx, one
+  client per server, keep-alive connections, guarded so that a reply always belongs to its request;
+  that module's docstring says why httpx and what it adds). Its error classes say which failure it
+  was, and the retry policy below is decided by them. Every retry prints one line to stderr (server,
+  attempt, reason, next wait), progress bars or not.
+- A server that stops answering is given up on as a whole, not chain by chain: once requests have
+  been failing (timeouts, dropped connections, 5xx, garbage) for ``give_up_after`` seconds (default
+  300) with no reply succeeding since, :class:`ServerUnreachable` stops the run, as for a refused
+  connection. Without it, each chain would spend its own ``max_retries`` timeouts (about 70 minutes
+  at the defaults) before the next chain started doing the same.
 - The runner is synchronous but wants each chain as soon as it finishes (crash-resume appends to
   disk), so an asyncio loop runs on a background thread and finished chains cross over a queue.
 - Concurrency is bounded by a semaphore (servers queue or 429 beyond their batch size anyway).
@@ -51,15 +56,18 @@ import json
 import os
 import queue
 import random
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
-from harness.core.models import http_client, token_counts
-from harness.core.models.endpoints import EndpointPool, connect_failure, split_urls
-from harness.core.models.http_client import JSONClient, within
+from harness.core.models import token_counts, transport
+from harness.core.models.endpoints import (EndpointPool, ServerUnreachable, connect_failure, counts_against_endpoint,
+                                           split_urls, within)
+from harness.core.models.transport import JSONClient, check_header
+from harness.core.printable import printable
 from harness.core.models.prefill import join, prefill_fields
 from harness.core.models.prompting import render_messages
 
@@ -73,11 +81,6 @@ class GarbageResponse(Exception):
 
 class RequestDeadline(Exception):
     """An attempt ran past its wall-clock deadline (a slow or trickling server). Retried."""
-
-
-class ServerUnreachable(RuntimeError):
-    """No connection could be opened to the server(s) after the quick connect retries: the message
-    names the URL, the reason and the attempts. Raised out of ``generate``/``generate_one``."""
 
 
 class _TooFewChoices(Exception):
@@ -94,6 +97,27 @@ class _Unit:
 
 
 _UNSET = object()
+
+
+def _headers_arg(value: dict[str, str] | str | None) -> dict[str, str]:
+    """``headers=``: a dict from Python, or ``Name:value;Name2:value2`` from ``--model-args`` (whose
+    entries are split at commas, so the headers are split at semicolons)."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, dict):
+        return {str(k).strip(): str(v) for k, v in value.items()}
+    if not isinstance(value, str):
+        raise ValueError(f"--model-args headers: expected Name:value;Name2:value2, got {type(value).__name__}")
+    out: dict[str, str] = {}
+    for part in value.split(";"):
+        if not part.strip():
+            continue
+        name, sep, text = part.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"--model-args headers: bad entry {printable(part)!r}: expected Name:value "
+                             "(several separated by ';')")
+        out[name.strip()] = text.strip()
+    return out
 
 
 def _count(value: Any) -> int | None:
@@ -165,6 +189,8 @@ class OpenAIServerBackend(Backend):
         cooldown_s: float = 10.0,
         connect_retries: int = 1,
         connect_backoff: float = 0.25,
+        give_up_after: float = 300.0,
+        headers: dict[str, str] | str | None = None,
     ) -> None:
         if mode not in ("chat", "completions"):
             raise ValueError(f"mode must be 'chat' or 'completions', got {mode!r}")
@@ -197,7 +223,20 @@ class OpenAIServerBackend(Backend):
         self.backoff_max = float(backoff_max)
         self.extra_body = dict(extra_body or {})
         self.send_seed = bool(send_seed)
+        if give_up_after <= 0:
+            raise ValueError(f"give_up_after must be > 0 seconds, got {give_up_after}")
+        self.give_up_after = float(give_up_after)
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        # refused here, before any request, naming where the value came from (never echoing it)
+        self._api_key_source = ("--model-args api_key (or an evolve --config's llm.api_key)" if api_key else
+                                "the OPENAI_API_KEY environment variable" if os.environ.get("OPENAI_API_KEY")
+                                else "api_key")
+        check_header("Authorization", self._api_key, self._api_key_source)
+        self.headers = _headers_arg(headers)
+        for name, value in self.headers.items():
+            check_header(name, value, "--model-args headers")
+        self._last_ok: float | None = None  # when a reply last succeeded (give_up_after)
+        self._failing_since: float | None = None  # the start of the failures since then
         self._tokenizer_path = tokenizer
         self._tokenizer: Any = None
         if tokenizer is not None:
@@ -245,20 +284,23 @@ class OpenAIServerBackend(Backend):
                 if self._pool is None:
                     pool = EndpointPool(
                         self.base_urls,
-                        lambda url: JSONClient(url, api_key=self._api_key, timeout=self.timeout),
+                        self.client_for,
                         eject_after=self.eject_after, cooldown_s=self.cooldown_s,
                         health_timeout_s=min(self.timeout, 10.0))
                     await pool.start()
                     self._pool, self._pool_loop = pool, running
         return self._pool
 
-    async def aopen(self, connections: int = 0) -> None:
+    def client_for(self, url: str) -> JSONClient:
+        """A client for one server with this backend's key, headers and timeout."""
+        return JSONClient(url, api_key=self._api_key, timeout=self.timeout, headers=self.headers,
+                          api_key_source=self._api_key_source, headers_source="--model-args headers")
+
+    async def aopen(self) -> None:
         """Build the clients and the endpoint pool in the running loop now (for :meth:`generate_one`),
-        and open ``connections`` keep-alive connections to each server, so that the first requests
-        of a search, sent together, do not each wait for a connect."""
-        pool = await self._get_pool()
-        if connections > 0:
-            await asyncio.gather(*(ep.client.warm(connections) for ep in pool.endpoints))
+        so that the first requests of a search, sent together, share one pool. httpx opens a
+        connection only for a request: the first requests open theirs together."""
+        await self._get_pool()
 
     async def aclose(self) -> None:
         """Close the connections :meth:`generate_one` opened, from the loop that opened them."""
@@ -303,8 +345,10 @@ class OpenAIServerBackend(Backend):
                 "cooldown_s": self.cooldown_s,
                 "connect_retries": self.connect_retries,
                 "connect_backoff": self.connect_backoff,
+                "give_up_after": self.give_up_after,
+                "headers": sorted(self.headers),  # the names only: a header may carry a secret
             },
-            "library": {"client": "harness.core.models.http_client"},
+            "library": {"client": "httpx", "version": transport.httpx.__version__},
         }
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
@@ -396,7 +440,7 @@ class OpenAIServerBackend(Backend):
     def _retryable(self, exc: BaseException) -> bool:
         if isinstance(exc, (GarbageResponse, json.JSONDecodeError)):
             return True
-        if isinstance(exc, (*http_client.TRANSPORT_ERRORS, asyncio.TimeoutError, RequestDeadline)):
+        if isinstance(exc, (*transport.TRANSPORT_ERRORS, asyncio.TimeoutError, RequestDeadline)):
             return True
         status = _status(exc)
         if status is not None:
@@ -417,15 +461,19 @@ class OpenAIServerBackend(Backend):
         refuse_budget = (self.connect_retries + 1) * len(self.base_urls)
         while True:
             attempts += 1
+            where: list[str] = []  # the server the attempt went to, once picked
+            started = time.monotonic()
             try:
                 async with sem:
                     self.stats["requests"] += 1
                     try:
-                        gens = await within(self._once(unit, sampling, extra_body), self.deadline)
+                        gens = await within(self._once(unit, sampling, extra_body, where), self.deadline)
                     except asyncio.TimeoutError:
-                        raise RequestDeadline(f"no complete reply within the {self.deadline:g} s deadline "
-                                              "(model_args deadline=...)") from None
+                        raise RequestDeadline(f"no complete reply after {time.monotonic() - started:.1f} s "
+                                              f"(the deadline is {self.deadline:g} s: model_args deadline=...)"
+                                              ) from None
                 elapsed = time.perf_counter() - t0
+                self._last_ok, self._failing_since = time.monotonic(), None
                 for g in gens:
                     g.attempts = attempts
                     g.latency_s = elapsed
@@ -438,20 +486,25 @@ class OpenAIServerBackend(Backend):
                 last = exc
                 if self._rejects_n(exc, n):
                     raise _TooFewChoices() from exc
+                server = where[0] if where else self.base_urls[0]
                 why = connect_failure(exc)
                 if why is not None:
                     refused += 1
                     if refused >= refuse_budget:
-                        raise ServerUnreachable(self._unreachable(exc, why, attempts, time.perf_counter() - t0)) from None
+                        raise ServerUnreachable(self.unreachable(exc, why, attempts, time.perf_counter() - t0)) from None
+                    self._say_retry(server, attempts, exc, self.connect_backoff)
                     await asyncio.sleep(self.connect_backoff)
                     continue
                 if not self._retryable(exc) or retries >= self.max_retries:
                     break
+                self._give_up_if_silent(exc, started)
+                delay = self._backoff(retries, exc)
                 self.stats["retries"] += 1
-                await asyncio.sleep(self._backoff(retries, exc))
+                self._say_retry(server, attempts, exc, delay)
+                await asyncio.sleep(delay)
                 retries += 1
         self.stats["errors"] += n
-        msg = f"{type(last).__name__}: {last}"[:500] if last is not None else "unknown error"
+        msg = printable(f"{type(last).__name__}: {last}")[:500] if last is not None else "unknown error"
         elapsed = time.perf_counter() - t0
         return [
             Generation(
@@ -467,8 +520,31 @@ class OpenAIServerBackend(Backend):
             for c, s in zip(unit.chain_indices, unit.seeds)
         ]
 
-    def _unreachable(self, exc: BaseException, why: str, attempts: int, elapsed: float) -> str:
-        """One line: the URL(s), the reason, and what was tried."""
+    def _say_retry(self, server: str, attempt: int, exc: BaseException, delay: float) -> None:
+        """One line per retry on stderr, so a run that looks stuck says why."""
+        reason = printable(f"{type(exc).__name__}: {exc}")[:300]
+        print(f"[vpo] {server}: attempt {attempt} failed ({reason}); next try in {delay:.1f} s",
+              file=sys.stderr, flush=True)
+
+    def _give_up_if_silent(self, exc: BaseException, started: float) -> None:
+        """Raise :class:`ServerUnreachable` once requests have failed for ``give_up_after`` seconds with
+        no reply succeeding since (the failures counted are the server's: transport, 5xx, garbage)."""
+        if not (counts_against_endpoint(exc) or isinstance(exc, RequestDeadline)):
+            return
+        since = max(started, self._last_ok) if self._last_ok is not None else started
+        if self._failing_since is None or since < self._failing_since:
+            self._failing_since = since
+        silent = time.monotonic() - self._failing_since
+        if silent >= self.give_up_after:
+            urls = ", ".join(self.base_urls)
+            raise ServerUnreachable(
+                f"no reply from {'the server at ' if len(self.base_urls) == 1 else 'any of the servers '}{urls} "
+                f"succeeded for {silent:.0f} s (last: {printable(f'{type(exc).__name__}: {exc}')[:200]}); "
+                f"giving up (model_args give_up_after={self.give_up_after:g}); is the server overloaded or hung?")
+
+    def unreachable(self, exc: BaseException, why: str, attempts: int, elapsed: float) -> str:
+        """One line: the URL(s), the reason, and what was tried (the shape of every "the server is not
+        there" message: `vpo run`, `vpo evolve`'s start-up check and its loop)."""
         tried = f"{exc.method} {exc.url}" if getattr(exc, "url", "") else "a request"
         urls = [u for u in self.base_urls if u]
         where = (f"the server at {urls[0]}" if len(urls) == 1 else
@@ -490,10 +566,12 @@ class OpenAIServerBackend(Backend):
             body["chat_template_kwargs"] = {**(given if isinstance(given, dict) else {}), **tmpl}
         return body
 
-    async def _once(self, unit: _Unit, sampling: SamplingConfig,
-                    extra_body: dict[str, Any] | None = None) -> list[Generation]:
+    async def _once(self, unit: _Unit, sampling: SamplingConfig, extra_body: dict[str, Any] | None = None,
+                    where: list[str] | None = None) -> list[Generation]:
         pool = await self._get_pool()
         async with pool.use() as ep:
+            if where is not None:
+                where.append(ep.url)
             gens = await self._send(ep.client, unit, sampling, extra_body)
         if pool.managed:
             for g in gens:
