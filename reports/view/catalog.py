@@ -19,7 +19,7 @@ from harness.core.config import recorded_ks
 from harness.core.metrics import Estimate, mean_se
 from harness.core.results import RunResults, read_results
 from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
-from reports.colours import run_colour
+from reports.colours import StyleBook
 from reports.view.samples import SampleIndex
 
 #: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders
@@ -203,6 +203,8 @@ class Catalog:
         self.roots = [Path(r) for r in roots]
         self._cache: dict[str, tuple[tuple, RunEntry]] = {}
         self._indexes: dict[str, SampleIndex] = {}
+        #: one style per run for the session: a run keeps its colour as folders are added
+        self.styles = StyleBook()
 
     def _index(self, run_id: str, folder: Path) -> SampleIndex:
         ix = self._indexes.get(run_id)
@@ -216,7 +218,7 @@ class Catalog:
 
     def entries(self) -> list[RunEntry]:
         out = []
-        for position, folder in enumerate(find_run_folders(self.roots)):
+        for folder in find_run_folders(self.roots):
             run_id = str(folder)
             stamp = _stamp(folder)
             hit = self._cache.get(run_id)
@@ -228,9 +230,12 @@ class Catalog:
                 # the index names the folder once; its notes need not repeat it
                 row["short_note"] = row["note"].replace(f"{folder}{os.sep}", "") if row.get("note") else None
                 self._cache[run_id] = hit
-            # by position among the folders found: distinct for up to ten runs, the same on every page
-            hit[1].row["colour"] = run_colour(run_id, position)
             out.append(hit[1])
+        # runs new to this session take their styles oldest first, so a later scan (and the next
+        # session, when the new folders are newer) gives the runs already seen the styles they had
+        for e in sorted(out, key=lambda e: (e.row.get("created") or "", e.id)):
+            style = self.styles.style(e.id)
+            e.row["colour"], e.row["dash"] = style.colour, style.svg_dash
         return out
 
     def get(self, run_id: str) -> RunEntry | None:

@@ -1,0 +1,114 @@
+"""`vpo view` shows what was asked, in headless Chromium (see test_view_browser.py for the driver), at
+1024 and 1440 px: a Maze problem page draws the grid and overlays a candidate's route on click;
+an evolve run's curves are the search's with its plain-sampling baseline line (no best@k); twelve
+runs get twelve colours; no table column is clipped at 1024 px. Screenshots go to $VPO_VIEW_SHOTS."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from reports.view import make_server
+from reports.view.api import ViewData
+from tests.reports.test_view_browser import CHROMIUM, Browser, _href
+
+pytestmark = pytest.mark.integration
+
+#: no visible box may be scrolled sideways (a scroll box hides the columns past its edge), and the
+#: candidates' columns keep room for a word (the lineage panel once squeezed them to one letter)
+CLIPPED = """(() => {
+  const out = [];
+  for (const e of document.querySelectorAll('#app *')) {
+    const s = getComputedStyle(e);
+    if (e.offsetParent !== null && ['auto', 'scroll'].includes(s.overflowX) && e.scrollWidth > e.clientWidth + 1)
+      out.push(`${e.tagName.toLowerCase()}#${e.id}.${e.className}: ${e.scrollWidth} > ${e.clientWidth}`);
+  }
+  for (const th of document.querySelectorAll('#app table th')) {
+    const b = th.getBoundingClientRect();
+    if (th.offsetParent !== null && b.right > document.documentElement.clientWidth + 1) out.push(`th ${th.textContent} ends at ${b.right}`);
+  }
+  for (const td of document.querySelectorAll('table.cands td')) {
+    if (td.offsetParent !== null && td.getBoundingClientRect().width < 28) out.push(`cands column ${td.cellIndex} ${td.getBoundingClientRect().width}px`);
+  }
+  return out;
+})()"""
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory, evolve_runs):
+    """Eight maze runs and two evolve runs with their baselines: twelve run folders."""
+    from tests.reports.conftest import write_run
+
+    root = tmp_path_factory.mktemp("many")
+    mazes = [write_run(root / f"maze-{i:02d}", f"hf:m{i}", 4 if i == 0 else 2, 2 if i == 0 else 1, 3 if i == 0 else 1,
+                       spread=0.6, seed=i) for i in range(8)]
+    srv = make_server([root, evolve_runs[0].parent], port=0)
+    srv.start_background()
+    yield srv, mazes, evolve_runs
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if CHROMIUM is None:
+        pytest.fail("no chromium on PATH: run scripts/install.sh --dev (apt-get install chromium)")
+    b = Browser(tmp_path_factory.mktemp("chromium") / "profile")
+    yield b
+    b.close()
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_the_viewer_shows_what_was_asked(many, browser, width):
+    srv, mazes, evolve = many
+    browser.set_width(width)
+    try:
+        # a Maze problem: the grid drawn, and a candidate's route overlaid on click
+        pid = json.loads((mazes[0] / "samples.jsonl").read_text().splitlines()[0])["problem_id"]
+        browser.open(srv.url + _href("problem", run=str(mazes[0]), pid=pid), "problem")
+        assert browser.js("document.querySelectorAll('#maze-grid rect.cell').length") == 81
+        assert browser.js("document.querySelectorAll('#maze-grid rect.cell.wall').length") > 0
+        assert browser.js("document.querySelectorAll('#maze-grid polyline.route').length") == 0
+        want = ViewData([mazes[0].parent]).problem(str(mazes[0]), pid)["chains"][1]["candidates"][1]["route"]
+        browser.js("document.querySelector('button.show-route[data-chain=\"1\"][data-answer=\"1\"]').click()")
+        browser.wait("document.querySelector('#maze-grid polyline.route')", "the route drawn")
+        pts = browser.js("document.querySelector('#maze-grid polyline.route').getAttribute('points')").split()
+        cell = lambda p: [round((float(p.split(',')[1]) - 17) / 34), round((float(p.split(',')[0]) - 17) / 34)]  # noqa: E731
+        assert [cell(p) for p in pts] == want["cells"]
+        assert browser.js("document.getElementById('maze-grid').dataset.route") == "chain 1 · answer 1"
+        assert "reaches E" in browser.js("document.getElementById('maze-caption').textContent") or not want["reached_exit"]
+        browser.screenshot(f"maze-problem-{width}")
+        assert browser.js(CLIPPED) == [], "problem page"
+        # an evolve run's lineage page: its node panel keeps its columns readable
+        epid = json.loads((evolve[0] / "samples.jsonl").read_text().splitlines()[0])["problem_id"]
+        browser.open(srv.url + _href("problem", run=str(evolve[0]), pid=epid), "problem")
+        browser.js("document.getElementById('reveal-best').click()")
+        browser.wait("document.getElementById('node-panel').dataset.state === 'ready'", "the best node")
+        browser.screenshot(f"evolve-problem-{width}")
+        assert browser.js(CLIPPED) == [], "lineage page"
+        # the run page of the evolve run and of a maze run
+        for run in (evolve[0], mazes[0]):
+            browser.open(srv.url + _href("run", id=str(run)), "run")
+            assert browser.js(CLIPPED) == [], f"run page of {run.name}"
+        browser.screenshot(f"run-{width}")
+        # an evolve run's curves: the search's, each with its plain-sampling line; no best@k / pass@k
+        browser.open(srv.url + "#/curves?" + "&".join(f"id={quote(str(r), safe='')}" for r in (*evolve, mazes[0])), "curves")
+        assert browser.js("document.querySelectorAll('#curve-solved-vs-candidates polyline.baseline').length") == 2
+        budget = 8
+        assert browser.js("document.querySelector('#curve-solved-vs-candidates polyline.baseline')"
+                          ".getAttribute('points').split(' ').length") == budget
+        assert browser.js("document.querySelectorAll('#curve-best-k polyline').length") == 1  # the maze run only
+        browser.screenshot(f"curves-{width}")
+        assert browser.js(CLIPPED) == [], "curves page"
+        # twelve runs, twelve colours; the index fits
+        browser.open(srv.url + "#/", "index")
+        colours = browser.js("[...document.querySelectorAll('#runs tbody tr .swatch')].map(s => getComputedStyle(s).backgroundColor)")
+        assert len(colours) == 12 and len(set(colours)) == 12
+        browser.screenshot(f"index-{width}")
+        assert browser.js(CLIPPED) == [], "index"
+        assert browser.js("document.documentElement.scrollWidth") <= width
+        assert browser.drain() == []
+    finally:
+        browser.set_width(1440)
