@@ -81,8 +81,14 @@ class ViewData:
 
     def run(self, run_id: str, page: Any = 0, per: Any = PAGE_PROBLEMS, sort: str = "", desc: Any = "",
             q: str = "") -> dict[str, Any]:
-        """A run's header (config, metrics) and one page of its problems with per-problem metrics."""
+        """A run's header (config, metrics) and one page of its problems with per-problem metrics; a
+        seed group's header and its seeds (each a run of its own, with its problems)."""
         e = self._entry(run_id)
+        if e.kind == "seeds":
+            seeds = [{"seed": s, "id": f, "name": (self.catalog.get(f) or e).row.get("name", f)}
+                     for s, f in zip(e.row.get("seeds") or [], e.row.get("seed_runs") or [])]
+            return {"run": {**e.row, "components_names": self._names(e), "seed_list": seeds, "warnings": [],
+                            "damaged_lines": 0}, "total": 0, "page": 0, "per": PAGE_PROBLEMS, "problems": []}
         ix = self.index_of(e)
         ks = self._ks(e)
         stats = ix.problem_stats(ks)
@@ -273,7 +279,7 @@ class ViewData:
         out = []
         for e in self.catalog.entries():
             ids = _dig(e.config, "identity", "problems").get("ids")
-            if isinstance(ids, list) and problem_id in ids:
+            if isinstance(ids, list) and problem_id in ids and e.kind != "seeds":
                 out.append({"id": e.id, "task": e.row.get("task"), "model": e.row.get("model"), "kind": e.kind})
         return {"problem_id": problem_id, "runs": out}
 

@@ -35,3 +35,29 @@ def test_oracle_selection_prints_best_at_k_of_a_seed_group(group: Path, capsys: 
     oracle = next(ln for ln in sel.splitlines() if "oracle" in ln)
     got = re.findall(r"\d\.\d{3}±\d\.\d{3} s±\d\.\d{3}", oracle)
     assert got[:3] == [best["best@1"], best["best@2"], best["best@4"]], (got, best)
+
+
+def test_a_seed_group_is_a_row_of_its_own_with_its_curves(group: Path) -> None:
+    from harness.core.results import results_at
+    from reports.view.api import ViewData
+
+    view = ViewData([group.parent])
+    rows = {r["id"]: r for r in view.runs()["runs"]}
+    assert set(rows) == {str(group), *(str(group / f"seed-{s}") for s in (0, 1, 2))}
+    g = rows[str(group)]
+    assert g["kind"] == "seeds" and g["seeds"] == [0, 1, 2] and g["status"] == "complete"
+    want = results_at(group).best[1]
+    assert g["metrics"]["best@1"] == {"mean": want.mean, "stderr": want.stderr, "n": want.n,
+                                      "seed_stderr": want.seed_stderr, "n_seeds": 3}
+    curve = view.curve(str(group))
+    assert curve["series"]["best@k"]["x"] == [1, 2, 4] and curve["partial"] is False
+    page = view.run(str(group))
+    assert [s["seed"] for s in page["run"]["seed_list"]] == [0, 1, 2] and page["problems"] == []
+    assert str(group) not in {r["id"] for r in view.runs_with_problem("maze-test-0000")["runs"]}
+    # a seed whose results.json is gone (still running, or interrupted): the group is partial
+    (group / "seed-2" / "results.json").rename(group / "seed-2" / "results.moved")
+    try:
+        g = {r["id"]: r for r in view.runs()["runs"]}[str(group)]
+        assert g["status"] == "partial" and g["note"] == "1 of 3 seeds still running or interrupted"
+    finally:
+        (group / "seed-2" / "results.moved").rename(group / "seed-2" / "results.json")

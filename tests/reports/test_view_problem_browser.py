@@ -38,12 +38,16 @@ CLIPPED = """(() => {
 
 @pytest.fixture(scope="module")
 def many(tmp_path_factory, evolve_runs):
-    """Eight maze runs and two evolve runs with their baselines: twelve run folders."""
+    """Five maze runs, a seed group of two (three rows), two evolve runs with their baselines: twelve."""
+    from harness.core.seeds import register_seeds
     from tests.reports.conftest import write_run
 
     root = tmp_path_factory.mktemp("many")
     mazes = [write_run(root / f"maze-{i:02d}", f"hf:m{i}", 4 if i == 0 else 2, 2 if i == 0 else 1, 3 if i == 0 else 1,
-                       spread=0.6, seed=i) for i in range(8)]
+                       spread=0.6, seed=i) for i in range(5)]
+    for s in (0, 1):
+        write_run(root / "group" / f"seed-{s}", "hf:g", 2, 1, 2, spread=0.6, seed=20 + s)
+    register_seeds(root / "group", [0, 1], {})
     srv = make_server([root, evolve_runs[0].parent], port=0)
     srv.start_background()
     yield srv, mazes, evolve_runs
@@ -93,13 +97,18 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
             browser.open(srv.url + _href("run", id=str(run)), "run")
             assert browser.js(CLIPPED) == [], f"run page of {run.name}"
         browser.screenshot(f"run-{width}")
+        # a seed group's page lists its seeds
+        browser.open(srv.url + _href("run", id=str(mazes[0].parent / "group")), "run")
+        assert browser.js("document.querySelectorAll('#seed-runs li').length") == 2
+        assert "s±" in browser.js("document.querySelector('#run-metrics tr[data-metric=\"best@1\"]').textContent")
         # an evolve run's curves: the search's, each with its plain-sampling line; no best@k / pass@k
-        browser.open(srv.url + "#/curves?" + "&".join(f"id={quote(str(r), safe='')}" for r in (*evolve, mazes[0])), "curves")
+        group = mazes[0].parent / "group"
+        browser.open(srv.url + "#/curves?" + "&".join(f"id={quote(str(r), safe='')}" for r in (*evolve, mazes[0], group)), "curves")
         assert browser.js("document.querySelectorAll('#curve-solved-vs-candidates polyline.baseline').length") == 2
         budget = 8
         assert browser.js("document.querySelector('#curve-solved-vs-candidates polyline.baseline')"
                           ".getAttribute('points').split(' ').length") == budget
-        assert browser.js("document.querySelectorAll('#curve-best-k polyline').length") == 1  # the maze run only
+        assert browser.js("document.querySelectorAll('#curve-best-k polyline').length") == 2  # the maze run and the group
         browser.screenshot(f"curves-{width}")
         assert browser.js(CLIPPED) == [], "curves page"
         # twelve runs, twelve colours; the index fits

@@ -24,16 +24,20 @@
   function remember(route, params) { history.replaceState(null, "", link(route, params).getAttribute("href")); }
 
   // ---- formatting -------------------------------------------------------------------------------
+  // an estimate as reports/tables.py writes it: mean ± standard error, then s± the between-seed one
+  // for a seed group
+  const seedSe = (e) => (e.n_seeds > 1 && e.seed_stderr !== null && e.seed_stderr !== undefined ? ` s±${num(e.seed_stderr)}` : "");
   function est(e, compact) {
     if (!e) return "–";
     const sep = compact ? "±" : " ± ";
-    return e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)}${sep}${num(e.stderr)}`;
+    return (e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)}${sep}${num(e.stderr)}`) + seedSe(e);
   }
-  // an estimate in a narrow cell: the mean, then "±se" that may wrap under it
+  // an estimate in a narrow cell: the mean, then "±se" (and "s±se") that may wrap under it
   function estCell(e) {
     if (!e) return "–";
     return [el("span", { cls: "mean" }, num(e.mean)),
-            e.stderr === null || e.stderr === undefined ? null : el("span", { cls: "se" }, `±${num(e.stderr)}`)];
+            e.stderr === null || e.stderr === undefined ? null : el("span", { cls: "se" }, `±${num(e.stderr)}`),
+            seedSe(e) ? el("span", { cls: "se" }, seedSe(e).trim()) : null];
   }
   function swatch(c, d) {  // the run's colour and line style (reports/colours.py), set through the CSSOM
     const s = el("span", { cls: "swatch", "aria-hidden": "true", data: { dash: dash(d) || "solid" } });
@@ -186,7 +190,8 @@
     return el("tr", { data: { run: r.id, status: r.status } },
       el("td", { cls: "pick" }, pick),
       el("td", { title: r.path, cls: "name" }, swatch(r.colour, r.dash), link("run", { id: r.id }, r.name || r.id),
-         r.kind === "evolve" ? el("span", { cls: "badge kind" }, "evolve") : null),
+         r.kind === "evolve" ? el("span", { cls: "badge kind" }, "evolve") : null,
+         r.kind === "seeds" ? el("span", { cls: "badge kind", title: "a seed group: its seeds' metrics combined" }, `${(r.seeds || []).length} seeds`) : null),
       el("td", { cls: "task" }, r.task, el("span", { cls: "split muted" }, r.split)), el("td", { cls: "model" }, breakable(r.model)),
       el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status,
       cell("best1", estCell(h.best1)),
@@ -357,6 +362,12 @@
     const filter = EXPORT ? null : el("input", { id: "problem-filter", type: "search", placeholder: "problem id contains…", value: q,
                                                  "aria-label": "filter problems" });
     if (filter) filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
+    if (run.kind === "seeds") {  // a seed group: its seeds are the runs that hold the problems
+      return [meta, el("div", { cls: "row" }, mtable, ctable),
+        el("p", { cls: "muted" }, "mean over seeds; ± the within-run standard error, s± the one between seeds"),
+        el("h2", null, `Seeds (${(run.seed_list || []).length})`),
+        el("ul", { id: "seed-runs" }, (run.seed_list || []).map((s) => el("li", null, link("run", { id: s.id }, `seed ${s.seed}: ${s.name}`))))];
+    }
     return [meta, ...warns, el("div", { cls: "row" }, mtable, ctable, evo),
       el("h2", null, `Problems (${data.total})`),
       el("div", { cls: "controls" }, filter, pager(data.page, data.per, data.total, (p) => nav({ page: p }))),
