@@ -17,8 +17,9 @@ from tests.reports.test_view_browser import CHROMIUM, Browser, _href
 pytestmark = pytest.mark.integration
 
 #: no visible box may be scrolled sideways (a scroll box hides the columns past its edge), and the
-#: candidates' columns keep room for a word (the lineage panel once squeezed them to one letter)
-CLIPPED = """(() => {
+#: candidates' columns keep room for a word: no one-word header, score or badge is broken over lines
+#: (the lineage panel once squeezed them to one letter per line)
+CLIPPED = r"""(() => {
   const out = [];
   for (const e of document.querySelectorAll('#app *')) {
     const s = getComputedStyle(e);
@@ -29,8 +30,10 @@ CLIPPED = """(() => {
     const b = th.getBoundingClientRect();
     if (th.offsetParent !== null && b.right > document.documentElement.clientWidth + 1) out.push(`th ${th.textContent} ends at ${b.right}`);
   }
-  for (const td of document.querySelectorAll('table.cands td')) {
-    if (td.offsetParent !== null && td.getBoundingClientRect().width < 28) out.push(`cands column ${td.cellIndex} ${td.getBoundingClientRect().width}px`);
+  for (const c of document.querySelectorAll('table.cands th, table.cands td.scalar, table.cands .badge')) {
+    const text = c.textContent.trim(), r = document.createRange();
+    r.selectNodeContents(c);
+    if (c.offsetParent !== null && text && !/\s/.test(text) && r.getClientRects().length > 1) out.push(`a word broken in a cell: ${text}`);
   }
   return out;
 })()"""
