@@ -61,3 +61,12 @@ def test_a_seed_group_is_a_row_of_its_own_with_its_curves(group: Path) -> None:
         assert g["status"] == "partial" and g["note"] == "1 of 3 seeds still running or interrupted"
     finally:
         (group / "seed-2" / "results.moved").rename(group / "seed-2" / "results.json")
+    # a seed the group lists but that has not started: partial too
+    marker = (group / "seeds.json").read_text()
+    register_seeds(group, [3], {})
+    try:
+        g = {r["id"]: r for r in view.runs()["runs"]}[str(group)]
+        assert g["status"] == "partial" and g["note"] == "1 seed not started"
+    finally:
+        (group / "seeds.json").write_text(marker)
+    assert {r["id"]: r for r in view.runs()["runs"]}[str(group)]["status"] == "complete"
