@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from harness.core.config import recorded_ks
 from harness.core.metrics import Estimate, mean_se
 from harness.core.results import RunResults, read_results, results_at
-from harness.core.seeds import MARKER, is_seed_group, seed_runs
+from harness.core.seeds import MARKER, is_seed_group, read_marker, seed_runs
 from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
 from reports.colours import StyleBook
 from reports.view.samples import SampleIndex
@@ -217,7 +217,8 @@ def _summarise(folder: Path, run_id: str, ix: SampleIndex | None) -> RunEntry:
 def _summarise_group(folder: Path, run_id: str) -> RunEntry:
     """A seed group's row: the first seed's settings, the seeds' metrics combined
     (``harness.core.results.results_at``, which counts a seed still running with its rows so far);
-    partial while a seed is, or when the group says it is (a seed missing)."""
+    partial while a seed is (the aggregate's ``partial``), or while a seed the group lists has no
+    folder yet."""
     seeds = seed_runs(folder)
     first = summarise(seeds[0][1], str(seeds[0][1]))
     row = {**first.row, "id": run_id, "path": str(folder), "kind": "seeds", "note": None,
@@ -226,17 +227,18 @@ def _summarise_group(folder: Path, run_id: str) -> RunEntry:
     if res is None:
         row.update(status="partial", note="no seed has rows yet", metrics={})
         return RunEntry(run_id, folder, row, first.config, None)
-    states = [summarise(f, str(f)).row.get("status") for _, f in seeds]
-    partial = bool(res.raw.get("partial")) or any(s != "complete" for s in states)
+    running = sum(1 for r in (res.raw.get("per_seed") or {}).values() if isinstance(r, dict) and r.get("partial"))
+    missing = len(read_marker(folder)["seeds"]) - len(seeds)
+    partial = bool(res.raw.get("partial")) or missing > 0
     m: dict[str, Any] = {f"best@{k}": _est(e) for k, e in res.best.items()}
     m.update({f"pass@{k}": _est(e) for k, e in res.pass_at.items()})
     m.update({name: _est(e) for name, e in res.summary.items()})
     row.update(status="partial" if partial else "complete", metrics={k: v for k, v in m.items() if v is not None},
                pool=res.pool_shape if res.n else row.get("pool"), n_candidates=res.n_candidates,
                n_chains=res.n_chains, n_errors=res.n_errors, ks=res.ks, components=res.components,
-               note=(f"{sum(s != 'complete' for s in states)} of {len(states)} seeds still running or interrupted"
-                     if any(s != "complete" for s in states) else
-                     "seeds missing from the group" if res.raw.get("partial") else None))
+               note="; ".join(n for n in (f"{running} of {len(seeds)} seeds still running or interrupted" if running else "",
+                                          f"{missing} seed{'s' if missing > 1 else ''} not started" if missing > 0 else "") if n)
+               or None)
     return RunEntry(run_id, folder, row, first.config, res)
 
 
