@@ -303,7 +303,10 @@ def _sorted(rows: list[dict[str, Any]], key: str, desc: bool) -> list[dict[str, 
 def _evolve_header(e: RunEntry) -> dict[str, Any] | None:
     raw = e.results.raw if e.results is not None else {}
     ev = raw.get("evolve") or {}
+    base = raw.get("baseline") if isinstance(raw.get("baseline"), dict) else {}
     return {"best_vs_iteration": ev.get("best_vs_iteration"), "solved_vs_iteration": ev.get("solved_vs_iteration"),
+            "solved_vs_candidates": ev.get("solved_vs_candidates"),
+            "baseline_solved_vs_candidates": base.get("solved_vs_candidates"),
             "solved": ev.get("solved"), "solved_definition": raw.get("solved_definition"),
             "iterations": raw.get("iterations"), "prompt_mode": raw.get("prompt_mode"),
             "baseline": (raw.get("baseline") or {}).get("solved") if isinstance(raw.get("baseline"), dict) else None}

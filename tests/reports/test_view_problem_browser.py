@@ -99,6 +99,12 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
         for run in (evolve[0], mazes[0]):
             browser.open(srv.url + _href("run", id=str(run)), "run")
             assert browser.js(CLIPPED) == [], f"run page of {run.name}"
+            if run == evolve[0]:  # solved vs candidates, and plain sampling at every budget
+                assert browser.js("document.querySelector('#run-evolve polyline.baseline').getAttribute('points')"
+                                  ".split(' ').length") == 8
+                shown = browser.js("[...document.querySelectorAll('#run-metrics tr')].map(r => r.dataset.metric)")
+                assert "solved" in shown and not [m for m in shown if m and m.startswith(("best@", "pass@"))]
+                browser.screenshot(f"run-evolve-{width}")
         browser.screenshot(f"run-{width}")
         # a seed group's page lists its seeds
         browser.open(srv.url + _href("run", id=str(mazes[0].parent / "group")), "run")

@@ -323,7 +323,8 @@
     ].filter(([, v]) => v !== null && v !== undefined && v !== "").map(([k, v]) => [el("dt", null, k), el("dd", null, String(v))]));
     const warns = (run.warnings || []).map((w) => el("p", { cls: "warn" }, w));
     if (run.damaged_lines > (run.warnings || []).length) warns.push(el("p", { cls: "warn" }, `${run.damaged_lines} damaged lines in all`));
-    const metrics = Object.entries(run.metrics || {});
+    // an evolve run reads as a search (solved and best against candidates), not as best@k / pass@k
+    const metrics = Object.entries(run.metrics || {}).filter(([k]) => run.kind !== "evolve" || !/^(best|pass)[@^]/.test(k));
     const mtable = metrics.length ? el("table", { cls: "grid compact", id: "run-metrics", data: { partial: partial ? "1" : "0" } },
       partial ? el("caption", null, el("span", { cls: "badge partial" }, "partial"), " over the rows stored so far") : null,
       el("thead", null, el("tr", null, el("th", null, "metric"), el("th", null, "mean ± s.e. over problems"))),
@@ -333,7 +334,17 @@
       el("thead", null, el("tr", null, el("th", null, "component"), el("th", null, "mean reward"))),
       el("tbody", null, comps.map(([k, v]) => el("tr", null, el("td", null, k), el("td", { cls: "num" }, num(v)))))) : null;
     let evo = null;
-    if (run.evolve && run.evolve.best_vs_iteration && run.evolve.best_vs_iteration.x) {
+    const sv = run.evolve && run.evolve.solved_vs_candidates, bsv = run.evolve && run.evolve.baseline_solved_vs_candidates;
+    if (sv && sv.x) {  // the search against plain sampling of the same model, at every candidate budget
+      const pts = (s) => s.x.map((x, i) => [x, s.mean[i]]);
+      evo = el("figure", { id: "run-evolve" }, chart({ lines: [{ pts: pts(sv), band: bandOf(sv), colour: run.colour, label: "evolve" },
+                                                              bsv && bsv.x ? { pts: pts(bsv), band: bandOf(bsv), colour: run.colour, dash: "2 3",
+                                                                               cls: "baseline", label: "plain sampling" } : null].filter(Boolean),
+                                                      xlabel: "candidates evaluated", ylabel: "solved (fraction of problems)" }),
+               el("figcaption", null, `solved against candidates, mean over problems (band ± one standard error); dotted: plain ` +
+                  `sampling of the same model at the same budget (baseline/); solved: ${est(run.evolve.solved)}` +
+                  (run.evolve.solved_definition ? ` (${run.evolve.solved_definition})` : "")));
+    } else if (run.evolve && run.evolve.best_vs_iteration && run.evolve.best_vs_iteration.x) {
       const b = run.evolve.best_vs_iteration;
       evo = el("figure", null, chart({ lines: [{ pts: b.x.map((x, i) => [x, b.mean[i]]), cls: "line-best" }],
                                        xlabel: "iteration", ylabel: "best score so far (mean over problems)" }),
