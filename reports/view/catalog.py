@@ -24,6 +24,7 @@ from harness.core.results import RunResults, read_results, results_at
 from harness.core.seeds import MARKER, is_seed_group, read_marker, seed_runs
 from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
 from reports.colours import StyleBook
+from reports.tables import format_estimate
 from reports.view.samples import SampleIndex
 
 #: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders
@@ -96,9 +97,10 @@ def _est(e: Estimate | None) -> dict[str, float] | None:
         return None
     se = e.stderr if math.isfinite(e.stderr) else None
     out = {"mean": e.mean, "stderr": se, "n": e.n}
-    if e.n_seeds > 1:  # a seed group: the between-seed standard error too (written "s±", as reports.tables)
+    if e.n_seeds > 1:  # a seed group: the between-seed standard error too
         out.update(seed_stderr=e.seed_stderr if e.seed_stderr is not None and math.isfinite(e.seed_stderr) else None,
                    n_seeds=e.n_seeds)
+    out["text"] = format_estimate(e)  # the page writes the cell `vpo show` writes (reports.tables)
     return out
 
 

@@ -109,7 +109,12 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
         # a seed group's page lists its seeds
         browser.open(srv.url + _href("run", id=str(mazes[0].parent / "group")), "run")
         assert browser.js("document.querySelectorAll('#seed-runs li').length") == 2
-        assert "s±" in browser.js("document.querySelector('#run-metrics tr[data-metric=\"best@1\"]').textContent")
+        from harness.core.results import results_at
+        from reports.tables import format_estimate
+
+        printed = format_estimate(results_at(mazes[0].parent / "group").best[1])  # what `vpo show` prints
+        assert " s±" in printed
+        assert browser.js("document.querySelector('#run-metrics tr[data-metric=\"best@1\"] td.num').textContent") == printed
         # an evolve run's curves: the search's, each with its plain-sampling line; no best@k / pass@k
         group = mazes[0].parent / "group"
         browser.open(srv.url + "#/curves?" + "&".join(f"id={quote(str(r), safe='')}" for r in (*evolve, mazes[0], group)), "curves")
@@ -122,6 +127,9 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
         assert browser.js(CLIPPED) == [], "curves page"
         # twelve runs, twelve colours; the index fits
         browser.open(srv.url + "#/", "index")
+        gid = json.dumps(str(mazes[0].parent / "group"))
+        assert browser.js(f"document.querySelector('#runs tr[data-run=' + JSON.stringify({gid}) + '] td[data-col=best1]')"
+                          ".textContent") == printed.replace(" ", "")  # the same cell, its parts stacked
         colours = browser.js("[...document.querySelectorAll('#runs tbody tr .swatch')].map(s => getComputedStyle(s).backgroundColor)")
         assert len(colours) == 12 and len(set(colours)) == 12
         browser.screenshot(f"index-{width}")

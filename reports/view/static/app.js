@@ -24,20 +24,20 @@
   function remember(route, params) { history.replaceState(null, "", link(route, params).getAttribute("href")); }
 
   // ---- formatting -------------------------------------------------------------------------------
-  // an estimate as reports/tables.py writes it: mean ± standard error, then s± the between-seed one
-  // for a seed group
-  const seedSe = (e) => (e.n_seeds > 1 && e.seed_stderr !== null && e.seed_stderr !== undefined ? ` s±${num(e.seed_stderr)}` : "");
-  function est(e, compact) {
-    if (!e) return "–";
-    const sep = compact ? "±" : " ± ";
-    return (e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)}${sep}${num(e.stderr)}`) + seedSe(e);
+  // an estimate as the server wrote it with reports/tables.py's format_estimate (the cell `vpo show`
+  // prints: mean±se, then s±se between seeds for a seed group); estimates without that text (an
+  // evolve run's solved from its results.json) are written the same way here
+  function estText(e) {
+    if (typeof e.text === "string") return e.text;
+    const se = e.stderr === null || e.stderr === undefined ? "" : `±${num(e.stderr)}`;
+    return `${num(e.mean)}${se}` + (e.n_seeds > 1 && e.seed_stderr !== null && e.seed_stderr !== undefined ? ` s±${num(e.seed_stderr)}` : "");
   }
+  function est(e) { return e ? estText(e) : "–"; }
   // an estimate in a narrow cell: the mean, then "±se" (and "s±se") that may wrap under it
   function estCell(e) {
     if (!e) return "–";
-    return [el("span", { cls: "mean" }, num(e.mean)),
-            e.stderr === null || e.stderr === undefined ? null : el("span", { cls: "se" }, `±${num(e.stderr)}`),
-            seedSe(e) ? el("span", { cls: "se" }, seedSe(e).trim()) : null];
+    const [mean, ...errs] = estText(e).split(/(?<!s)(?=±)| (?=s±)/);
+    return [el("span", { cls: "mean" }, mean), ...errs.map((x) => el("span", { cls: "se" }, x))];
   }
   function swatch(c, d) {  // the run's colour and line style (reports/colours.py), set through the CSSOM
     const s = el("span", { cls: "swatch", "aria-hidden": "true", data: { dash: dash(d) || "solid" } });
