@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from reports.tables import format_estimate
 from reports.view.catalog import Catalog, RunEntry
 from reports.view.problems import problem_view, routes_for
 from reports.view.samples import SampleIndex
@@ -307,9 +308,14 @@ def _evolve_header(e: RunEntry) -> dict[str, Any] | None:
     return {"best_vs_iteration": ev.get("best_vs_iteration"), "solved_vs_iteration": ev.get("solved_vs_iteration"),
             "solved_vs_candidates": ev.get("solved_vs_candidates"),
             "baseline_solved_vs_candidates": base.get("solved_vs_candidates"),
-            "solved": ev.get("solved"), "solved_definition": raw.get("solved_definition"),
+            "solved": _with_text(ev.get("solved")), "solved_definition": raw.get("solved_definition"),
             "iterations": raw.get("iterations"), "prompt_mode": raw.get("prompt_mode"),
             "baseline": (raw.get("baseline") or {}).get("solved") if isinstance(raw.get("baseline"), dict) else None}
+
+
+def _with_text(est: Any) -> Any:
+    """An estimate of results.json with the cell reports.tables writes for it (what the page shows)."""
+    return {**est, "text": format_estimate(est)} if isinstance(est, dict) else est
 
 
 def component_names(names: list[str], d: int) -> list[str]:

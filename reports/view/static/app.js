@@ -24,14 +24,9 @@
   function remember(route, params) { history.replaceState(null, "", link(route, params).getAttribute("href")); }
 
   // ---- formatting -------------------------------------------------------------------------------
-  // an estimate as the server wrote it with reports/tables.py's format_estimate (the cell `vpo show`
-  // prints: mean±se, then s±se between seeds for a seed group); estimates without that text (an
-  // evolve run's solved from its results.json) are written the same way here
-  function estText(e) {
-    if (typeof e.text === "string") return e.text;
-    const se = e.stderr === null || e.stderr === undefined ? "" : `±${num(e.stderr)}`;
-    return `${num(e.mean)}${se}` + (e.n_seeds > 1 && e.seed_stderr !== null && e.seed_stderr !== undefined ? ` s±${num(e.seed_stderr)}` : "");
-  }
+  // an estimate as the server wrote it with reports/tables.py's format_estimate, the one formatter
+  // (the cell `vpo show` prints: mean±se, then s±se between seeds for a seed group)
+  function estText(e) { return typeof e.text === "string" ? e.text : num(e.mean); }
   function est(e) { return e ? estText(e) : "–"; }
   // an estimate in a narrow cell: the mean, then "±se" (and "s±se") that may wrap under it
   function estCell(e) {
