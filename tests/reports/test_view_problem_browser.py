@@ -5,7 +5,6 @@ runs get twelve colours; no table column is clipped at 1024 px. Screenshots go t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
