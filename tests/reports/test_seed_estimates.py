@@ -47,8 +47,10 @@ def test_a_seed_group_is_a_row_of_its_own_with_its_curves(group: Path) -> None:
     g = rows[str(group)]
     assert g["kind"] == "seeds" and g["seeds"] == [0, 1, 2] and g["status"] == "complete"
     want = results_at(group).best[1]
+    from reports.tables import format_estimate
+
     assert g["metrics"]["best@1"] == {"mean": want.mean, "stderr": want.stderr, "n": want.n,
-                                      "seed_stderr": want.seed_stderr, "n_seeds": 3}
+                                      "seed_stderr": want.seed_stderr, "n_seeds": 3, "text": format_estimate(want)}
     curve = view.curve(str(group))
     assert curve["series"]["best@k"]["x"] == [1, 2, 4] and curve["partial"] is False
     page = view.run(str(group))
