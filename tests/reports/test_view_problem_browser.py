@@ -137,3 +137,70 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
         assert browser.drain() == []
     finally:
         browser.set_width(1440)
+
+
+@pytest.fixture(scope="module")
+def task_site(tmp_path_factory):
+    """One-chain runs of LiveCodeBench, MuSiQue and ToolRL on a real problem of each (local data)."""
+    from benchmarks import get_task
+    from harness.core.store import RunStore
+
+    root = tmp_path_factory.mktemp("tasks")
+    out = {}
+    for name in ("livecodebench", "musique", "toolrl"):
+        p = get_task(name).load("test", limit=1)[0]
+        store = RunStore(root / name)
+        store.init({"format": 2, "identity": {"task": {"name": name, "split": "test", "options": {}, "prompt_style": "full"},
+                                              "model": {"spec": "mock:words"}, "sampling": {"n": 1, "m": 1},
+                                              "components": ["c0"], "problems": {"n": 1, "ids": [p.id]}}})
+        store.append({"problem_id": p.id, "chain_index": 0, "text": "alpha", "answers": ["alpha"], "rewards": [[0.0]],
+                      "scalars": [0.0], "passed": [False], "error": None})
+        store.close()
+        out[name] = (root / name, p)
+    srv = make_server([root], port=0)
+    srv.start_background()
+    yield srv, out
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_each_task_shows_its_problem(task_site, browser):
+    srv, runs = task_site
+    browser.set_width(1024)
+    try:
+        titles = "[...document.querySelectorAll('#problem-view .pblock h3')].map(h => h.textContent)"
+        folder, p = runs["livecodebench"]
+        browser.open(srv.url + _href("problem", run=str(folder), pid=p.id), "problem")
+        assert browser.js(titles)[0].startswith("statement: ")
+        assert p.data["content"][:60] in browser.js("document.querySelector('#problem-view .statement').textContent")
+        assert browser.js("document.querySelectorAll('#problem-view table.ptable tbody tr').length") == min(5, len(p.data["tests"]))
+        assert browser.js("[...document.querySelectorAll('#prompt pre')].pop().textContent") == get_prompt(folder, p)
+        browser.screenshot("problem-livecodebench")
+        assert browser.js(CLIPPED) == []
+        folder, p = runs["musique"]
+        browser.open(srv.url + _href("problem", run=str(folder), pid=p.id), "problem")
+        assert browser.js("[...document.querySelectorAll('ol.paras li.gold-hop')].map(li => +li.dataset.idx)") == \
+            sorted(p.data["support"], key=[q["idx"] for q in p.data["paragraphs"]].index)
+        assert browser.js("document.querySelectorAll('ol.paras li').length") == len(p.data["paragraphs"])
+        browser.screenshot("problem-musique")
+        folder, p = runs["toolrl"]
+        browser.open(srv.url + _href("problem", run=str(folder), pid=p.id), "problem")
+        assert json.loads(browser.js("[...document.querySelectorAll('#problem-view .pblock')].find(b => "
+                                     "b.querySelector('h3').textContent.startsWith('gold call')).querySelector('pre').textContent")) \
+            == p.data["gold_calls"]
+        assert "tools" in browser.js(titles)[0]
+        browser.screenshot("problem-toolrl")
+        assert browser.js(CLIPPED) == []
+        assert browser.drain() == []
+    finally:
+        browser.set_width(1440)
+
+
+def get_prompt(folder, problem) -> str:
+    """The last message the runner sends for the run's problem."""
+    from harness.core.store import RunStore
+    from reports.view.problems import find_problem, prompt_of
+
+    config = RunStore(folder).read_config()
+    task, p = find_problem(config, problem.id)
+    return prompt_of(config, task, p)[-1]["content"]

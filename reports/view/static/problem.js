@@ -36,6 +36,8 @@
         const [x, y] = centre(cells[cells.length - 1]).split(",").map(Number);
         layer.append(svg("circle", { cx: x, cy: y, r: 6, cls: "route-end" + (route.reached_exit ? "" : " unfinished") }));
       }
+      const box = g.getBoundingClientRect();  // a route clicked where the grid is out of sight (a lineage node)
+      if (box.bottom < 0 || box.top > window.innerHeight) g.scrollIntoView({ block: "nearest" });
       caption.textContent = `${label}: ${route.steps} steps (budget ${b.budget}), ${route.bumps} into walls` +
         (route.ignored ? `, ${route.ignored} moves after E or past the budget ignored` : "") +
         (route.reached_exit ? ", reaches E" : ", does not reach E (reward 0)");
@@ -43,9 +45,16 @@
     return { root: el("figure", { cls: "maze-fig" }, g, caption), show };
   }
 
+  // a block that holds a lot (a statement, the paragraphs, a table) takes the whole row
+  const wide = (b) => ["paragraphs", "table"].includes(b.kind) || String(b.text || "").length > 600;
   function block(b) {
+    const sec = block1(b);
+    if (wide(b)) sec.classList.add("wide");
+    return sec;
+  }
+  function block1(b) {
     const title = el("h3", null, b.title || b.kind);
-    if (b.kind === "text") return el("section", { cls: "pblock text" }, title, el("pre", { cls: "statement" }, b.text));
+    if (b.kind === "text") return el("section", { cls: "pblock text" }, title, el("div", { cls: "statement" }, b.text));
     if (b.kind === "code") return el("section", { cls: "pblock code" }, title, el("pre", { cls: "text" }, b.text));
     if (b.kind === "list") return el("section", { cls: "pblock list" }, title, el("ul", null, (b.items || []).map((t) => el("li", null, t))));
     if (b.kind === "table") {
