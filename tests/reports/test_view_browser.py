@@ -522,6 +522,7 @@ def test_exported_pages_open_from_disk(runs, browser, tmp_path):
     browser.ready("problem")
     card = "document.querySelector('article.chain[data-chain=\"0\"]')"
     assert browser.js(f"{card}.querySelector('pre.answer').textContent") == HOSTILE
+    assert browser.js("document.querySelectorAll('#maze-grid rect.cell').length") == 81  # the problem, exported too
     assert browser.js("typeof window.__pwned") == "undefined" and browser.js("document.querySelectorAll('#app img, #app b').length") == 0
     browser.set_value("#compare-with", str(runs["grpo"]), "change")
     browser.ready("compare")

@@ -92,6 +92,11 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
         browser.open(srv.url + _href("problem", run=str(evolve[0]), pid=epid), "problem")
         browser.js("document.getElementById('reveal-best').click()")
         browser.wait("document.getElementById('node-panel').dataset.state === 'ready'", "the best node")
+        # the best program's route, from its node panel, on the problem's grid
+        browser.js("document.querySelector('#node-panel button.show-route').click()")
+        browser.wait("document.querySelector('#maze-grid polyline.route')", "the node's route")
+        node_chain = browser.js("document.querySelector('#node-panel article.chain').dataset.chain")
+        assert browser.js("document.getElementById('maze-grid').dataset.route") == f"chain {node_chain} · answer 0"
         browser.screenshot(f"evolve-problem-{width}")
         assert browser.js(CLIPPED) == [], "lineage page"
         # the run page of the evolve run and of a maze run
