@@ -127,3 +127,14 @@ def test_an_evolve_baseline_records_every_budget(evolve_runs) -> None:
     assert json.loads((base / "config.json").read_text())["ks"] == [1, 2, 4, 8]
     metrics = json.loads((base / "results.json").read_text())["metrics"]
     assert {f"best@{k}" for k in (1, 2, 4, 8)} <= set(metrics)
+
+
+def test_eureqa_shows_its_narrative_and_gold_entities() -> None:
+    """No EUREQA data on this machine: the display is checked on a problem record of its shape."""
+    from benchmarks.base import Problem
+    from reports.view.problems import DISPLAYS
+
+    p = Problem(id="questions_hard_5-0", data={"narrative": "A met B in C.", "masks": ["A", "B"],
+                                               "entities": ["Ada", "Bob"]})
+    question, gold = DISPLAYS["eureqa"](None, p)
+    assert question["text"] == "A met B in C." and gold["items"] == ["A = Ada", "B = Bob"]
