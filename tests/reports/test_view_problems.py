@@ -95,14 +95,20 @@ def test_styles_are_distinct_then_dashed_and_keep_to_their_run() -> None:
 def test_a_runs_colour_stays_as_folders_are_added(tmp_path: Path) -> None:
     from tests.reports.conftest import write_run
 
+    def dated(folder: Path, day: int) -> None:  # runs started on different days (the order a session sees)
+        cfg = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**cfg, "created": f"2026-01-{day:02d}T00:00:00+00:00"}))
+
     for i in range(3):
-        write_run(tmp_path / f"r{i}", "hf:x", 2, 1, 1, spread=0.6, seed=i)
+        dated(write_run(tmp_path / f"r{i}", "hf:x", 2, 1, 1, spread=0.6, seed=i), 1)
     view = ViewData([tmp_path])
     before = {r["id"]: (r["colour"], r["dash"]) for r in view.runs()["runs"]}
     for i in range(3, 14):
-        write_run(tmp_path / f"a{i}", "hf:x", 2, 1, 1, spread=0.6, seed=i)
+        dated(write_run(tmp_path / f"a{i}", "hf:x", 2, 1, 1, spread=0.6, seed=i), 2)
     after = {r["id"]: (r["colour"], r["dash"]) for r in view.runs()["runs"]}
     assert {k: after[k] for k in before} == before
+    # the next session (a new viewer) sees the older runs first: the same styles
+    assert {r["id"]: (r["colour"], r["dash"]) for r in ViewData([tmp_path]).runs()["runs"]} == after
     assert len(set(after.values())) == len(after) == 14
     assert len({c for c, _ in after.values()}) == 14  # 14 runs, 14 colours (the palette has 16)
 
