@@ -396,9 +396,9 @@ def draw(axes: Sequence[Any], runs: Sequence[EvolveRun], colours: Sequence[str] 
     the same model dashed, one colour per run (``colours``, else by position: reports/colours.py),
     bands ±1 standard error over problems; a panel at 0 throughout gets the 0..1 axis and a note."""
     from reports.axes import mark_all_zero
-    from reports.colours import run_colour
+    from reports.colours import run_styles
 
-    colours = list(colours) if colours is not None else [run_colour(r.label, i) for i, r in enumerate(runs)]
+    colours = list(colours) if colours is not None else [s.colour for s in run_styles(str(r.path) for r in runs)]
     for run, color in zip(runs, colours):
         cur = curves(run)
         tag = " (partial)" if run.partial else ""

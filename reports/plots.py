@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from harness.core.suggest import did_you_mean  # noqa: E402
 from reports.axes import ZERO_NOTE, ZERO_YLIM, k_axis  # noqa: E402
-from reports.colours import run_colour  # noqa: E402
+from reports.colours import run_styles  # noqa: E402
 
 
 def _save(fig: plt.Figure, out: str | Path) -> Path:
@@ -32,9 +32,9 @@ def _with_shape(label: str, run: Any) -> str:
 
 
 def _colours(runs: Sequence[Any]) -> list[str]:
-    """The runs' colours (reports/colours.py): by position in the figure's run list, the rule every
-    figure of `vpo plot` and of the report follows."""
-    return [run_colour(str(r.path), i) for i, r in enumerate(runs)]
+    """The runs' colours (reports/colours.py): by each run's folder, distinct within the figure, the
+    rule every figure of `vpo plot`, of the report and of the viewer follows."""
+    return [s.colour for s in run_styles(str(r.path) for r in runs)]
 
 
 def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
@@ -189,9 +189,11 @@ class PlotRun:
     pools: Any = None  # reports.pools.RunPools
     evolve: dict[str, Any] | None = None
     ks: list[int] = field(default_factory=list)
-    #: a colour fixed by the caller (the report's, shared by all its figures); None = by the run's
-    #: position in the figure (reports/colours.py)
+    #: a colour fixed by the caller (the report's, shared by all its figures); None = from ``key``
+    #: (reports/colours.py)
     colour: str | None = None
+    #: what the run's colour follows: its folder (the label when empty)
+    key: str = ""
 
 
 def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[PlotRun]:
@@ -211,7 +213,7 @@ def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = N
                 raise ValueError(f"{p}: no results.json yet (re-run the evolve command to finish it)")
             res = json.loads(res_path.read_text())
             lab = labels[i] if labels else f"{str(res.get('model', '?')).split('/')[-1]} (evolve)"
-            out.append(PlotRun(lab, evolve=res))
+            out.append(PlotRun(lab, evolve=res, key=str(p)))
             continue
         pools = load_pools(p)
         if not pools.problem_ids:
@@ -223,7 +225,7 @@ def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = N
         if pools.seeds:  # a seed group: its entries are (problem, seed) pairs
             shape += f", {pools.seeds_label}"
         lab = (labels[i] if shape in labels[i] else f"{labels[i]} ({shape})") if labels else f"{model} ({shape})"
-        out.append(PlotRun(lab, pools=pools, ks=ks))
+        out.append(PlotRun(lab, pools=pools, ks=ks, key=str(p)))
     return out
 
 
@@ -351,9 +353,9 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
 
     taus = tuple(taus or DEFAULT_TAUS)
     st = STYLES[style]
-    # a run's colour is its position among all the figure's runs, so a bar panel (evaluation runs
-    # only) colours a run as the line panels next to it do
-    colour = [r.colour or run_colour(r.label, i) for i, r in enumerate(runs)]
+    # the colours are handed out over all the figure's runs, so a bar panel (evaluation runs only)
+    # colours a run as the line panels next to it do
+    colour = [r.colour or s.colour for r, s in zip(runs, run_styles(r.key or r.label for r in runs))]
     cols = min(len(metrics), 2 if style == "paper" else 3)
     rows = (len(metrics) + cols - 1) // cols
     rc = {"font.size": st["font"], "axes.titlesize": st["font"], "axes.labelsize": st["font"],

@@ -23,7 +23,7 @@ from harness.core.results import is_evolve_run
 from reports.compare import Comparison, compare_runs, default_ks, display_name
 from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
 from reports.axes import k_axis, mark_all_zero
-from reports.colours import run_colour
+from reports.colours import run_styles
 from reports.tables import SEED_LEGEND, format_estimate, format_number
 
 CURVE_METRICS = ("best", "pass")
@@ -608,7 +608,7 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
 
     check_same_task(paths)  # one report, one task and split
     # one colour per run for every figure of the report, evaluation and evolve runs alike
-    colour_of = {p: run_colour(str(p), i) for i, p in enumerate(paths)}
+    colour_of = {p: s.colour for p, s in zip(paths, run_styles(str(p) for p in paths))}
     evolve = [require_candidates(load_evolve(p, nm), "report") for nm, p in zip(names, paths) if is_evolve_run(p)]
     views = [_view(_with_rows(load_pools(p)), nm, strategies, seed, colour_of[p])
              for nm, p in zip(names, paths) if not is_evolve_run(p)]

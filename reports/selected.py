@@ -22,8 +22,26 @@ def curves(run: RunPools, strategies: Sequence[str], seed: int = 0,
     ks = [k for k in (run.ks if ks is None else ks) if 1 <= k <= run.min_pool] or [1]
     out: dict[str, dict[int, dict[str, float]]] = {}
     for s in ["oracle", *strategies_for([run], strategies)]:
-        out[s] = {k: summarize_selected(*selected_at_k(run.pools(), k, s, seed)) for k in ks}
+        out[s] = {k: _estimate(run, *selected_at_k(run.pools(), k, s, seed)) for k in ks}
     return out
+
+
+def _estimate(run: RunPools, values: np.ndarray, mc_err: np.ndarray) -> dict[str, float]:
+    """One selected@k estimate. A seed group's entries are (problem, seed) pairs: each seed is
+    summarised over its problems and the seeds combined with ``mean_over_seeds``, the rule of every
+    other metric of a group, so oracle selection (= best@k) prints the standard errors best@k
+    prints (pooling the pairs as independent problems gave a third, smaller one)."""
+    if not run.seeds:
+        return summarize_selected(values, mc_err)
+    from harness.core.metrics import Estimate, mean_over_seeds
+
+    per_seed = []
+    for s in run.seeds:
+        mask = np.array([u[1] == s for u in run.units])
+        per_seed.append(summarize_selected(values[mask], mc_err[mask]))
+    est = mean_over_seeds([Estimate.from_dict(e) for e in per_seed]).as_dict()
+    est["mc_stderr"] = float(np.sqrt(sum(e["mc_stderr"] ** 2 for e in per_seed)) / len(per_seed))
+    return est
 
 
 def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed: int = 0,
@@ -66,11 +84,11 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
-    from reports.colours import run_colour
+    from reports.colours import run_styles
 
     all_ks: set[int] = set()
-    for i, p in enumerate(paths):
-        colour = run_colour(str(p), i)
+    for i, (p, style) in enumerate(zip(paths, run_styles(str(p) for p in paths))):
+        colour = style.colour
         run = load_pools(p)
         cur = curves(run, [strategy], seed)
         if strategy not in cur:

@@ -459,15 +459,19 @@ def _baseline(cfg: EvolveConfig, run: RunConfig, folder: Path, base_url: str, mo
               problems: Sequence[Problem]) -> Path:
     """Plain sampling of the same model with the task prompt, the same number of candidates per
     problem as the evolve run evaluates: (iterations + 1) chains of m answers. Its RunConfig is the
-    evolve run's own sections (``run``, canonical), with the next seed, no problem limit (the
+    evolve run's own sections (``run``, canonical), with the next seed, read at every candidate
+    budget the search's table reads (``candidate_budgets``: best@k and pass@k up to the whole pool,
+    so its results.json, `vpo show` and the viewer give a curve, not best@1), no problem limit (the
     problems are given; the folder records their ids and fingerprint, and older baselines had none)
     and RUN/baseline as its folder. The served model is reached through the openai backend, but the
     baseline's identity names the model itself (the server's port is not part of what the run is)."""
     from harness.core.models import load_backend
     from harness.eval.runner import run as run_sampling
+    from search.metrics import candidate_budgets
 
     rc = replace(run, task=replace(run.task, limit=None),
-                 sampling=replace(run.sampling, seed=run.sampling.seed + 1),
+                 sampling=replace(run.sampling, seed=run.sampling.seed + 1,
+                                  ks=tuple(candidate_budgets(run.sampling.n * run.sampling.m))),
                  execution=replace(run.execution, out=str(folder / "baseline"), base_url=base_url or None))
     backend = load_backend(f"openai:{model_name}", base_url=base_url, model_args=client_args(cfg))
     try:
@@ -480,7 +484,7 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
                     record: dict[str, Any]) -> dict[str, Any]:
     from harness.core import metrics as hm
     from search.engine import complete_iterations
-    from search.metrics import baseline_curves, evolve_curves
+    from search.metrics import baseline_curves, candidate_budgets, evolve_curves
     from search.solved import TOL, thresholds
 
     by_p = _rows_by_problem(folder, cfg.iterations)
@@ -494,9 +498,7 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
         scal.append(np.array([r["scalars"][0] for r in rs], dtype=float))
         passes.append(np.array([r["passed"][0] for r in rs], dtype=bool))
     budget = (cfg.iterations + 1) * cfg.m
-    ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= budget]
-    if budget not in ks:
-        ks.append(budget)
+    ks = candidate_budgets(budget)
     summary = hm.summarize(pools, scal, passes, ks, task.component_names, objective_seed=hm.METRIC_SEED)
     thr = thresholds(task, list(problems))
     baseline = None

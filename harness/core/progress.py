@@ -4,7 +4,8 @@ On a terminal it is a tqdm bar. When stderr is not a terminal (a redirected log,
 carriage returns and escape codes would pile up as kilobytes of redraws, so the same calls print
 plain lines instead: one at every tenth of the total but not within ``min_gap_s`` of the previous
 line, one every ``interval_s`` while nothing else is printed, and one at the end, e.g.
-``[vpo] generate: 12/24 chain (50%), 3.10 chain/s, 0:04 elapsed``. A job of a few seconds prints its
+``[vpo] generate: 12/24 chain (50%), 3.10 chain/s, 0:04 elapsed, ETA 0:04`` (tqdm's bar shows its
+own estimate of the time left). A job of a few seconds prints its
 final line only; a long one about a dozen. Transient bars
 (``leave=False``: evolve's per-problem bars) print nothing there; their totals show in the overall bar.
 
@@ -174,8 +175,17 @@ class PlainProgress:
             text = f"{head}{_scaled(self.n, self.unit_scale)} {self.unit}"
         if elapsed > 0 and done > 0:
             text += f", {_scaled(done / elapsed, self.unit_scale) if self.unit_scale else f'{done / elapsed:.2f}'} {self.unit}/s"
-        text += f", {_clock(elapsed)} elapsed"
+        text += f", {_clock(elapsed)} elapsed, {self.eta(elapsed, done)}"
         return text + (f", {self.postfix}" if self.postfix else "")
+
+    def eta(self, elapsed: float, done: float) -> str:
+        """What is left at the rate so far (``ETA 1:05``): ``done`` at the total, ``ETA ?`` while
+        there is no rate or no total to count down to."""
+        if self.total and self.n >= self.total:
+            return "done"
+        if not self.total or elapsed <= 0 or done <= 0:
+            return "ETA ?"
+        return f"ETA {_clock((self.total - self.n) * elapsed / done)}"
 
     def _print(self, now: float | None = None) -> None:
         if self.silent:

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from reports.tables import format_estimate
 from reports.view.catalog import Catalog, RunEntry
+from reports.view.problems import problem_view, routes_for
 from reports.view.samples import SampleIndex
 from reports.view.search import PAGE_HITS, QueryError, parse_query, search
 
@@ -80,8 +82,14 @@ class ViewData:
 
     def run(self, run_id: str, page: Any = 0, per: Any = PAGE_PROBLEMS, sort: str = "", desc: Any = "",
             q: str = "") -> dict[str, Any]:
-        """A run's header (config, metrics) and one page of its problems with per-problem metrics."""
+        """A run's header (config, metrics) and one page of its problems with per-problem metrics; a
+        seed group's header and its seeds (each a run of its own, with its problems)."""
         e = self._entry(run_id)
+        if e.kind == "seeds":
+            seeds = [{"seed": s, "id": f, "name": (self.catalog.get(f) or e).row.get("name", f)}
+                     for s, f in zip(e.row.get("seeds") or [], e.row.get("seed_runs") or [])]
+            return {"run": {**e.row, "components_names": self._names(e), "seed_list": seeds, "warnings": [],
+                            "damaged_lines": 0}, "total": 0, "page": 0, "per": PAGE_PROBLEMS, "problems": []}
         ix = self.index_of(e)
         ks = self._ks(e)
         stats = ix.problem_stats(ks)
@@ -140,12 +148,19 @@ class ViewData:
         names = self._names(e)
         chosen = slots[page_n * per_chains:(page_n + 1) * per_chains]
         chains = [_chain(row, names) for row in ix.read(chosen)]
+        routes_for(e.config, problem_id, chains)
         stats = ix.problem_stats(self._ks(e)).get(problem_id)
         return {"run": {"id": e.id, "name": e.row.get("name", e.id), "kind": e.kind, "task": e.row.get("task"),
                         "model": e.row.get("model"),
                         "pool": e.row.get("pool")},
                 "problem_id": problem_id, "stats": stats, "total_chains": len(slots), "page": page_n,
                 "per_chains": per_chains, "chains": chains, "components_names": names}
+
+    def problem_info(self, run_id: str, problem_id: str) -> dict[str, Any]:
+        """The problem itself as its task shows it, and the prompt the run sent
+        (:mod:`reports.view.problems`); ``error`` (one line) when it cannot be rebuilt here."""
+        e = self._entry(run_id)
+        return {"run": e.id, "problem_id": problem_id, **problem_view(e.config, problem_id)}
 
     def lineage(self, run_id: str, problem_id: str) -> dict[str, Any]:
         """An evolve run's tree for one problem (no texts) and its best-so-far curve by iteration."""
@@ -187,10 +202,11 @@ class ViewData:
         pid = row.get("parent_id")
         if isinstance(pid, str) and pid in ix.by_program:
             parent_row = ix.read([ix.by_program[pid]])[0]
+        node, parent = _chain(row, names), _chain(parent_row, names) if parent_row is not None else None
+        routes_for(e.config, problem_id, [c for c in (node, parent) if c is not None])
         child_prog = _program(row)
         parent_prog = _program(parent_row) if parent_row is not None else None
-        return {"run": e.id, "problem_id": problem_id, "node": _chain(row, names),
-                "parent": _chain(parent_row, names) if parent_row is not None else None,
+        return {"run": e.id, "problem_id": problem_id, "node": node, "parent": parent,
                 "program": child_prog, "parent_program": parent_prog,
                 "diff": diff(parent_prog, child_prog) if parent_prog is not None else None}
 
@@ -229,13 +245,16 @@ class ViewData:
                 "bytes": ix.scanned_to, "last_write_s": age}
 
     def curve(self, run_id: str) -> dict[str, Any]:
-        """What the overlaid curves of several runs need from one run: best@k and pass@k by k and
-        diversity (mean and standard error over problems), and for evolve runs solved and best
-        score against candidates and iterations; ``partial`` when they are over the rows so far."""
+        """What the overlaid curves of several runs need from one run: for a sampling run best@k
+        and pass@k by k and diversity (mean and standard error over problems); for an evolve run
+        solved and best score against candidates and iterations, each against candidates with its
+        plain-sampling baseline at every budget (``baseline_*``), and no best@k / pass@k (its
+        candidates depend on each other, so those estimate nothing); ``partial`` when they are
+        over the rows so far."""
         e = self._entry(run_id)
         metrics = e.row.get("metrics") or {}
         series: dict[str, Any] = {}
-        for name in ("best", "pass"):
+        for name in ("best", "pass") if e.kind != "evolve" else ():
             pts = sorted((int(k.split("@", 1)[1]), v) for k, v in metrics.items()
                          if k.startswith(f"{name}@") and k.split("@", 1)[1].isdigit() and isinstance(v, dict))
             if pts:
@@ -246,7 +265,13 @@ class ViewData:
             c = ev.get(name)
             if isinstance(c, dict) and isinstance(c.get("x"), list):
                 series[name] = {"x": c["x"], "mean": c.get("mean"), "stderr": c.get("stderr")}
+        base = ((e.results.raw.get("baseline") if e.results is not None else None) or {}) if e.kind == "evolve" else {}
+        for name in ("solved_vs_candidates", "best_vs_candidates"):
+            c = base.get(name) if isinstance(base, dict) else None
+            if isinstance(c, dict) and isinstance(c.get("x"), list):
+                series[f"baseline_{name}"] = {"x": c["x"], "mean": c.get("mean"), "stderr": c.get("stderr")}
         return {"id": e.id, "name": e.row.get("name", e.id), "kind": e.kind, "colour": e.row.get("colour"),
+                "dash": e.row.get("dash"),
                 "status": e.row.get("status"), "partial": e.row.get("status") != "complete",
                 "diversity": metrics.get("diversity"), "series": series}
 
@@ -255,7 +280,7 @@ class ViewData:
         out = []
         for e in self.catalog.entries():
             ids = _dig(e.config, "identity", "problems").get("ids")
-            if isinstance(ids, list) and problem_id in ids:
+            if isinstance(ids, list) and problem_id in ids and e.kind != "seeds":
                 out.append({"id": e.id, "task": e.row.get("task"), "model": e.row.get("model"), "kind": e.kind})
         return {"problem_id": problem_id, "runs": out}
 
@@ -279,10 +304,18 @@ def _sorted(rows: list[dict[str, Any]], key: str, desc: bool) -> list[dict[str, 
 def _evolve_header(e: RunEntry) -> dict[str, Any] | None:
     raw = e.results.raw if e.results is not None else {}
     ev = raw.get("evolve") or {}
+    base = raw.get("baseline") if isinstance(raw.get("baseline"), dict) else {}
     return {"best_vs_iteration": ev.get("best_vs_iteration"), "solved_vs_iteration": ev.get("solved_vs_iteration"),
-            "solved": ev.get("solved"), "solved_definition": raw.get("solved_definition"),
+            "solved_vs_candidates": ev.get("solved_vs_candidates"),
+            "baseline_solved_vs_candidates": base.get("solved_vs_candidates"),
+            "solved": _with_text(ev.get("solved")), "solved_definition": raw.get("solved_definition"),
             "iterations": raw.get("iterations"), "prompt_mode": raw.get("prompt_mode"),
             "baseline": (raw.get("baseline") or {}).get("solved") if isinstance(raw.get("baseline"), dict) else None}
+
+
+def _with_text(est: Any) -> Any:
+    """An estimate of results.json with the cell reports.tables writes for it (what the page shows)."""
+    return {**est, "text": format_estimate(est)} if isinstance(est, dict) else est
 
 
 def component_names(names: list[str], d: int) -> list[str]:

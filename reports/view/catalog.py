@@ -4,6 +4,9 @@ A run folder is any folder holding ``config.json`` (an evolve run's ``baseline/`
 summary comes from ``harness.core.results`` (results.json when current, the stored rows otherwise) and is
 cached per folder until one of its files changes, so reloading the index of many runs is cheap.
 A folder that cannot be read becomes one entry with ``status: damaged`` and the reason in one line.
+A seed group (``seeds.json``: one run per sampling seed, harness.core.seeds) is a row of its own, its
+metrics the seeds' combined by ``harness.core.results`` (mean over seeds, within-run and
+between-seed standard errors), next to the rows of its seeds.
 """
 from __future__ import annotations
 
@@ -17,10 +20,11 @@ from typing import Any, Iterable
 
 from harness.core.config import recorded_ks
 from harness.core.metrics import Estimate, mean_se
-from harness.core.results import RunResults, read_results
-from harness.core.seeds import group_state, is_seed_group
+from harness.core.results import RunResults, read_results, results_at
+from harness.core.seeds import MARKER, group_state, is_seed_group, read_marker, seed_runs
 from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
-from reports.colours import run_colour
+from reports.colours import StyleBook
+from reports.tables import format_estimate
 from reports.view.samples import SampleIndex
 
 #: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders
@@ -54,36 +58,50 @@ def display_name(folder: Path, roots: Iterable[Path]) -> str:
 
 
 def find_run_folders(roots: Iterable[str | Path]) -> list[Path]:
-    """Every folder with a config.json under ``roots`` (a root may itself be a run), sorted, no repeats."""
+    """Every folder with a config.json or a seed group's marker under ``roots`` (a root may itself be
+    one), sorted, no repeats."""
     seen: dict[str, Path] = {}
     for root in roots:
         root = Path(root)
-        if (root / CONFIG).is_file():
+        if (root / CONFIG).is_file() or (root / MARKER).is_file():
             seen.setdefault(os.path.realpath(root), root)
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP and not d.startswith("."))
-            if CONFIG in filenames:
+            if CONFIG in filenames or MARKER in filenames:
                 seen.setdefault(os.path.realpath(dirpath), Path(dirpath))
     return sorted(seen.values(), key=lambda p: str(p))
 
 
 def _stamp(folder: Path) -> tuple:
-    """What a cached summary depends on: the three files' sizes and modification times."""
-    out = []
-    for name in (CONFIG, RESULTS, SAMPLES):
+    """What a cached summary depends on: the three files' sizes and modification times (a seed
+    group's: its marker's and every seed folder's)."""
+    if (folder / MARKER).is_file():
         try:
-            st = (folder / name).stat()
-            out.append((st.st_size, st.st_mtime_ns))
-        except OSError:
-            out.append(None)
-    return tuple(out)
+            seeds = [f for _, f in seed_runs(folder)]
+        except (RunStoreError, OSError):
+            seeds = []
+        return (_file_stamp(folder / MARKER), *(_stamp(f) for f in seeds))
+    return tuple(_file_stamp(folder / name) for name in (CONFIG, RESULTS, SAMPLES))
+
+
+def _file_stamp(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
 
 
 def _est(e: Estimate | None) -> dict[str, float] | None:
     if e is None or not e.defined:
         return None
     se = e.stderr if math.isfinite(e.stderr) else None
-    return {"mean": e.mean, "stderr": se, "n": e.n}
+    out = {"mean": e.mean, "stderr": se, "n": e.n}
+    if e.n_seeds > 1:  # a seed group: the between-seed standard error too
+        out.update(seed_stderr=e.seed_stderr if e.seed_stderr is not None and math.isfinite(e.seed_stderr) else None,
+                   n_seeds=e.n_seeds)
+    out["text"] = format_estimate(e)  # the page writes the cell `vpo show` writes (reports.tables)
+    return out
 
 
 def reward_mode(config: dict[str, Any]) -> str:
@@ -134,6 +152,8 @@ def summarise(folder: Path, run_id: str, ix: SampleIndex | None = None) -> RunEn
     """The index row of one folder; never raises for a damaged folder (its row says what is wrong).
     ``ix`` (the folder's sample index) gives a partial run its metrics over the rows stored so far."""
     try:
+        if is_seed_group(folder):
+            return _summarise_group(folder, run_id)
         return _summarise(folder, run_id, ix)
     except Exception as exc:  # a config.json of the wrong shape (hand-edited): one line, the index goes on
         row = {"id": run_id, "path": str(folder), "status": "damaged", "kind": "eval", "task": "?", "split": "?",
@@ -207,6 +227,34 @@ def group_info(parent: Path) -> dict[str, Any]:
     return {"name": parent.name, "label": state.label(), "partial": state.partial, "refused": False}
 
 
+def _summarise_group(folder: Path, run_id: str) -> RunEntry:
+    """A seed group's row: the first seed's settings, the seeds' metrics combined
+    (``harness.core.results.results_at``, which counts a seed still running with its rows so far);
+    partial while a seed is (the aggregate's ``partial``), or while a seed the group lists has no
+    folder yet."""
+    seeds = seed_runs(folder)
+    first = summarise(seeds[0][1], str(seeds[0][1]))
+    row = {**first.row, "id": run_id, "path": str(folder), "kind": "seeds", "note": None,
+           "seeds": [s for s, _ in seeds], "seed_runs": [str(f) for _, f in seeds]}
+    res = results_at(folder)
+    if res is None:
+        row.update(status="partial", note="no seed has rows yet", metrics={})
+        return RunEntry(run_id, folder, row, first.config, None)
+    running = sum(1 for r in (res.raw.get("per_seed") or {}).values() if isinstance(r, dict) and r.get("partial"))
+    missing = len(read_marker(folder)["seeds"]) - len(seeds)
+    partial = bool(res.raw.get("partial")) or missing > 0
+    m: dict[str, Any] = {f"best@{k}": _est(e) for k, e in res.best.items()}
+    m.update({f"pass@{k}": _est(e) for k, e in res.pass_at.items()})
+    m.update({name: _est(e) for name, e in res.summary.items()})
+    row.update(status="partial" if partial else "complete", metrics={k: v for k, v in m.items() if v is not None},
+               pool=res.pool_shape if res.n else row.get("pool"), n_candidates=res.n_candidates,
+               n_chains=res.n_chains, n_errors=res.n_errors, ks=res.ks, components=res.components,
+               note="; ".join(n for n in (f"{running} of {len(seeds)} seeds still running or interrupted" if running else "",
+                                          f"{missing} seed{'s' if missing > 1 else ''} not started" if missing > 0 else "") if n)
+               or None)
+    return RunEntry(run_id, folder, row, first.config, res)
+
+
 class Catalog:
     """The run folders under some roots, rescanned on every :meth:`entries` call (new runs appear on
     reload), each summary recomputed only when its files changed."""
@@ -215,6 +263,8 @@ class Catalog:
         self.roots = [Path(r) for r in roots]
         self._cache: dict[str, tuple[tuple, RunEntry]] = {}
         self._indexes: dict[str, SampleIndex] = {}
+        #: one style per run for the session: a run keeps its colour as folders are added
+        self.styles = StyleBook()
 
     def _index(self, run_id: str, folder: Path) -> SampleIndex:
         ix = self._indexes.get(run_id)
@@ -229,7 +279,7 @@ class Catalog:
     def entries(self) -> list[RunEntry]:
         out = []
         groups: dict[Path, dict[str, Any]] = {}  # each seed group read once per scan
-        for position, folder in enumerate(find_run_folders(self.roots)):
+        for folder in find_run_folders(self.roots):
             run_id = str(folder)
             stamp = _stamp(folder)
             hit = self._cache.get(run_id)
@@ -241,13 +291,16 @@ class Catalog:
                 # the index names the folder once; its notes need not repeat it
                 row["short_note"] = row["note"].replace(f"{folder}{os.sep}", "") if row.get("note") else None
                 self._cache[run_id] = hit
-            # by position among the folders found: distinct for up to ten runs, the same on every page
-            hit[1].row["colour"] = run_colour(run_id, position)
             if is_seed_group(folder.parent):  # read on every scan: a sibling seed may have changed
                 if folder.parent not in groups:
                     groups[folder.parent] = group_info(folder.parent)
                 hit[1].row["group"] = groups[folder.parent]
             out.append(hit[1])
+        # runs new to this session take their styles oldest first, so a later scan (and the next
+        # session, when the new folders are newer) gives the runs already seen the styles they had
+        for e in sorted(out, key=lambda e: (e.row.get("created") or "", e.id)):
+            style = self.styles.style(e.id)
+            e.row["colour"], e.row["dash"] = style.colour, style.svg_dash
         return out
 
     def get(self, run_id: str) -> RunEntry | None:

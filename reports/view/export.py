@@ -150,6 +150,7 @@ def export_site(data: ViewData, entries: list[RunEntry], out: str | Path) -> Exp
                                        "show": "all"},
                            lambda page=page, sort=sort, head=head: head if page == 0 else
                            data.problem(e.id, pid, page, PAGE_CANDIDATES, sort))
+            w.page("problem-info", {"run": e.id, "pid": pid}, lambda pid=pid: data.problem_info(e.id, pid))
             w.page("runs-with", {"pid": pid}, lambda pid=pid: _runs_with(data, pid, ids))
             if e.kind == "evolve":
                 try:

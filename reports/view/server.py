@@ -26,7 +26,7 @@ from reports.view.catalog import to_json_text
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: the app's scripts, in the order index.html loads them (the export copies the same files)
-SCRIPTS = ("dom.js", "charts.js", "graph.js", "app.js")
+SCRIPTS = ("dom.js", "charts.js", "graph.js", "problem.js", "app.js")
 #: path -> (file under static/, content type)
 FILES = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
          "/app.css": ("app.css", "text/css; charset=utf-8"),
@@ -54,6 +54,7 @@ def _routes(data: ViewData) -> dict[str, Callable[[dict[str, list[str]]], Any]]:
                                        _one(q, "desc"), _one(q, "q")),
         "/api/problem": lambda q: data.problem(_one(q, "run"), _one(q, "pid"), _one(q, "page", "0"),
                                                _one(q, "per", "50"), _one(q, "sort", "chain"), _one(q, "show", "all")),
+        "/api/problem-info": lambda q: data.problem_info(_one(q, "run"), _one(q, "pid")),
         "/api/lineage": lambda q: data.lineage(_one(q, "run"), _one(q, "pid")),
         "/api/node": lambda q: data.node(_one(q, "run"), _one(q, "pid"), _one(q, "id")),
         "/api/runs-with": lambda q: data.runs_with_problem(_one(q, "pid")),

@@ -87,3 +87,20 @@ def test_a_redirected_vpo_run_log_has_no_escape_codes(tmp_path) -> None:
     assert rc == 0 and "\r" not in text and "\x1b" not in text
     assert "[vpo] generate: 24/24 chain (100%)" in text and "[vpo] score: 24/24 chain (100%)" in text
     assert len(text.splitlines()) <= 24
+
+
+def test_every_plain_line_says_what_is_left() -> None:
+    """The ETA is the rest of the total at the rate so far; clocks are passed in, nothing is timed."""
+    bar = PlainProgress(total=20, desc="generate", unit="chain", file=io.StringIO())
+    bar.update(5)
+    assert bar.line(now=bar._t0 + 10).endswith("0:10 elapsed, ETA 0:30")  # 15 chains left at 0.5/s
+    bar.update(15)
+    assert bar.line(now=bar._t0 + 40).endswith("0:40 elapsed, done")
+    unknown = PlainProgress(total=None, desc="read", file=io.StringIO())
+    unknown.update(3)
+    assert unknown.line(now=unknown._t0 + 1).endswith("ETA ?")
+    # on a terminal tqdm's own bar counts down: its format keeps the remaining time
+    out = TTY()
+    with progress(total=4, desc="score", unit="chain", file=out, mininterval=0) as tq:
+        tq.update(2)
+    assert re.search(r"<\d+:\d\d", out.getvalue())

@@ -1,5 +1,5 @@
-"""One colour per run in every figure (reports/colours.py, a run's position in the document's run
-list): every figure of the report, `vpo plot` of the same runs, bar panels next to line panels when
+"""One colour per run in every figure (reports/colours.py, from the run's folder, distinct within
+the document): every figure of the report, `vpo plot` of the same runs, bar panels next to line panels when
 an evolve run (no bars) comes first; and an all-zero evolve panel on the 0..1 axis."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from harness.core.results import load_run  # noqa: E402
 from reports import report  # noqa: E402
 from reports.axes import ZERO_NOTE, ZERO_YLIM  # noqa: E402
-from reports.colours import run_colour  # noqa: E402
+from reports.colours import run_styles  # noqa: E402
 from reports.plots import best_at_k_figure, load_plot_runs, metric_figure  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def test_every_report_figure_and_vpo_plot_give_a_run_one_colour(demo_like_runs, 
     vpo, grpo = demo_like_runs
     evo = evolve_runs[1]
     labels = ["EVO", "GRPO", "VPO"]
-    want = {lab: {run_colour(str(p), i)} for i, (lab, p) in enumerate(zip(labels, (evo, grpo, vpo)))}
+    want = {lab: {s.colour} for lab, s in zip(labels, run_styles(str(p) for p in (evo, grpo, vpo)))}
     assert len({c for cs in want.values() for c in cs}) == 3
     figures: list[Any] = []
     monkeypatch.setattr(report, "_png", lambda fig: figures.append(fig) or "")
@@ -71,10 +71,11 @@ def test_every_report_figure_and_vpo_plot_give_a_run_one_colour(demo_like_runs, 
         assert got and got == {lab: want[lab] for lab in got}, [ax.get_title() for ax in fig.axes]
         assert set(got) in ({"EVO"}, {"GRPO", "VPO"})  # every run the figure draws was looked at
         plt.close(fig)
-    # `vpo plot` of the same evaluation runs: the colour of each run's position there, lines and bars alike
+    # `vpo plot` of the same evaluation runs: each run's colour follows its folder, lines and bars alike
+    g, v = run_styles([str(grpo), str(vpo)])
     for fig in (best_at_k_figure([load_run(grpo), load_run(vpo)], labels=["GRPO", "VPO"]),
                 metric_figure(load_plot_runs([grpo, vpo], ["GRPO", "VPO"]), ["best", "diversity", "mean"])):
-        assert _colours_by_label(fig, ["VPO", "GRPO"]) == {"GRPO": {run_colour("", 0)}, "VPO": {run_colour("", 1)}}
+        assert _colours_by_label(fig, ["VPO", "GRPO"]) == {"GRPO": {g.colour}, "VPO": {v.colour}}
         plt.close(fig)
 
 
@@ -83,7 +84,8 @@ def test_bars_keep_a_runs_colour_when_an_evolve_run_comes_first(evolve_runs, dem
     runs = load_plot_runs([evolve_runs[1], demo_like_runs[0]], ["EVO", "PLAIN"])
     fig = metric_figure(runs, ["evolve", "mean"])
     got = _colours_by_label(fig, ["EVO", "PLAIN"])
-    assert got == {"EVO": {run_colour("EVO", 0)}, "PLAIN": {run_colour("PLAIN", 1)}}
+    evo, plain = run_styles([str(evolve_runs[1]), str(demo_like_runs[0])])
+    assert got == {"EVO": {evo.colour}, "PLAIN": {plain.colour}}
     plt.close(fig)
 
 

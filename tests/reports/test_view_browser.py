@@ -205,8 +205,8 @@ def test_index_filters_and_sorts(site, browser, runs):
     browser.js("document.querySelector('#runs th[data-key=best1]').click()")
     shown = browser.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.querySelector('td[data-col=best1]').textContent)")
     vals = [float(s.split("±")[0]) for s in shown if s != "–"]
-    assert len(vals) == 5 and vals == sorted(vals, reverse=True)  # the bad-line run has metrics over its good rows
-    assert shown[5:] == ["–"]  # the folder whose config.json is cut has none
+    assert len(vals) == 4 and vals == sorted(vals, reverse=True)  # the bad-line run has metrics over its good rows
+    assert shown[4:] == ["–", "–"]  # the evolve run (best@k means nothing for a search) and the cut config.json
     assert browser.drain() == []
 
 
@@ -425,15 +425,18 @@ def test_overlaid_curves_keep_each_runs_colour(site, browser, runs):
     assert browser.js("document.getElementById('picked').textContent") == "3 chosen"
     browser.js("document.getElementById('overlay').click()")
     browser.ready("curves")
-    lines = browser.js("[...document.querySelectorAll('#curve-best-k polyline')].map(p => [p.dataset.run, p.getAttribute('stroke')])")
+    # best@k of the sampling runs; the evolve run draws its search curves instead (best@k over its
+    # dependent candidates estimates nothing)
+    lines = browser.js("[...document.querySelectorAll('#curve-best-k polyline, #curve-solved-vs-candidates "
+                       "polyline:not(.baseline)')].map(p => [p.dataset.run, p.getAttribute('stroke')])")
     names = {str(r): r.name for r in picked}
     assert sorted(n for n, _ in lines) == sorted(names.values())
     for rid, name in names.items():
         stroke = dict(lines)[name]
         rgb = "rgb(" + ", ".join(str(int(stroke[i:i + 2], 16)) for i in (1, 3, 5)) + ")"
         assert rgb == colours[rid], (name, stroke, colours[rid])  # the same colour as the index swatch
-    assert browser.js("document.querySelectorAll('#curve-best-k polygon.band').length") == 3  # a s.e. band per run
-    assert browser.js("document.querySelectorAll('#curve-diversity circle').length") == 3
+    assert browser.js("document.querySelectorAll('#curve-best-k polygon.band').length") == 2  # a s.e. band per run
+    assert browser.js("document.querySelectorAll('#curve-diversity circle').length") == 2
     assert browser.js("document.querySelectorAll('#curve-solved-vs-candidates polyline').length") == 1  # evolve only
     # best@k of a run is drawn from its results: the first point's height matches best@1 on the axis
     from harness.core.results import read_results
@@ -519,6 +522,7 @@ def test_exported_pages_open_from_disk(runs, browser, tmp_path):
     browser.ready("problem")
     card = "document.querySelector('article.chain[data-chain=\"0\"]')"
     assert browser.js(f"{card}.querySelector('pre.answer').textContent") == HOSTILE
+    assert browser.js("document.querySelectorAll('#maze-grid rect.cell').length") == 81  # the problem, exported too
     assert browser.js("typeof window.__pwned") == "undefined" and browser.js("document.querySelectorAll('#app img, #app b').length") == 0
     browser.set_value("#compare-with", str(runs["grpo"]), "change")
     browser.ready("compare")

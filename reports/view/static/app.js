@@ -5,7 +5,7 @@
 "use strict";
 
 (() => {
-  const { el, svg, num, colour, api, EXPORT, chart, whiskers, lineageGraph } = window.VPO;
+  const { el, svg, num, colour, dash, api, EXPORT, chart, whiskers, lineageGraph, problemView } = window.VPO;
   const app = document.getElementById("app");
   const crumbs = document.getElementById("crumbs");
   let renderToken = 0;
@@ -24,20 +24,20 @@
   function remember(route, params) { history.replaceState(null, "", link(route, params).getAttribute("href")); }
 
   // ---- formatting -------------------------------------------------------------------------------
-  function est(e, compact) {
-    if (!e) return "–";
-    const sep = compact ? "±" : " ± ";
-    return e.stderr === null || e.stderr === undefined ? num(e.mean) : `${num(e.mean)}${sep}${num(e.stderr)}`;
-  }
-  // an estimate in a narrow cell: the mean, then "±se" that may wrap under it
+  // an estimate as the server wrote it with reports/tables.py's format_estimate, the one formatter
+  // (the cell `vpo show` prints: mean±se, then s±se between seeds for a seed group)
+  function estText(e) { return typeof e.text === "string" ? e.text : num(e.mean); }
+  function est(e) { return e ? estText(e) : "–"; }
+  // an estimate in a narrow cell: the mean, then "±se" (and "s±se") that may wrap under it
   function estCell(e) {
     if (!e) return "–";
-    return [el("span", { cls: "mean" }, num(e.mean)),
-            e.stderr === null || e.stderr === undefined ? null : el("span", { cls: "se" }, `±${num(e.stderr)}`)];
+    const [mean, ...errs] = estText(e).split(/(?<!s)(?=±)| (?=s±)/);
+    return [el("span", { cls: "mean" }, mean), ...errs.map((x) => el("span", { cls: "se" }, x))];
   }
-  function swatch(c) {  // the run's colour (reports/colours.py), set through the CSSOM
-    const s = el("span", { cls: "swatch", "aria-hidden": "true" });
+  function swatch(c, d) {  // the run's colour and line style (reports/colours.py), set through the CSSOM
+    const s = el("span", { cls: "swatch", "aria-hidden": "true", data: { dash: dash(d) || "solid" } });
     s.style.backgroundColor = colour(c);
+    if (dash(d)) s.style.backgroundImage = "repeating-linear-gradient(90deg, transparent 0 3px, #fff 3px 5px)";
     return s;
   }
   function breakable(text) {  // a line may break after / : , = (a <wbr> element between text nodes)
@@ -64,8 +64,12 @@
     setState("error");
   }
 
+  //: draws a candidate's route on the problem's picture (a Maze problem page), else null
+  let routeView = null;
+
   async function render() {
     const token = ++renderToken;
+    routeView = null;
     const { route, params } = parseHash();
     setState("loading");
     try {
@@ -89,6 +93,8 @@
                    solved: "evolve runs: fraction of problems solved", pick: "choose runs to overlay their curves" };
   function headline(r) {
     const m = r.metrics || {};
+    // a search's candidates depend on each other: best@k and pass@k over them estimate nothing
+    if (r.kind === "evolve") return { best1: null, bestK: null, K: null, passK: null, diversity: m.diversity, solved: m.solved };
     const ks = Object.keys(m).filter((k) => k.startsWith("best@")).map((k) => +k.slice(5)).sort((a, b) => a - b);
     const K = ks.length ? ks[ks.length - 1] : null;
     return { best1: m["best@1"], bestK: K !== null ? m[`best@${K}`] : null, K,
@@ -182,8 +188,9 @@
     const cell = (col, ...kids) => el("td", { cls: "num", data: { col } }, ...kids);
     return el("tr", { data: { run: r.id, status: r.status } },
       el("td", { cls: "pick" }, pick),
-      el("td", { title: r.path, cls: "name" }, swatch(r.colour), link("run", { id: r.id }, r.name || r.id),
-         r.kind === "evolve" ? el("span", { cls: "badge kind" }, "evolve") : null),
+      el("td", { title: r.path, cls: "name" }, swatch(r.colour, r.dash), link("run", { id: r.id }, r.name || r.id),
+         r.kind === "evolve" ? el("span", { cls: "badge kind" }, "evolve") : null,
+         r.kind === "seeds" ? el("span", { cls: "badge kind", title: "a seed group: its seeds' metrics combined" }, `${(r.seeds || []).length} seeds`) : null),
       el("td", { cls: "task" }, r.task, el("span", { cls: "split muted" }, r.split)), el("td", { cls: "model" }, breakable(r.model)),
       el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status,
       cell("best1", estCell(h.best1)),
@@ -207,18 +214,23 @@
     const runs = await Promise.all(ids.map((id) => api("curve", { id })));
     if (token !== renderToken) return;
     const legend = el("ul", { cls: "legend-runs", id: "curves-legend" }, runs.map((r, i) => el("li", { data: { run: r.id } },
-      swatch(r.colour), ` ${i + 1}. `, link("run", { id: r.id }, r.name), ` (${r.kind}`, r.partial ? el("span", { cls: "badge partial" }, "partial") : null, ")")));
+      swatch(r.colour, r.dash), ` ${i + 1}. `, link("run", { id: r.id }, r.name), ` (${r.kind}`, r.partial ? el("span", { cls: "badge partial" }, "partial") : null, ")")));
     const figs = [];
     const panel = (key, ylabel, xlabel, logx) => {
-      const lines = runs.filter((r) => r.series[key]).map((r) => ({
-        pts: r.series[key].x.map((x, i) => [x, r.series[key].mean[i]]), band: bandOf(r.series[key]),
-        colour: r.colour, label: r.name }));
+      const line = (r, s, extra) => ({ pts: s.x.map((x, i) => [x, s.mean[i]]), band: bandOf(s), colour: r.colour,
+                                       dash: r.dash, label: r.name, ...extra });
+      // an evolve run's plain-sampling baseline: the same colour, dotted, thinner, its own band
+      const lines = runs.flatMap((r) => [r.series[key] ? line(r, r.series[key]) : null,
+        r.series[`baseline_${key}`] ? line(r, r.series[`baseline_${key}`], { dash: "2 3", cls: "baseline", label: `${r.name}: plain sampling` }) : null])
+        .filter(Boolean);
       if (!lines.length) return;
+      const base = lines.some((l) => l.cls === "baseline");
       figs.push(el("figure", { data: { panel: key } }, chart({ lines, xlabel, ylabel, logx, id: `curve-${key.replace(/[^a-z]/gi, "-")}` }),
-                   el("figcaption", null, `${ylabel}, mean over problems; band: ± one standard error`)));
+                   el("figcaption", null, `${ylabel}, mean over problems; band: ± one standard error` +
+                      (base ? "; dotted: plain sampling of the same model at the same budget (the run's baseline/)" : ""))));
     };
     for (const [key, y, x] of EVAL_PANELS) panel(key, y, x, true);
-    const div = runs.filter((r) => r.diversity);
+    const div = runs.filter((r) => r.diversity && r.kind !== "evolve");
     if (div.length) figs.push(el("figure", { data: { panel: "diversity" } },
       whiskers(div.map((r) => ({ mean: r.diversity.mean, stderr: r.diversity.stderr, colour: r.colour, label: r.name })),
                { xlabel: "run (numbered as in the legend)", ylabel: "diversity", id: "curve-diversity" }),
@@ -283,7 +295,7 @@
     const nav = (over) => go("run", { id, page, sort, desc, q, search: sq, ...over });
     const draw = (d) => body.replaceChildren(...runBody(d, { id, page, sort, desc, q, nav }));
     draw(data);
-    app.replaceChildren(...[el("h1", null, swatch(run.colour), run.name || id), el("p", { cls: "muted path" }, id),
+    app.replaceChildren(...[el("h1", null, swatch(run.colour, run.dash), run.name || id), el("p", { cls: "muted path" }, id),
                             run.status === "partial" ? liveBox : null, searchBox, body].filter(Boolean));
     searchPanel(searchBox, id, sq, run, token);
     if (run.status === "partial") {
@@ -310,7 +322,8 @@
     ].filter(([, v]) => v !== null && v !== undefined && v !== "").map(([k, v]) => [el("dt", null, k), el("dd", null, String(v))]));
     const warns = (run.warnings || []).map((w) => el("p", { cls: "warn" }, w));
     if (run.damaged_lines > (run.warnings || []).length) warns.push(el("p", { cls: "warn" }, `${run.damaged_lines} damaged lines in all`));
-    const metrics = Object.entries(run.metrics || {});
+    // an evolve run reads as a search (solved and best against candidates), not as best@k / pass@k
+    const metrics = Object.entries(run.metrics || {}).filter(([k]) => run.kind !== "evolve" || !/^(best|pass)[@^]/.test(k));
     const mtable = metrics.length ? el("table", { cls: "grid compact", id: "run-metrics", data: { partial: partial ? "1" : "0" } },
       partial ? el("caption", null, el("span", { cls: "badge partial" }, "partial"), " over the rows stored so far") : null,
       el("thead", null, el("tr", null, el("th", null, "metric"), el("th", null, "mean ± s.e. over problems"))),
@@ -320,20 +333,33 @@
       el("thead", null, el("tr", null, el("th", null, "component"), el("th", null, "mean reward"))),
       el("tbody", null, comps.map(([k, v]) => el("tr", null, el("td", null, k), el("td", { cls: "num" }, num(v)))))) : null;
     let evo = null;
-    if (run.evolve && run.evolve.best_vs_iteration && run.evolve.best_vs_iteration.x) {
+    const sv = run.evolve && run.evolve.solved_vs_candidates, bsv = run.evolve && run.evolve.baseline_solved_vs_candidates;
+    if (sv && sv.x) {  // the search against plain sampling of the same model, at every candidate budget
+      const pts = (s) => s.x.map((x, i) => [x, s.mean[i]]);
+      evo = el("figure", { id: "run-evolve" }, chart({ lines: [{ pts: pts(sv), band: bandOf(sv), colour: run.colour, label: "evolve" },
+                                                              bsv && bsv.x ? { pts: pts(bsv), band: bandOf(bsv), colour: run.colour, dash: "2 3",
+                                                                               cls: "baseline", label: "plain sampling" } : null].filter(Boolean),
+                                                      xlabel: "candidates evaluated", ylabel: "solved (fraction of problems)" }),
+               el("figcaption", null, `solved against candidates, mean over problems (band ± one standard error); dotted: plain ` +
+                  `sampling of the same model at the same budget (baseline/); solved: ${est(run.evolve.solved)}` +
+                  (run.evolve.solved_definition ? ` (${run.evolve.solved_definition})` : "")));
+    } else if (run.evolve && run.evolve.best_vs_iteration && run.evolve.best_vs_iteration.x) {
       const b = run.evolve.best_vs_iteration;
       evo = el("figure", null, chart({ lines: [{ pts: b.x.map((x, i) => [x, b.mean[i]]), cls: "line-best" }],
                                        xlabel: "iteration", ylabel: "best score so far (mean over problems)" }),
                el("figcaption", null, `best score so far by iteration, mean over problems; solved: ${est(run.evolve.solved)}` +
                   (run.evolve.solved_definition ? ` (${run.evolve.solved_definition})` : "")));
     }
-    const ks = run.ks || [1];
+    // at most five best@k columns (the first, the last, evenly between), so the table fits from
+    // 1024 px; an evolve run has none: best@k over a search's dependent candidates estimates nothing
+    const allKs = run.ks || [1];
+    const ks = allKs.length <= 5 ? allKs : [...new Set([0, 1, 2, 3, 4].map((i) => allKs[Math.round((i * (allKs.length - 1)) / 4)]))];
     const cols = [["problem_id", "problem"], ["chains", "chains"], ["candidates", "cands"], ["errors", "errors"],
-                  ["mean", "mean"], ["best", "best"], ["pass_rate", "pass rate"],
-                  ...ks.map((k) => [`best@${k}`, `best@${k}`]),
-                  ...[...new Set([ks[0], ks[ks.length - 1]])].map((k) => [`pass@${k}`, `pass@${k}`]),
-                  ["diversity", "diversity"]];
+                  ["mean", "mean"], ["best", "best"], ["pass_rate", "pass rate"]];
     if (run.kind === "evolve") cols.push(["iterations", "iterations"], ["solved", "solved"]);
+    else cols.push(...ks.map((k) => [`best@${k}`, `best@${k}`]),
+                   ...[...new Set([ks[0], ks[ks.length - 1]])].map((k) => [`pass@${k}`, `pass@${k}`]));
+    cols.push(["diversity", "diversity"]);
     const head = el("tr", null, cols.map(([key, label]) => el("th", EXPORT ? { title: COL_TITLES[key] || null } : {
       title: COL_TITLES[key] || null,
       cls: "sortable" + (sort === key ? (desc ? " desc" : " asc") : ""), data: { key },
@@ -346,6 +372,12 @@
     const filter = EXPORT ? null : el("input", { id: "problem-filter", type: "search", placeholder: "problem id contains…", value: q,
                                                  "aria-label": "filter problems" });
     if (filter) filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
+    if (run.kind === "seeds") {  // a seed group: its seeds are the runs that hold the problems
+      return [meta, el("div", { cls: "row" }, mtable, ctable),
+        el("p", { cls: "muted" }, "mean over seeds; ± the within-run standard error, s± the one between seeds"),
+        el("h2", null, `Seeds (${(run.seed_list || []).length})`),
+        el("ul", { id: "seed-runs" }, (run.seed_list || []).map((s) => el("li", null, link("run", { id: s.id }, `seed ${s.seed}: ${s.name}`))))];
+    }
     return [meta, ...warns, el("div", { cls: "row" }, mtable, ctable, evo),
       el("h2", null, `Problems (${data.total})`),
       el("div", { cls: "controls" }, filter, pager(data.page, data.per, data.total, (p) => nav({ page: p }))),
@@ -415,7 +447,17 @@
     const liveBox = el("div", { id: "live", cls: "live" });
     const lineageBox = el("section", { id: "lineage" });
     const chainsBox = el("section", { id: "chains" });
-    app.replaceChildren(el("h1", null, pid), head, liveBox, lineageBox, chainsBox);
+    const problemBox = el("div", { id: "problem-box" });
+    const sideBox = el("aside", { id: "problem-side" });
+    const layout = el("div", { id: "problem-layout" }, chainsBox, sideBox);
+    app.replaceChildren(el("h1", null, pid), head, liveBox, problemBox, lineageBox, layout);
+    try {  // the problem as its task shows it; a problem that cannot be rebuilt here is one line
+      const pv = problemView(await api("problem-info", { run, pid }));
+      if (token !== renderToken) return;
+      problemBox.replaceChildren(pv.top);
+      if (pv.side) { sideBox.append(pv.side); layout.classList.add("with-side"); }
+      routeView = pv.showRoute;
+    } catch (err) { problemBox.replaceChildren(el("p", { cls: "warn" }, `problem not shown: ${err.message}`)); }
     const state = { page: +(params.get("page") || 0), sort: params.get("sort") || "chain", show: params.get("show") || "all" };
     state.onChange = () => remember("problem", { run, pid, page: state.page || "", sort: state.sort === "chain" ? "" : state.sort,
                                                  show: state.show === "all" ? "" : state.show });
@@ -496,16 +538,28 @@
     return el("article", { cls: "chain" + (c.error ? " failed" : ""), data: { chain: c.chain_index } },
       el("header", null, bits.join(" · ")),
       c.error ? el("p", { cls: "error" }, `generation failed: ${c.error}`) : null,
-      text, c.candidates.length ? candidatesTable(c.candidates) : null, other);
+      text, c.candidates.length ? candidatesTable(c.candidates, c.chain_index) : null, other);
   }
 
-  function candidatesTable(cands) {
+  function routeButton(k, chain) {  // a Maze candidate: draw its route on the grid of the page
+    if (!routeView || !k.route) return null;
+    const label = `chain ${chain} · answer ${k.index}`;
+    return el("button", { type: "button", cls: "show-route", title: "draw this route on the maze",
+                          data: { chain, answer: k.index },
+                          on: { click: () => {
+                            for (const b of document.querySelectorAll("button.show-route.on")) b.classList.remove("on");
+                            routeView(k.route, label);
+                            document.querySelector(`button.show-route[data-chain="${chain}"][data-answer="${k.index}"]`)?.classList.add("on");
+                          } } }, "route");
+  }
+
+  function candidatesTable(cands, chain) {
     // column widths are in app.css (c-* classes), so a narrow column (side by side) can change them
     return el("table", { cls: "grid cands" }, el("colgroup", null,
       ["idx", "answer", "reward", "scalar", "pass", "details"].map((c) => el("col", { cls: `c-${c}` }))),
       el("thead", null, el("tr", null, ...["#", "parsed answer", "reward vector", "scalar", "pass", "details"].map((h) => el("th", null, h)))),
       el("tbody", null, cands.map((k) => el("tr", { cls: "cand", data: { answer: k.index } },
-        el("td", null, String(k.index)),
+        el("td", null, String(k.index), routeButton(k, chain)),
         el("td", null, k.answer === null || k.answer === undefined ? el("span", { cls: "muted" }, "(no answer parsed)")
                                                                     : el("pre", { cls: "answer" }, k.answer)),
         el("td", null, el("ul", { cls: "reward" }, k.reward.map(([n, v]) => el("li", { data: { component: n } },

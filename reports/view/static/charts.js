@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { svg, num, colour } = window.VPO;
+  const { svg, num, colour, dash } = window.VPO;
 
   function ticks(x0, x1, logx) {
     if (logx) {
@@ -50,7 +50,7 @@
                            transform: `rotate(-90 12 ${(T + H - B) / 2})` }, spec.ylabel || ""));
   }
 
-  // spec: { lines: [{ pts: [[x, y]], band: [[x, lo, hi]], colour, cls, label }], dots: [{ x, y, cls, title }],
+  // spec: { lines: [{ pts: [[x, y]], band: [[x, lo, hi]], colour, dash, cls, label }], dots: [{ x, y, cls, title }],
   //         hline, xlabel, ylabel, logx, width, height, id }
   function chart(spec) {
     const { W, H, L, R, B } = box(spec);
@@ -81,7 +81,7 @@
       const pts = l.pts.filter(([, y]) => y !== null && y !== undefined);
       if (pts.length) {
         g.append(svg("polyline", { points: pts.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" "), cls: `line ${l.cls || ""}`,
-                                   stroke: c, data: { run: l.label || "" } },
+                                   stroke: c, "stroke-dasharray": dash(l.dash), data: { run: l.label || "" } },
                      l.label ? svg("title", null, l.label) : null));
         if (pts.length === 1) g.append(svg("circle", { cx: sx(pts[0][0]), cy: sy(pts[0][1]), r: 3, fill: c || "#2b5797" }));
       }

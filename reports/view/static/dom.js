@@ -43,6 +43,8 @@
   }
   // a colour the server sent, used only when it is a plain #rrggbb (it goes into SVG attributes)
   function colour(c, fallback = "#2b5797") { return typeof c === "string" && /^#[0-9a-f]{6}$/i.test(c) ? c : fallback; }
+  // a line style the server sent (an SVG stroke-dasharray of numbers), or null for a solid line
+  function dash(d) { return typeof d === "string" && /^[0-9 .]+$/.test(d) ? d : null; }
 
   // ---- the data source --------------------------------------------------------------------------
   const enc = encodeURIComponent;
@@ -84,5 +86,5 @@
     return body;
   }
 
-  window.VPO = { el, svg, num, colour, api, EXPORT, pageKey, keyHash };
+  window.VPO = { el, svg, num, colour, dash, api, EXPORT, pageKey, keyHash };
 })();
