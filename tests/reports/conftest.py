@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 
 def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread: float, seed: int,
-              problem_offset: int = 0, **cfg_extra) -> Path:
-    """A maze run folder scored by the real Maze task (so answers, rewards and scalars agree)."""
+              problem_offset: int = 0, run_seed: int = 0, **cfg_extra) -> Path:
+    """A maze run folder scored by the real Maze task (so answers, rewards and scalars agree);
+    ``run_seed``: the sampling seed its identity records (a seed group's seed-N holds N)."""
     from benchmarks import get_task
 
     task = get_task("maze", **cfg_extra.pop("task_options", {}))
@@ -31,7 +32,7 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
     folder.mkdir(parents=True, exist_ok=True)
     cfg = RunConfig.of(task="maze", model=model, split="test", task_options=dict(task.options),
                        limit=n_problems + problem_offset, prompt_style="compact", m=m, n=n,
-                       ks=tuple(k for k in (1, 2, 4, 8) if k <= n * m), seed=0, temperature=0.7, top_p=1.0,
+                       ks=tuple(k for k in (1, 2, 4, 8) if k <= n * m), seed=run_seed, temperature=0.7, top_p=1.0,
                        out=str(folder), **cfg_extra)
     record = build_config_record(cfg, task, SamplingConfig(0.7, 1.0, 110), problems, "loaded")
     (folder / "config.json").write_text(json.dumps(record))
@@ -56,7 +57,9 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
                          "rewards": r.tolist(), "scalars": np.atleast_1d(task.scalar(r)).tolist(),
                          "passed": np.atleast_1d(task.passed(r)).tolist(), "error": None})
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "results.json").write_text(json.dumps(compute_results(folder, task, problems, cfg, record)))
+    from harness.core.store import RunStore
+
+    RunStore(folder).write_results(compute_results(folder, task, problems, cfg, record))  # as the runner does
     return folder
 
 

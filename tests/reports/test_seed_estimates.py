@@ -17,7 +17,7 @@ def group(tmp_path_factory) -> Path:
 
     parent = tmp_path_factory.mktemp("group") / "g"
     for s in (0, 1, 2):
-        write_run(parent / f"seed-{s}", "hf:x", 4, 1, 6, spread=0.6, seed=10 + s)
+        write_run(parent / f"seed-{s}", "hf:x", 4, 1, 6, spread=0.6, seed=10 + s, run_seed=s)
     register_seeds(parent, [0, 1, 2], {})
     return parent
 
