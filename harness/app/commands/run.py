@@ -132,6 +132,7 @@ def build_config(args: argparse.Namespace) -> "RunConfig":
 
     from harness.core.executors.cli_args import executor_config
     from harness.core.metrics import default_ks
+    from harness.core.models import model_defaults
     from harness.core.models.zoo import prompt_settings
     from harness.eval.protocols import departures, describe, resolve
     from harness.eval.runner import RunConfig
@@ -142,7 +143,9 @@ def build_config(args: argparse.Namespace) -> "RunConfig":
     if args.protocol is not None:
         print(f"[vpo] {describe(args.protocol, args.task)}", file=sys.stderr)
         print(f"[vpo] {departures(args.protocol, args.task, m)}", file=sys.stderr)
-    style, max_tokens, source = prompt_settings(args.model, m, args.prompt_style, got["max_tokens"])
+    style, max_tokens, source = prompt_settings(
+        args.model, m, args.prompt_style, got["max_tokens"],
+        lambda spec: model_defaults(spec, base_url=args.base_url, model_args=args.model_args))
     if source is not None:
         print(f"[vpo] {args.model}: prompt style {style}, max tokens {max_tokens} "
               f"(from {source}; --prompt-style / --max-tokens override)", file=sys.stderr)

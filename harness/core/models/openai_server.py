@@ -59,9 +59,10 @@ from typing import Any, Iterator, Sequence
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.core.models import http_client, token_counts
 from harness.core.models.endpoints import EndpointPool, connect_failure, split_urls
+from harness.core.models import served_defaults
 from harness.core.models.http_client import JSONClient, within
 from harness.core.models.prefill import join, prefill_fields
-from harness.core.models.prompting import render_messages
+from harness.core.models.prompting import prompt_tokens, render_messages
 
 _DONE = object()
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # no --base-url and no OPENAI_BASE_URL: OpenAI's API
@@ -217,6 +218,7 @@ class OpenAIServerBackend(Backend):
         self._sem: asyncio.Semaphore | None = None  # generate_one's cap on requests in flight
         self._rng = random.Random()
         self.stats = {"requests": 0, "retries": 0, "errors": 0}
+        self._served: Any = _UNSET  # served_defaults.ServedModel of the first server, once asked
 
     # ---- the loop thread -------------------------------------------------------------------------
 
@@ -315,6 +317,7 @@ class OpenAIServerBackend(Backend):
             # replies with n > 1 carry one token total: look the tokenizer up now, here, rather than
             # inside a request's deadline on the event loop
             self._counting = _local_tokenizer(self.model)
+        self._check_served(requests, sampling)
         loop = self._ensure_loop()
         out: queue.Queue = queue.Queue()
         future = asyncio.run_coroutine_threadsafe(self._run_all(requests, sampling, out), loop)
@@ -328,6 +331,44 @@ class OpenAIServerBackend(Backend):
         finally:
             if not future.done():  # consumer stopped early: stop sending requests
                 future.cancel()
+
+    def served(self) -> "served_defaults.ServedModel | None":
+        """What the first server's ``GET /models`` says about this model (trained defaults, context,
+        seeding), asked once; None when it does not list the model or cannot be asked."""
+        if self._served is _UNSET:
+            async def listing() -> Any:
+                client = JSONClient(self.base_urls[0], api_key=self._api_key, timeout=min(self.timeout, 10.0))
+                try:
+                    return await within(client.get("/models"), min(self.deadline, 10.0))
+                finally:
+                    await client.aclose()
+
+            try:
+                reply = asyncio.run_coroutine_threadsafe(listing(), self._ensure_loop()).result()
+            except Exception:  # noqa: BLE001 - no listing: the flags and task defaults decide, as before
+                reply = None
+            self._served = served_defaults.read(reply, self.model, self.base_urls[0])
+        return self._served
+
+    def _check_served(self, requests: list[GenRequest], sampling: SamplingConfig) -> None:
+        """Before any request: refuse prompts that cannot fit the served context, and sample chain by
+        chain from a server that reproduces a local chain per seed (served_defaults)."""
+        served = self.served()
+        if served is None:
+            return
+        if served.seeded and self.use_n == "auto":
+            self._n_ok = False
+        if served.context_len is not None:
+            tok = self._tokenizer if self._tokenizer is not None else self._counter()
+            tmpl = template_kwargs(sampling)
+            served_defaults.check_fit(
+                [(r.problem_id, prompt_tokens(r.messages, tok, tmpl, r.prefix) if tok is not None else None)
+                 for r in requests], sampling.max_tokens, served.context_len, f"openai:{self.model}")
+
+    def _counter(self) -> Any:
+        if self._counting is _UNSET:
+            self._counting = _local_tokenizer(self.model)
+        return self._counting
 
     async def generate_one(self, messages: list[dict[str, Any]], seed: int, sampling: SamplingConfig, *,
                            prefix: str = "", extra_body: dict[str, Any] | None = None) -> Generation:
