@@ -207,9 +207,8 @@ def model_defaults(spec: str, *, base_url: str | None = None,
     the run then fails on its first request with the backend's own message."""
     from harness.core.models import zoo
 
-    kind, _ = parse_spec(spec)
-    if kind != "openai":
-        return zoo.generation_defaults(spec)
+    if spec.partition(":")[0].strip().lower() != "openai":
+        return zoo.generation_defaults(spec)  # a bad spec is the backend factory's error, later
     backend = load_backend(spec, base_url=base_url, model_args=model_args)
     try:
         served = backend.served()  # type: ignore[attr-defined]
