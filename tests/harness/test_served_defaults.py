@@ -111,6 +111,21 @@ def test_a_prompt_that_cannot_fit_is_refused_before_any_request(server, tiny_lla
         b.close()
 
 
+def test_a_server_publishing_only_its_context_is_still_checked(server) -> None:
+    """What vLLM's server publishes: ``max_model_len`` and no trained defaults."""
+    srv, backend = server(seeded=False, defaults=None)
+    assert model_defaults("openai:tiny", base_url=srv.url) is None  # the task's defaults decide
+    b = OpenAIServerBackend("tiny", base_url=srv.url)
+    try:
+        with pytest.raises(ContextOverflow, match="--max-tokens 64 leaves no room for a prompt in the served "
+                                                  "context of 64 tokens"):
+            list(b.generate([GenRequest("p", [{"role": "user", "content": "go"}], (0,), (1,))],
+                            SamplingConfig(max_tokens=64)))
+    finally:
+        b.close()
+    assert backend.calls == []
+
+
 def test_vpo_run_takes_the_served_defaults_and_refuses_a_budget_past_the_context(server, tmp_path, capsys) -> None:
     srv, backend = server()
     base = ["run", "--task", "maze", "--model", "openai:tiny", "--base-url", srv.url, "--limit", "2", "-n", "2",
