@@ -62,7 +62,7 @@ from harness.core.models.endpoints import EndpointPool, connect_failure, split_u
 from harness.core.models import served_defaults
 from harness.core.models.http_client import JSONClient, within
 from harness.core.models.prefill import join, prefill_fields
-from harness.core.models.prompting import prompt_tokens, render_messages
+from harness.core.models.prompting import render_messages
 
 _DONE = object()
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # no --base-url and no OPENAI_BASE_URL: OpenAI's API
@@ -316,7 +316,7 @@ class OpenAIServerBackend(Backend):
         if self._counting is _UNSET and self.use_n is not False and any(len(r.chain_indices) > 1 for r in requests):
             # replies with n > 1 carry one token total: look the tokenizer up now, here, rather than
             # inside a request's deadline on the event loop
-            self._counting = _local_tokenizer(self.model)
+            self._counter()
         self._check_served(requests, sampling)
         loop = self._ensure_loop()
         out: queue.Queue = queue.Queue()
@@ -360,10 +360,7 @@ class OpenAIServerBackend(Backend):
             self._n_ok = False
         if served.context_len is not None:
             tok = self._tokenizer if self._tokenizer is not None else self._counter()
-            tmpl = template_kwargs(sampling)
-            served_defaults.check_fit(
-                [(r.problem_id, prompt_tokens(r.messages, tok, tmpl, r.prefix) if tok is not None else None)
-                 for r in requests], sampling.max_tokens, served.context_len, f"openai:{self.model}")
+            served_defaults.check_requests(requests, sampling, served.context_len, tok, f"openai:{self.model}")
 
     def _counter(self) -> Any:
         if self._counting is _UNSET:

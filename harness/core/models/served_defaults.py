@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from harness.core.models.base import GenRequest, SamplingConfig, template_kwargs
+from harness.core.models.prompting import prompt_tokens
 from harness.core.models.zoo import GenerationDefaults
 
 #: the extra fields of a model object in ``/v1/models`` (``max_model_len`` is vLLM's own name)
@@ -98,3 +100,12 @@ def check_fit(lengths: Sequence[tuple[str, int | None]], max_tokens: int, contex
     elif max_tokens >= context_len:
         raise ContextOverflow(f"{model}: --max-tokens {max_tokens} leaves no room for a prompt in the served "
                               f"context of {context_len} tokens; lower --max-tokens")
+
+
+def check_requests(requests: Sequence[GenRequest], sampling: SamplingConfig, context_len: int, tokenizer: Any,
+                   model: str) -> None:
+    """:func:`check_fit` for the requests about to be sent, their prompts counted as the served model
+    sees them (its chat template with the sampling's template arguments) when ``tokenizer`` is given."""
+    tmpl = template_kwargs(sampling)
+    check_fit([(r.problem_id, prompt_tokens(r.messages, tokenizer, tmpl, r.prefix) if tokenizer is not None else None)
+               for r in requests], sampling.max_tokens, context_len, model)
