@@ -4,6 +4,7 @@ refused before anything is sampled, and a folder refused for a changed setting n
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -165,7 +166,7 @@ def _rows(folder: Path) -> list[tuple]:
 
 @pytest.mark.integration  # a real `vpo serve` child and two short runs of the bundled policy (~40 s)
 @pytest.mark.parametrize("m", [1, 3])
-def test_served_zoo_model_samples_what_the_local_run_samples(tmp_path: Path, m: int) -> None:
+def test_served_zoo_model_samples_what_the_local_run_samples(tmp_path: Path, m: int, capsys) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "search.serve", "--model", "hf:maze-tiny-vpo", "--port", "0",
                              "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -176,6 +177,13 @@ def test_served_zoo_model_samples_what_the_local_run_samples(tmp_path: Path, m: 
         assert main(["run", "--model", "hf:maze-tiny-vpo", *common, "--out", str(tmp_path / "local")]) == 0
         assert main(["run", "--model", "openai:maze-tiny-vpo", "--base-url", url, *common,
                      "--out", str(tmp_path / "served")]) == 0
+        # the full prompt does not fit the 512-token context: counted with the zoo model's own tokenizer
+        capsys.readouterr()
+        assert main(["run", "--model", "openai:maze-tiny-vpo", "--base-url", url, *common, "--prompt-style", "full",
+                     "--out", str(tmp_path / "full")]) == 2
+        assert re.search(r"openai:maze-tiny-vpo: the prompt of maze-test-\d+ \(\d+ tokens\) plus --max-tokens "
+                         r"\d+ is \d+ tokens, more than the served context of 512", capsys.readouterr().err)
+        assert not (tmp_path / "full" / "samples.jsonl").exists()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
