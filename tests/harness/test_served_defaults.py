@@ -190,3 +190,16 @@ def test_served_zoo_model_samples_what_the_local_run_samples(tmp_path: Path, m: 
     local, served = (json.loads((tmp_path / f / "config.json").read_text())["identity"] for f in ("local", "served"))
     assert local["sampling"]["max_tokens"] == served["sampling"]["max_tokens"] == (110 if m == 3 else 40)
     assert _rows(tmp_path / "local") == _rows(tmp_path / "served")
+
+
+def test_vpo_evolve_takes_the_served_defaults_too(server) -> None:
+    """One rule for both commands: an evolve run's flags left open take the served model's defaults."""
+    from search.evolve import EvolveConfig
+
+    srv, _ = server()
+    cfg = EvolveConfig(task="maze", model="openai:tiny", base_url=srv.url, m=3,
+                       model_args={"reasoning_effort": "low"})  # a request-only arg the listing does not take
+    rc = cfg.run_config()
+    assert (rc.task.prompt_style, rc.sampling.max_tokens) == ("compact", 110)
+    srv.shutdown()  # asked once: the identity read again needs no server
+    assert cfg.canonical_run().task.prompt_style == "compact"

@@ -198,6 +198,10 @@ def load_backend(spec: str, *, base_url: str | None = None, model_args: dict[str
     return _FACTORIES[kind](model, base_url, parse_model_args(model_args))
 
 
+#: the openai model args that say how to reach a server, the only ones :func:`model_defaults` passes on
+LISTING_ARGS = ("base_url", "api_key", "timeout", "deadline")
+
+
 def model_defaults(spec: str, *, base_url: str | None = None,
                    model_args: dict[str, Any] | str | None = None) -> "tuple[Any, str] | None":
     """(the model's trained prompt style and token budgets, where they came from) or None, for any
@@ -209,7 +213,10 @@ def model_defaults(spec: str, *, base_url: str | None = None,
 
     if spec.partition(":")[0].strip().lower() != "openai":
         return zoo.generation_defaults(spec)  # a bad spec is the backend factory's error, later
-    backend = load_backend(spec, base_url=base_url, model_args=model_args)
+    # only what reaching the server takes: the listing needs no tokenizer, and `vpo evolve` passes
+    # request-only arguments the backend does not take
+    reach = {k: v for k, v in parse_model_args(model_args).items() if k in LISTING_ARGS}
+    backend = load_backend(spec, base_url=base_url, model_args=reach)
     try:
         served = backend.served()  # type: ignore[attr-defined]
     finally:
