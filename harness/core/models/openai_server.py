@@ -28,7 +28,9 @@ Why it looks the way it does:
 prompt's prefill. One seed then covers the whole group (``seeds[0]``), so a chain's text depends on
 which chains were requested together; with ``use_n=False`` each chain is its own request with its
 own seed and is reproducible on its own (what resume of a partial group needs). ``"auto"`` uses
-``n`` and falls back to per-chain requests once a server rejects ``n`` or returns too few choices.
+``n`` and falls back to per-chain requests once a server rejects ``n`` or returns too few choices, and
+sends per-chain requests from the start to a server whose model entry says ``seeded``
+(harness/core/models/served_defaults.py, which also checks the served context before sampling).
 
 Chat-template arguments (``SamplingConfig.chat_template_args``, e.g. Qwen3's ``enable_thinking``) go
 in the chat request body as ``chat_template_kwargs``, the field vLLM and SGLang servers read (merged
