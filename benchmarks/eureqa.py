@@ -52,6 +52,47 @@ PARSE_MODES = ("paper", "lenient")
 NORMALIZERS = {"paper": authors_entity_normalize, "lenient": entity_normalize}
 
 
+#: ``--prompt-style paper``: the VPO authors' prompt (``PROMPT_TEMPLATE`` in ``vpo_tasks/eureqa.py`` at
+#: commit 767db79, one user turn), kept character for character (tests/benchmarks/test_paper_prompts.py
+#: compares it with their code's output). ``{masks}`` is the list of the five masks, ``{a}``..``{e}`` each
+PAPER_HEAD = (
+    "You will be given a multi-hop reasoning question over a small narrative. The narrative contains masked "
+    "entities (Person A, Country B, etc.) connected by relations. The leaf entity is revealed in the final "
+    "sentence; you must back-chain to identify the rest.\n\nNarrative:\n{narrative}\n\nThe masked entities you "
+    "must resolve (in order of introduction in the narrative):\n{masks}\n\nFor each masked entity above, output "
+    "its underlying canonical name. Use underscored Wikipedia-style names exactly as they appear in the source "
+    "(e.g. `Robert_Rodriguez`, `32nd_European_Film_Awards`, `From_Dusk_till_Dawn:_The_Series`).\n\n")
+#: the single-answer output block that ends the authors' prompt
+PAPER_SINGLE_ASK = (
+    "Replace each `...` below with the resolved entity (NOTHING else inside the tags \u2014 just the canonical "
+    "name):\n<entity_A>...</entity_A>   (resolves {a})\n<entity_B>...</entity_B>   (resolves {b})\n"
+    "<entity_C>...</entity_C>   (resolves {c})\n<entity_D>...</entity_D>   (resolves {d})\n"
+    "<entity_E>...</entity_E>   (resolves {e})\n\nThe answer to the question is whatever you put in <entity_A>.")
+#: what the authors' multi-answer rewrite puts in place of that block for m answers
+PAPER_MULTI_ASK = (
+    "Provide {m} different reasoning chains, each wrapped in numbered tags <response_1>...</response_1> through "
+    "<response_{m}>...</response_{m}>. Each chain must contain all 5 entity resolutions; replace each `...` with "
+    "ONLY the resolved canonical name (underscored Wikipedia-style, no prose, no labels):\n  <response_i>\n"
+    "    <entity_A>...</entity_A>   (resolves Person A \u2014 this is the answer)\n"
+    "    <entity_B>...</entity_B>   (resolves the second mask)\n"
+    "    <entity_C>...</entity_C>   (resolves the third mask)\n"
+    "    <entity_D>...</entity_D>   (resolves the fourth mask)\n"
+    "    <entity_E>...</entity_E>   (resolves the fifth mask)\n  </response_i>\n"
+    "Closing tags are required for every response and every entity. The {m} chains should be genuinely "
+    "different attempts (e.g. different candidate resolutions, not paraphrases). The answer to the question "
+    "is whatever you put in <entity_A> within each chain.")
+PROMPT_STYLES = ("full", "compact", "paper")
+
+
+def paper_prompt(data: dict[str, Any], m: int) -> str:
+    """The authors' prompt for a problem's data (narrative, five masks) and m answers."""
+    masks = data["masks"]
+    head = PAPER_HEAD.format(narrative=data["narrative"], masks="\n".join(f"  - {mk}" for mk in masks))
+    if m > 1:
+        return head + PAPER_MULTI_ASK.format(m=m)
+    return head + PAPER_SINGLE_ASK.format(**dict(zip("abcde", masks)))
+
+
 def format_answer(entities: list[str]) -> str:
     """Entities A..E in the answer format (used by tests and the prompt)."""
     return "\n".join(f"<entity_{ltr}>{e}</entity_{ltr}>" for ltr, e in zip(LETTERS, entities))
@@ -160,8 +201,8 @@ class Eureqa(Benchmark):
 
     # ---- prompts ----------------------------------------------------------------------------------
     def _intro(self, problem: Problem, style: str) -> str:
-        if style not in ("full", "compact"):
-            raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
+        if style not in PROMPT_STYLES:
+            raise ValueError(f"unknown prompt style {style!r}; known: {', '.join(PROMPT_STYLES)}")
         masks = problem.data["masks"]
         text = ""
         if style == "full":
@@ -177,11 +218,15 @@ class Eureqa(Benchmark):
         return text
 
     def prompt(self, problem: Problem, *, style: str = "full") -> Messages:
+        if style == "paper":
+            return user(paper_prompt(problem.data, 1))
         text = self._intro(problem, style)
         text += "Answer in this format:\n" + format_answer(["..."] * len(LETTERS))
         return user(text)
 
     def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
+        if style == "paper":
+            return user(paper_prompt(problem.data, m))
         text = self._intro(problem, style)
         inner = "\n".join("  " + line for line in format_answer(["..."] * len(LETTERS)).split("\n"))
         text += (f"Give {m} different resolutions of the chain, each in its own numbered tag "

@@ -43,8 +43,47 @@ MAX_TEST_BYTES = 8192
 
 SYSTEM_PROMPT = ("You are an expert Python programmer. You solve competitive-programming problems with "
                  "correct, efficient Python 3 code that passes every hidden test.")
+#: ``--prompt-style paper``: the VPO authors' prompt (``build_prompt`` in ``vpo_tasks/livecodebench.py``
+#: at commit 767db79), one user turn and no system message, as their evaluation renders it. The texts
+#: must stay character for character theirs (tests/benchmarks/test_lcb_paper_prompt.py compares the
+#: rendered prompts with their function's output); keyed by (test type, one answer or several)
+PAPER_TAILS: dict[tuple[str, bool], str] = {
+    ("functional", False): ("\n\nYour solution should be a Python function with this signature:\n"
+                            "```python\n{signature}\n```\n\nWrap your solution in a ```python``` code block."),
+    ("stdin", False): ("\n\nWrite a complete Python program that reads input from stdin and writes output to "
+                       "stdout. Wrap your solution in a ```python``` code block."),
+    ("functional", True): ("\n\nYour solutions should be Python functions with this signature:\n"
+                           "```python\n{signature}\n```\n\nWrite {m} different solutions that solve this problem. "
+                           "Each solution should use a different approach. Wrap each solution in a ```python``` "
+                           "code block and separate them with '---'."),
+    ("stdin", True): ("\n\nEach solution should be a complete Python program that reads input from stdin and "
+                      "writes output to stdout. Write {m} different solutions that solve this problem, each using "
+                      "a different approach. Wrap each solution in a ```python``` code block and separate them "
+                      "with '---'."),
+}
+#: the signature the authors' prompt shows when the starter code has no ``def``
+PAPER_NO_SIGNATURE = "def solve(...):"
+PROMPT_STYLES = ("full", "compact", "paper")
 _FENCE = "```"
 _SEPARATOR = re.compile(r"^\s*---+\s*$")
+
+
+def _drop_self(text: str) -> str:
+    """Method parameters as a plain function's: the authors show LeetCode's ``(self, x)`` as ``(x)``."""
+    return text.replace("(self, ", "(").replace("(self)", "()")
+
+
+def paper_prompt(data: dict[str, Any], m: int) -> str:
+    """The authors' prompt for a problem's data and m answers (``PAPER_TAILS``): the statement as
+    stored (``self`` dropped from signatures in it), then the format instructions for its test type,
+    with the first ``def`` line of the starter code as the signature of a functional problem."""
+    starter = data.get("starter_code") or ""
+    if "def " in starter:
+        signature = "def " + _drop_self(starter.split("def ", 1)[1].split("\n", 1)[0].strip())
+    else:
+        signature = PAPER_NO_SIGNATURE
+    kind = "functional" if data["mode"] == "functional" else "stdin"
+    return _drop_self(data["content"]) + PAPER_TAILS[(kind, m > 1)].format(signature=signature, m=m)
 
 
 # ---- data ---------------------------------------------------------------------------------------
@@ -402,8 +441,8 @@ class LiveCodeBench(Benchmark):
 
     # ---- prompts --------------------------------------------------------------------------------
     def _question(self, problem: Problem, style: str) -> str:
-        if style not in ("full", "compact"):
-            raise ValueError(f"unknown prompt style {style!r}; known: 'full', 'compact'")
+        if style not in PROMPT_STYLES:
+            raise ValueError(f"unknown prompt style {style!r}; known: {', '.join(PROMPT_STYLES)}")
         d = problem.data
         if d["mode"] == "functional":
             fmt = ("Complete the starter code below. Put your whole solution in one fenced Python block:\n"
@@ -417,6 +456,8 @@ class LiveCodeBench(Benchmark):
         return f"### Question:\n{d['content'].strip()}\n\n### Format: {fmt}\n\n### Answer:"
 
     def prompt(self, problem: Problem, *, style: str = "full") -> Messages:
+        if style == "paper":
+            return [{"role": "user", "content": paper_prompt(problem.data, 1)}]
         text = self._question(problem, style)
         msgs: Messages = [] if style == "compact" else [{"role": "system", "content": SYSTEM_PROMPT}]
         return msgs + [{"role": "user", "content": text}]
@@ -424,6 +465,8 @@ class LiveCodeBench(Benchmark):
     def multi_prompt(self, problem: Problem, m: int, *, style: str = "full") -> Messages:
         if m < 1:
             raise ValueError("m must be >= 1")
+        if style == "paper":
+            return [{"role": "user", "content": paper_prompt(problem.data, m)}]
         ask = (f"\n\nWrite {m} different solutions. Each must use a different approach (a different "
                "algorithm or technique, not a renamed copy) and be complete on its own. Put each in its "
                "own fenced ```python block and separate consecutive solutions with a line containing "

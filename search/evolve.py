@@ -95,15 +95,26 @@ class EvolveConfig:
         """The task, model, sampling and execution sections, as `vpo run` holds them (as typed; the
         identity reads :meth:`canonical_run`): the pool is iterations + 1 chains of m answers per
         problem, read at k = 1, and the zoo model's trained prompt style and budget fill what the
-        flags left open (:func:`~harness.core.models.zoo.prompt_settings`, the rule `vpo run` follows)."""
+        flags left open (:func:`~harness.core.models.zoo.prompt_settings`, the rule `vpo run` follows,
+        a served model's defaults included)."""
         from harness.core.models.zoo import prompt_settings
 
         where = flat_fields()
         flat = {name: copy.deepcopy(getattr(self, name))
                 for sec in (*IDENTITY_SECTIONS, "execution") for name in SECTIONS[sec] if name in where}
-        style, max_tokens, _ = prompt_settings(self.model, self.m, self.prompt_style, self.max_tokens)
+        style, max_tokens, _ = prompt_settings(self.model, self.m, self.prompt_style, self.max_tokens,
+                                               self._model_defaults)
         flat.update(prompt_style=style, max_tokens=max_tokens, n=self.iterations + 1, ks=(1,))
         return RunConfig.of(**flat)
+
+    def _model_defaults(self, spec: str) -> Any:
+        """The model's trained defaults (:func:`harness.core.models.model_defaults`: a served model's
+        from its server's /v1/models entry), asked once per config: the identity is read several times."""
+        if "_defaults" not in self.__dict__:
+            from harness.core.models import model_defaults
+
+            self.__dict__["_defaults"] = model_defaults(spec, base_url=self.base_url, model_args=self.model_args)
+        return self.__dict__["_defaults"]
 
     def canonical_run(self, task: Any = None) -> RunConfig:
         """:meth:`run_config` in the form a run is identified by (the runner's

@@ -32,6 +32,8 @@ from typing import Any, AsyncIterator, Iterator, Sequence
 
 from harness.core.models import add_chat_template_args, kv_arg
 from harness.core.models.base import Backend
+from harness.core.models.served_defaults import publish
+from harness.core.models.zoo import GenerationDefaults
 from search.server_process import CHILD_ARGS, CHILD_ARGS_FLAG
 from search.serve_batcher import Batcher
 from search.serve_protocol import (  # noqa: F401  (re-exported: the server's public names)
@@ -180,8 +182,12 @@ class ModelServer:
     """``ModelServer(backend, name).start_background()``; ``.url`` is the ``/v1`` root."""
 
     def __init__(self, backend: Backend, model_name: str, *, max_batch: int = 64, request_timeout_s: float | None = None,
-                 limits: Limits | None = None, chat_template_args: dict[str, Any] | None = None):
+                 limits: Limits | None = None, chat_template_args: dict[str, Any] | None = None,
+                 defaults: "tuple[GenerationDefaults, str] | None" = None, seeded: bool = False):
         self.backend, self.model_name = backend, model_name
+        #: the served model's trained defaults and their source, and whether a one-choice reply is a
+        #: function of the request and its seed: published in /v1/models (served_defaults)
+        self.defaults, self.seeded = defaults, bool(seeded)
         self.limits = limits or Limits()
         if request_timeout_s is not None:
             self.limits = dataclasses.replace(self.limits, request_timeout_s=float(request_timeout_s))
@@ -264,9 +270,10 @@ class ModelServer:
             return JSONResponse({"status": "ok", "model": self.model_name})
 
         async def models(request: Any) -> Any:
+            d, source = self.defaults if self.defaults is not None else (None, None)
             return JSONResponse({"object": "list", "data": [
                 {"id": self.model_name, "object": "model", "owned_by": "vpo-harness", "created": 0,
-                 "max_model_len": self.context_len}]})
+                 **publish(d, source, context_len=self.context_len, seeded=self.seeded)}]})
 
         async def chat(request: Any) -> Any:
             return await self._complete(request, "chat")
@@ -469,12 +476,12 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     import torch  # every local backend but mock is torch; the setting must precede the model load
 
     torch.set_num_threads(int(threads) if threads else default_threads())
-    from harness.core.models import load_backend
+    from harness.core.models import deterministic, load_backend, model_defaults, parse_spec
 
     backend = load_backend(spec, model_args=model_args or {})
-    name = served_name or spec
-    server = ModelServer(backend, name, max_batch=max_batch, limits=limits,
-                         chat_template_args=chat_template_args).bind(host, port)
+    name = served_name or parse_spec(spec)[1]  # the model's name, as vLLM's server reports its --model
+    server = ModelServer(backend, name, max_batch=max_batch, limits=limits, chat_template_args=chat_template_args,
+                         defaults=model_defaults(spec), seeded=deterministic(spec, model_args)).bind(host, port)
     print(f"vpo serve: ready {name} at {server.url} (torch threads {torch.get_num_threads()})", flush=True)
     try:
         server.serve_forever()
@@ -505,7 +512,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-args", type=kv_arg, default={},
                    help="backend arguments; for vllm: the flags of vLLM's server (tensor_parallel_size=2,"
                         "max_model_len=4096, dtype=bfloat16, seed=0, enforce_eager=true ...)")
-    p.add_argument("--served-name", default=None, help="model id reported by /v1/models (default: the spec)")
+    p.add_argument("--served-name", default=None, help="model id reported by /v1/models (default: the spec's model, e.g. maze-tiny-vpo)")
     add_chat_template_args(p, "; for every request, a request's chat_template_kwargs field merged over them")
     p.add_argument("--max-batch", type=int, default=64, help="most sequences generated together (not vllm)")
     p.add_argument("--threads", type=_positive(int), default=None,

@@ -97,8 +97,7 @@ class ManagedServer:
                                   model_args=self.model_args, chat_template_args=self.chat_template_args)
         cmd = [sys.executable, "-m", "search.serve", "--model", self.spec, "--host", self.host,
                "--port", str(self.port), "--max-batch", str(self.max_batch)]
-        if self.served_name != self.spec:
-            cmd += ["--served-name", self.served_name]
+        cmd += ["--served-name", self.served_name]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
         structured = {"model_args": self.model_args, "chat_template_args": self.chat_template_args}

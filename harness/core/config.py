@@ -106,6 +106,14 @@ IDENTITY_SECTIONS = ("task", "model", "sampling")
 NOT_IDENTITY = ("sampling.ks", "model.base_url")
 #: identity fields left out while empty (added after runs existed: an empty value keeps old identities)
 OMIT_WHEN_EMPTY = ("sampling.chat_template_args", "sampling.prefix")
+#: dotted identity field -> the `vpo run` flag that sets it, so a folder refused for a changed setting
+#: can say what to type to resume it (fields no flag sets, such as the problems' digest, have none)
+IDENTITY_FLAGS = {"task.name": "--task", "task.split": "--split", "task.options": "--task-args",
+                  "task.data_path": "--data-path", "task.limit": "--limit", "task.prompt_style": "--prompt-style",
+                  "model.spec": "--model", "model.args": "--model-args", "sampling.m": "-m", "sampling.n": "-n",
+                  "sampling.temperature": "--temperature", "sampling.top_p": "--top-p",
+                  "sampling.max_tokens": "--max-tokens", "sampling.seed": "--seed",
+                  "sampling.chat_template_args": "--chat-template-args", "sampling.prefix": "--prefix"}
 _SECTIONS = {"task": TaskSpec, "model": ModelSpec, "sampling": SamplingSpec, "execution": ExecutionSpec}
 #: flat keyword -> (section, field) where the flat name differs from the field name (EvolveConfig too)
 ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model": ("model", "spec"),

@@ -150,10 +150,7 @@ class RunStore:
                 write_json_atomic(cfg_path, config)
                 return False
             if diff:
-                detail = "; ".join(f"{k}: {_short(a.get(k))} -> {_short(b.get(k))}" for k in diff[:5])
-                raise RunStoreError(
-                    f"{cfg_path}: the run folder holds a different run (fields {', '.join(diff)} differ: {detail}). "
-                    "Use another --out folder, or the same settings to resume.")
+                raise RunStoreError(f"{cfg_path}: {changed_settings(diff, a, b, self.folder)}")
             return True
         write_json_atomic(cfg_path, config)
         return False
@@ -321,6 +318,41 @@ def identity_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], 
         a.pop(key, None)
         b.pop(key, None)
     return sorted(k for k in set(a) | set(b) if _canon(a.get(k)) != _canon(b.get(k))), a, b
+
+
+#: the identity section holding the sampling settings as the task resolved them (harness.eval.runner)
+RESOLVED_PREFIX = "resolved_sampling."
+
+
+def _flag_value(v: Any) -> str:
+    """A stored identity value as it is typed after its flag (``k=v,...`` for option maps)."""
+    if isinstance(v, dict):
+        return ",".join(f"{k}={_flag_value(x)}" for k, x in sorted(v.items())) or "''"
+    if isinstance(v, str):
+        return v if v and " " not in v else repr(v)
+    return "false" if v is False else "true" if v is True else str(v)
+
+
+def changed_settings(diff: list[str], old: dict[str, Any], new: dict[str, Any], folder: Path) -> str:
+    """Why a folder is refused, in one line: each changed setting with the folder's value and the
+    command's, the flags that resume the stored run, and how to start a new one instead."""
+    from harness.core.config import IDENTITY_FLAGS
+
+    # a sampling setting appears twice (as given, and resolved to the task's default): name it once,
+    # with the resolved values, which are what a flag can repeat
+    shown: dict[str, tuple[Any, Any]] = {}
+    for k in diff:
+        name = k.replace(RESOLVED_PREFIX, "sampling.", 1)
+        if k.startswith(RESOLVED_PREFIX) or name not in shown:
+            shown[name] = (old.get(k), new.get(k))
+    detail = "; ".join(f"{k} is {_short(a)} there, {_short(b)} now" + (f" ({IDENTITY_FLAGS[k]})" if k in IDENTITY_FLAGS else "")
+                       for k, (a, b) in list(shown.items())[:5])
+    more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
+    flags = [f"{IDENTITY_FLAGS[k]} {_flag_value(a)}" for k, (a, _) in shown.items() if k in IDENTITY_FLAGS and a is not None]
+    resume = (f"to resume it, run the command with {' '.join(flags)}" if flags and len(flags) == len(shown) else
+              "to resume it, run the command that made it (its settings are in this config.json)")
+    return (f"the run folder holds a different run ({detail}{more}); {resume}; to start anew, pass another "
+            f"--out folder (or leave --out out) or delete {folder}")
 
 
 def _canon(v: Any) -> str:

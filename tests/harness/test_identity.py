@@ -127,7 +127,7 @@ def test_folders_written_before_still_resume(tmp_path: Path) -> None:
     assert canonical_identity(old["identity"])["sampling"] == rec["identity"]["sampling"]
     # a real difference is still refused, and named
     other = canonical_config(RunConfig.of(task="maze", model="hf:maze-tiny-vpo", n=2, limit=1, temperature=0.9), task)
-    with pytest.raises(RunStoreError, match=r"sampling\.temperature: 0\.7 -> 0\.9"):
+    with pytest.raises(RunStoreError, match=r"sampling\.temperature is 0\.7 there, 0\.9 now \(--temperature\)"):
         RunStore(tmp_path / "run").init(build_config_record(other, task, _sampling(other, task), [], "loaded"))
 
 

@@ -76,7 +76,7 @@ def test_resume_after_crash_equals_uninterrupted(tmp_path: Path) -> None:
 
 def test_config_mismatch_is_refused(tmp_path: Path) -> None:
     run(cfg(tmp_path), backend=ScriptedBackend())
-    with pytest.raises(RunStoreError, match="fields .*n.* differ"):
+    with pytest.raises(RunStoreError, match=r"sampling.n is 4 there, 5 now \(-n\).*to resume it, run the command with -n 4"):
         run(cfg(tmp_path, n=5), backend=ScriptedBackend())
 
 

@@ -34,9 +34,10 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--task-args", type=kv, default={}, help="task options k=v,... (e.g. reward_mode=convex_bonus)")
     p.add_argument("--limit", type=int, default=None, help="only the first N problems")
     p.add_argument("--prompt-style", default=None,
-                   help="full | compact (task-specific); default: the model's own (bundled checkpoints), else full")
+                   help="full | compact | paper (the authors' prompt: livecodebench, eureqa); default: the model's "
+                        "own (bundled checkpoints), else full; --protocol paper: paper where the task has it")
     p.add_argument("-n", "--num-chains", dest="n", type=int, default=None,
-                   help="chains per problem (default: 10); --protocol paper: ceil(30 / m), a pool of 30 (ToolRL -m 1: 50)")
+                   help="chains per problem (default: 10); --protocol paper: ceil(30 / m), a pool of 30 (ToolRL: ceil(50 / m))")
     p.add_argument("-m", "--answers", dest="m", type=int, default=None,
                    help="answers per chain (1 = single-answer prompt); pool = n*m candidates "
                         "(default: 1); --protocol paper: 3")
@@ -132,17 +133,22 @@ def build_config(args: argparse.Namespace) -> "RunConfig":
 
     from harness.core.executors.cli_args import executor_config
     from harness.core.metrics import default_ks
+    from harness.core.models import model_defaults
     from harness.core.models.zoo import prompt_settings
     from harness.eval.protocols import departures, describe, resolve
     from harness.eval.runner import RunConfig
 
     got = resolve(args.protocol, args.task, m=args.m, n=args.n, temperature=args.temperature, top_p=args.top_p,
-                  max_tokens=args.max_tokens, chat_template_args=args.chat_template_args, task_args=args.task_args)
+                  max_tokens=args.max_tokens, chat_template_args=args.chat_template_args, task_args=args.task_args,
+                  prompt_style=args.prompt_style)
     m, n = got["m"], got["n"]
     if args.protocol is not None:
-        print(f"[vpo] {describe(args.protocol, args.task)}", file=sys.stderr)
-        print(f"[vpo] {departures(args.protocol, args.task, m)}", file=sys.stderr)
-    style, max_tokens, source = prompt_settings(args.model, m, args.prompt_style, got["max_tokens"])
+        print(f"[vpo] {describe(args.protocol, args.task, got)}", file=sys.stderr)
+        for line in departures(args.protocol, args.task, got):
+            print(f"[vpo] {line}", file=sys.stderr)
+    style, max_tokens, source = prompt_settings(
+        args.model, m, got["prompt_style"], got["max_tokens"],
+        lambda spec: model_defaults(spec, base_url=args.base_url, model_args=args.model_args))
     if source is not None:
         print(f"[vpo] {args.model}: prompt style {style}, max tokens {max_tokens} "
               f"(from {source}; --prompt-style / --max-tokens override)", file=sys.stderr)

@@ -26,6 +26,7 @@ __all__ = [
     "accepted_args",
     "check_args",
     "load_backend",
+    "model_defaults",
     "parse_model_args",
     "kv_arg",
     "parse_spec",
@@ -233,3 +234,29 @@ def load_backend(spec: str, *, base_url: str | None = None, model_args: dict[str
     """Build the backend a spec names. Zoo names (``smollm2-135m``...) are resolved by hf/vllm."""
     kind, model = parse_spec(spec)
     return _FACTORIES[kind](model, base_url, parse_model_args(model_args))
+
+
+#: the openai model args that say how to reach a server, the only ones :func:`model_defaults` passes on
+LISTING_ARGS = ("base_url", "api_key", "timeout", "deadline")
+
+
+def model_defaults(spec: str, *, base_url: str | None = None,
+                   model_args: dict[str, Any] | str | None = None) -> "tuple[Any, str] | None":
+    """(the model's trained prompt style and token budgets, where they came from) or None, for any
+    spec: a local checkpoint's from its training record (:func:`zoo.generation_defaults`), a served
+    model's from its server's ``/v1/models`` entry, which `vpo serve` fills from that same record
+    (:mod:`harness.core.models.served_defaults`). A server that cannot be asked publishes nothing:
+    the run then fails on its first request with the backend's own message."""
+    from harness.core.models import zoo
+
+    if spec.partition(":")[0].strip().lower() != "openai":
+        return zoo.generation_defaults(spec)  # a bad spec is the backend factory's error, later
+    # only what reaching the server takes: the listing needs no tokenizer, and `vpo evolve` passes
+    # request-only arguments the backend does not take
+    reach = {k: v for k, v in parse_model_args(model_args).items() if k in LISTING_ARGS}
+    backend = load_backend(spec, base_url=base_url, model_args=reach)
+    try:
+        served = backend.served()  # type: ignore[attr-defined]
+    finally:
+        backend.close()
+    return (served.defaults, served.source) if served is not None and served.defaults is not None else None

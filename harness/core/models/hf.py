@@ -23,7 +23,7 @@ from typing import Any, Iterator, Sequence
 from harness.core.models import zoo
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
 from harness.core.models.prefill import join
-from harness.core.models.prompting import render_messages
+from harness.core.models.prompting import rendered
 from harness.core.progress import step
 
 
@@ -218,9 +218,8 @@ class HFBackend(Backend):
     def _prompt(self, req: GenRequest, sampling: SamplingConfig | None = None) -> tuple[str, bool]:
         """Rendered text (with the sampling's chat-template arguments) and whether the tokenizer should
         add special tokens (not when a chat template already wrote them)."""
-        templated = bool(getattr(self.tokenizer, "chat_template", None))
         args = template_kwargs(sampling) if sampling is not None else {}
-        return render_messages(req.messages, self.tokenizer, args, prefix=req.prefix), not templated
+        return rendered(req.messages, self.tokenizer, args, prefix=req.prefix)
 
     def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
         rows: list[tuple[GenRequest, int, int]] = []

@@ -33,7 +33,9 @@ Why it looks the way it does:
 prompt's prefill. One seed then covers the whole group (``seeds[0]``), so a chain's text depends on
 which chains were requested together; with ``use_n=False`` each chain is its own request with its
 own seed and is reproducible on its own (what resume of a partial group needs). ``"auto"`` uses
-``n`` and falls back to per-chain requests once a server rejects ``n`` or returns too few choices.
+``n`` and falls back to per-chain requests once a server rejects ``n`` or returns too few choices, and
+sends per-chain requests from the start to a server whose model entry says ``seeded``
+(harness/core/models/served_defaults.py, which also checks the served context before sampling).
 
 Chat-template arguments (``SamplingConfig.chat_template_args``, e.g. Qwen3's ``enable_thinking``) go
 in the chat request body as ``chat_template_kwargs``, the field vLLM and SGLang servers read (merged
@@ -63,7 +65,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
-from harness.core.models import token_counts, transport
+from harness.core.models import served_defaults, token_counts, transport
 from harness.core.models.endpoints import (EndpointPool, ServerUnreachable, connect_failure, counts_against_endpoint,
                                            split_urls, within)
 from harness.core.models.transport import JSONClient, check_header
@@ -256,6 +258,7 @@ class OpenAIServerBackend(Backend):
         self._sem: asyncio.Semaphore | None = None  # generate_one's cap on requests in flight
         self._rng = random.Random()
         self.stats = {"requests": 0, "retries": 0, "errors": 0}
+        self._served: Any = _UNSET  # served_defaults.ServedModel of the first server, once asked
 
     # ---- the loop thread -------------------------------------------------------------------------
 
@@ -358,7 +361,8 @@ class OpenAIServerBackend(Backend):
         if self._counting is _UNSET and self.use_n is not False and any(len(r.chain_indices) > 1 for r in requests):
             # replies with n > 1 carry one token total: look the tokenizer up now, here, rather than
             # inside a request's deadline on the event loop
-            self._counting = _local_tokenizer(self.model)
+            self._counter()
+        self._check_served(requests, sampling)
         loop = self._ensure_loop()
         out: queue.Queue = queue.Queue()
         future = asyncio.run_coroutine_threadsafe(self._run_all(requests, sampling, out), loop)
@@ -372,6 +376,41 @@ class OpenAIServerBackend(Backend):
         finally:
             if not future.done():  # consumer stopped early: stop sending requests
                 future.cancel()
+
+    def served(self) -> "served_defaults.ServedModel | None":
+        """What the first server's ``GET /models`` says about this model (trained defaults, context,
+        seeding), asked once; None when it does not list the model or cannot be asked."""
+        if self._served is _UNSET:
+            async def listing() -> Any:
+                client = self.client_for(self.base_urls[0])  # the run's key and headers; the listing's own deadline
+                try:
+                    return await within(client.get("/models"), min(self.deadline, 10.0))
+                finally:
+                    await client.aclose()
+
+            try:
+                reply = asyncio.run_coroutine_threadsafe(listing(), self._ensure_loop()).result()
+            except Exception:  # noqa: BLE001 - no listing: the flags and task defaults decide, as before
+                reply = None
+            self._served = served_defaults.read(reply, self.model, self.base_urls[0])
+        return self._served
+
+    def _check_served(self, requests: list[GenRequest], sampling: SamplingConfig) -> None:
+        """Before any request: refuse prompts that cannot fit the served context, and sample chain by
+        chain from a server that reproduces a local chain per seed (served_defaults)."""
+        served = self.served()
+        if served is None:
+            return
+        if served.seeded and self.use_n == "auto":
+            self._n_ok = False
+        if served.context_len is not None:
+            tok = self._tokenizer if self._tokenizer is not None else self._counter()
+            served_defaults.check_requests(requests, sampling, served.context_len, tok, f"openai:{self.model}")
+
+    def _counter(self) -> Any:
+        if self._counting is _UNSET:
+            self._counting = _local_tokenizer(self.model)
+        return self._counting
 
     async def generate_one(self, messages: list[dict[str, Any]], seed: int, sampling: SamplingConfig, *,
                            prefix: str = "", extra_body: dict[str, Any] | None = None) -> Generation:

@@ -36,6 +36,22 @@ def render_messages(messages: list[dict[str, str]], tokenizer: Any | None = None
     return "\n\n".join(m["content"] for m in messages) + "\n\n" + prefix
 
 
+def rendered(messages: list[dict[str, str]], tokenizer: Any | None, template_args: dict[str, Any] | None = None,
+             prefix: str = "") -> tuple[str, bool]:
+    """:func:`render_messages` and whether the tokenizer should add special tokens when encoding it
+    (not when a chat template already wrote them): the one rule by which a prompt's tokens are counted,
+    for generation (hf) and for the context check of a served model (served_defaults)."""
+    templated = bool(getattr(tokenizer, "chat_template", None))
+    return render_messages(messages, tokenizer, template_args, prefix=prefix), not templated
+
+
+def prompt_tokens(messages: list[dict[str, str]], tokenizer: Any, template_args: dict[str, Any] | None = None,
+                  prefix: str = "") -> int:
+    """The length in tokens of the prompt ``tokenizer``'s model sees for ``messages``."""
+    text, special = rendered(messages, tokenizer, template_args, prefix)
+    return len(tokenizer(text, add_special_tokens=special)["input_ids"])
+
+
 _WARNED: set[str] = set()
 
 

@@ -266,13 +266,17 @@ FALLBACK_PROMPT_STYLE = "full"
 FALLBACK_MAX_TOKENS = 1024
 
 
-def prompt_settings(spec: str, m: int, prompt_style: str | None,
-                    max_tokens: int | None) -> tuple[str, int, str | None]:
+def prompt_settings(spec: str, m: int, prompt_style: str | None, max_tokens: int | None,
+                    lookup: Callable[[str], tuple[GenerationDefaults, str] | None] | None = None,
+                    ) -> tuple[str, int, str | None]:
     """(prompt style, completion budget, where the model's own came from or None): the values given,
     else the model's trained ones (:func:`generation_defaults`), else ``full`` and 1024. One rule for
     `vpo run` and `vpo evolve`: the bundled Maze policies with the full prompt and 1024 tokens
-    overflow their 512-token context."""
-    found = generation_defaults(spec) if prompt_style is None or max_tokens is None else None
+    overflow their 512-token context. ``lookup`` finds the model's defaults (default
+    :func:`generation_defaults`; `vpo run` passes ``harness.core.models.model_defaults``, which also
+    asks a server); it is called only when a flag is left open."""
+    find = lookup or generation_defaults
+    found = find(spec) if prompt_style is None or max_tokens is None else None
     d, source = found if found is not None else (None, None)
     if prompt_style is None:
         prompt_style = d.prompt_style if d is not None else FALLBACK_PROMPT_STYLE
