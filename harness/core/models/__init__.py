@@ -237,7 +237,7 @@ def load_backend(spec: str, *, base_url: str | None = None, model_args: dict[str
 
 
 #: the openai model args that say how to reach a server, the only ones :func:`model_defaults` passes on
-LISTING_ARGS = ("base_url", "api_key", "timeout", "deadline")
+LISTING_ARGS = ("base_url", "api_key", "headers", "timeout", "deadline")
 
 
 def model_defaults(spec: str, *, base_url: str | None = None,
