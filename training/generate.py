@@ -1,0 +1,91 @@
+"""Batched rollout sampling with a KV cache: one model call per token step, rows leave when they end.
+
+Why not ``model.generate``: for a policy of about a million parameters the forward pass is a few
+milliseconds, and transformers' generation loop (logits processors, stopping criteria, cache and mask
+bookkeeping for every row, also the finished ones) costs several times that per step on a CPU. Here a
+step is one forward on the rows still writing, with the model's own cache; a row that wrote the end
+token is dropped from the batch and from the cache, so the long tail of a batch costs what its few
+unfinished rows cost.
+
+Why Gumbel noise drawn for every row at every step: the token a row samples then depends only on
+(seed, row, step), never on which other rows are still in the batch, so dropping finished rows does
+not change any row's rollout, and a plain no-cache loop with the same noise reproduces it (the tests'
+reference). ``argmax(logits / T + Gumbel)`` is an exact draw from ``softmax(logits / T)``.
+
+The G rollouts of a prompt group share the prompt, so each distinct prompt is encoded once and its cache
+copied to its rows: the prompt forward costs B prompts, not B x G.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+
+def _cache_kwarg(model: Any) -> str:
+    """The forward's name for the KV cache: ``cache`` in recent transformers, ``past_key_values`` before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _cache_of(output: Any) -> Any:
+    """The cache a forward returned (``cache`` in recent transformers, ``past_key_values`` before)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
+
+
+def gumbel_noise(generator: torch.Generator, rows: int, vocab: int, device: Any) -> torch.Tensor:
+    """One step's Gumbel(0, 1) noise for every row of the batch (finished rows included)."""
+    u = torch.rand((rows, vocab), generator=generator, device=device)
+    return -torch.log(-torch.log(u.clamp_min(1e-20)))
+
+
+def pick(logits: torch.Tensor, noise: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Next token of each row: greedy at temperature 0, else a Gumbel-max draw at ``temperature``."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    return (logits.float() / temperature + noise).argmax(-1)
+
+
+@torch.no_grad()
+def sample_tokens(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_new_tokens: int,
+                  temperature: float, eos_id: int, pad_id: int, seed: int) -> torch.Tensor:
+    """Completion tokens (N, T) of left-padded prompts; T is the longest completion (at most
+    ``max_new_tokens``). A row ends with its end token and is padded with ``pad_id`` after it."""
+    n, dev = input_ids.shape[0], input_ids.device
+    gen = torch.Generator(device=dev).manual_seed(int(seed))
+    out = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=dev)
+    if n == 0 or max_new_tokens <= 0:
+        return out[:, :0]
+    key = _cache_kwarg(model)
+    mask = attention_mask.long()
+    pos = (mask.cumsum(1) - 1).clamp(min=0)
+    # the G rollouts of a group share their prompt: encode each distinct prompt once, then copy its cache
+    uniq, inverse = torch.unique(input_ids, dim=0, return_inverse=True)
+    first = torch.full((uniq.shape[0],), n, dtype=torch.long, device=dev).scatter_reduce(
+        0, inverse, torch.arange(n, device=dev), reduce="amin")
+    res = model(input_ids=input_ids[first], attention_mask=mask[first], position_ids=pos[first], use_cache=True,
+                logits_to_keep=1)
+    cache, logits = _cache_of(res), res.logits[:, -1][inverse]
+    cache.batch_select_indices(inverse)
+    nxt_pos = pos[:, -1:] + 1
+    alive = torch.arange(n, device=dev)              # original row of each batch row
+    width = 0
+    for t in range(max_new_tokens):
+        noise = gumbel_noise(gen, n, logits.shape[-1], dev)[alive]
+        tok = pick(logits, noise, temperature)
+        out[alive, t] = tok
+        width = t + 1
+        going = tok != eos_id
+        if t == max_new_tokens - 1 or not bool(going.any()):
+            break
+        if not bool(going.all()):                    # drop finished rows from the batch and the cache
+            keep = going.nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            alive, tok, mask, nxt_pos = alive[keep], tok[keep], mask[keep], nxt_pos[keep]
+        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+        res = model(input_ids=tok[:, None], attention_mask=mask, position_ids=nxt_pos, use_cache=True,
+                    **{key: cache})
+        cache, logits = _cache_of(res), res.logits[:, -1]
+        nxt_pos = nxt_pos + 1
+    return out[:, :width]
