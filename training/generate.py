@@ -52,11 +52,25 @@ def sample_tokens(model: Any, input_ids: torch.Tensor, attention_mask: torch.Ten
                   temperature: float, eos_id: int, pad_id: int, seed: int) -> torch.Tensor:
     """Completion tokens (N, T) of left-padded prompts; T is the longest completion (at most
     ``max_new_tokens``). A row ends with its end token and is padded with ``pad_id`` after it."""
+    return sample_with_logprobs(model, input_ids, attention_mask, max_new_tokens=max_new_tokens,
+                                temperature=temperature, eos_id=eos_id, pad_id=pad_id, seed=seed)[0]
+
+
+@torch.no_grad()
+def sample_with_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_new_tokens: int,
+                         temperature: float, eos_id: int, pad_id: int,
+                         seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`sample_tokens` plus, per completion token, its log-probability and the entropy of the
+    policy's distribution there (temperature 1, the distribution PPO's ratio is taken under; zero after
+    a row's end). Why: they are what the RL update's "old" log-probabilities would recompute with one
+    more forward pass over every rollout; the logits are already here."""
     n, dev = input_ids.shape[0], input_ids.device
     gen = torch.Generator(device=dev).manual_seed(int(seed))
     out = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=dev)
+    lp = torch.zeros((n, max_new_tokens), dtype=torch.float32, device=dev)
+    ent = torch.zeros_like(lp)
     if n == 0 or max_new_tokens <= 0:
-        return out[:, :0]
+        return out[:, :0], lp[:, :0], ent[:, :0]
     key = _cache_kwarg(model)
     mask = attention_mask.long()
     pos = (mask.cumsum(1) - 1).clamp(min=0)
@@ -75,6 +89,9 @@ def sample_tokens(model: Any, input_ids: torch.Tensor, attention_mask: torch.Ten
         noise = gumbel_noise(gen, n, logits.shape[-1], dev)[alive]
         tok = pick(logits, noise, temperature)
         out[alive, t] = tok
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        lp[alive, t] = logp.gather(-1, tok[:, None]).squeeze(-1)
+        ent[alive, t] = -(logp.exp() * logp).sum(-1)
         width = t + 1
         going = tok != eos_id
         if t == max_new_tokens - 1 or not bool(going.any()):
@@ -88,4 +105,4 @@ def sample_tokens(model: Any, input_ids: torch.Tensor, attention_mask: torch.Ten
                     **{key: cache})
         cache, logits = _cache_of(res), res.logits[:, -1]
         nxt_pos = nxt_pos + 1
-    return out[:, :width]
+    return out[:, :width], lp[:, :width], ent[:, :width]

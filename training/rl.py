@@ -34,7 +34,7 @@ from training import advantages as A
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
 from training.data import augment
 from training.early_stop import EarlyStopping
-from training.generate import sample_tokens
+from training.generate import sample_with_logprobs
 from training.prefix import render_prompt
 from training.model import load_checkpoint, save_checkpoint
 
@@ -95,6 +95,19 @@ class RLConfig:
 
 
 # ---- rollouts -----------------------------------------------------------------------------------------
+@dataclass
+class Rollouts:
+    """Sampled completions: sequences (prompt + completion), their mask, the prompt width, the texts,
+    and per completion token the sampling policy's log-probability and entropy (temperature 1)."""
+
+    seqs: torch.Tensor
+    mask: torch.Tensor
+    P: int
+    texts: list[str]
+    logprobs: torch.Tensor
+    entropy: torch.Tensor
+
+
 @torch.no_grad()
 def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
            seed: int) -> tuple[torch.Tensor, torch.Tensor, int, list[str]]:
@@ -102,10 +115,19 @@ def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, tem
 
     A row that ends with the end token has it inside the mask; ``mask[:, -1]`` is 1 only for rows that
     were still going at the token limit (see :func:`truncated`)."""
+    r = rollouts(model, tok, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+    return r.seqs, r.mask, r.P, r.texts
+
+
+@torch.no_grad()
+def rollouts(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
+             seed: int) -> Rollouts:
+    """:func:`sample` with the per-token log-probabilities and entropies the update needs."""
     enc = {k: v.to(model.device) for k, v in tok(prompts, return_tensors="pt", padding=True,
                                                  add_special_tokens=False).items()}
-    gen = sample_tokens(model, enc["input_ids"], enc["attention_mask"], max_new_tokens=max_new_tokens,
-                        temperature=temperature, eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, seed=seed)
+    gen, lp, ent = sample_with_logprobs(model, enc["input_ids"], enc["attention_mask"], max_new_tokens=max_new_tokens,
+                                        temperature=temperature, eos_id=tok.eos_token_id, pad_id=tok.pad_token_id,
+                                        seed=seed)
     out = torch.cat([enc["input_ids"], gen], dim=1)
     P = enc["input_ids"].shape[1]
     # completion mask: tokens up to and including the first end token
@@ -114,7 +136,7 @@ def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, tem
     comp_mask = (~after).long()
     mask = torch.cat([enc["attention_mask"], comp_mask], dim=1)
     texts = tok.batch_decode(gen.masked_fill(after, tok.pad_token_id), skip_special_tokens=True)
-    return out, mask, P, texts
+    return Rollouts(out, mask, P, texts, lp, ent)
 
 
 def truncated(seqs: torch.Tensor, P: int, eos_id: int) -> np.ndarray:
@@ -304,8 +326,9 @@ def train_rl(cfg: RLConfig) -> Path:
         # 2. rollouts
         tg = time.time()
         policy.eval()
-        seqs, mask, P, texts = sample(policy, tok, prompts, max_new_tokens=max_new,
-                                      temperature=cfg.temperature, seed=cfg.seed * 100_003 + step)
+        ro = rollouts(policy, tok, prompts, max_new_tokens=max_new, temperature=cfg.temperature,
+                      seed=cfg.seed * 100_003 + step)
+        seqs, mask, P, texts = ro.seqs, ro.mask, ro.P, ro.texts
         texts = [join(prefixes[i // cfg.group_size], t) for i, t in enumerate(texts)]   # graded: prefix + continuation
         gen_s = time.time() - tg
         ts = time.time()
@@ -336,8 +359,9 @@ def train_rl(cfg: RLConfig) -> Path:
 
         # 5. PPO-clip + KL to the warm start
         cmask = mask[:, P:].float()
+        # the sampling policy's log-probabilities come with the rollouts (no second forward pass)
+        old_lp, ent = ro.logprobs, ro.entropy
         with torch.no_grad():
-            old_lp, ent = token_logprobs(policy, seqs, mask, P, with_entropy=True)
             ref_lp, _ = token_logprobs(ref, seqs, mask, P)
         policy.train()
         n = seqs.shape[0]

@@ -82,3 +82,19 @@ def test_a_rows_rollout_does_not_depend_on_the_other_rows(setup):
     assert not torch.equal(full[0], full[1])           # same prompt, different noise: different rollouts
     assert torch.equal(full, sample_tokens(model, enc["input_ids"], enc["attention_mask"], **kw))
     assert not torch.equal(full, sample_tokens(model, enc["input_ids"], enc["attention_mask"], **{**kw, "seed": 6}))
+
+
+def test_rollout_logprobs_are_the_update_forwards(setup):
+    """The update takes PPO's old log-probabilities and the entropy from the sampler: they must be what a
+    full forward over the finished sequences gives (temperature 1), on every completion token."""
+    from training.rl import rollouts, token_logprobs
+
+    model, tok, enc = setup
+    prompts = tok.batch_decode(enc["input_ids"], skip_special_tokens=False)
+    prompts = [p.replace(tok.pad_token, "") for p in prompts]
+    r = rollouts(model, tok, prompts, max_new_tokens=9, temperature=0.7, seed=2)
+    lp, ent = token_logprobs(model, r.seqs, r.mask, r.P, with_entropy=True)
+    cm = r.mask[:, r.P:].bool()
+    assert torch.allclose(lp[cm], r.logprobs[cm], atol=1e-4)
+    assert torch.allclose(ent[cm], r.entropy[cm], atol=1e-4)
+    assert bool((r.logprobs[~cm] == 0).all())
