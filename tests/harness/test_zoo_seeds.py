@@ -48,12 +48,14 @@ def test_ls_models_lists_method_seed_and_presence(tmp_path, monkeypatch, capsys)
 
     monkeypatch.setattr(paths, "BUNDLED_CHECKPOINTS", tmp_path)
     _make(tmp_path / "maze-tiny-vpo-s2")
+    (tmp_path / "maze-tiny-vpo-s1").mkdir()            # a folder without weights is not a policy
     assert main(["ls", "--models"]) == 0
     out = capsys.readouterr().out.splitlines()
     line = next(x for x in out if x.startswith("maze-tiny-vpo@2 "))
     assert line.split()[1:4] == ["vpo", "2", "present"]
     other = next(x for x in out if x.startswith("maze-tiny-grpo@1 "))
     assert "missing" in other and "--methods grpo --seeds 1" in other
+    assert "missing" in next(x for x in out if x.startswith("maze-tiny-vpo@1 "))
     assert main(["ls", "--models", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["present"] for r in rows].count(True) == 1

@@ -65,8 +65,14 @@ def test_sft_prefix_examples_are_the_full_example_with_the_prefix_as_context(maz
     pre = [e for e in mixed if len(e) == 3]
     assert 0 < len(pre) < len(mixed) and all(len(e) == 2 for e in plain)
     assert all(len(e) == 2 for e in D.make_examples(maze, ps, targets, m=3, copies=6, seed=1, prefix_fraction=0.0))
+    def valid(p, m):  # every prefix the engine could send for this maze's target routes
+        return {maze.answer_prefix(p, D.route_words(t["route"]), c, m)
+                for t in targets[p.id] for c in range(len(t["route"]))}
+
     for msgs, rest, prefix in pre:
-        assert prefix.startswith(("<answer>", "<route_1>"))
+        p = next(q for q in ps if q.data["grid"] and msgs in (maze.prompt(q, style="compact"),
+                                                               maze.multi_prompt(q, 3, style="compact")))
+        assert prefix in valid(p, 3 if prefix.startswith("<route_1>") else 1)
         full = D.encode_pairs(tok, [(msgs, prefix + rest)])
         cont = D.encode_pairs(tok, [(msgs, rest, prefix)])
         # the same tokens; the prefix is context (no loss), the continuation is trained
