@@ -42,6 +42,8 @@ RULE = {
     "rl": {"--rl-steps": 300, "--prompts-per-step": 6, "--group-size": 8, "--rl-lr": 3e-4, "--kl-coef": 1e-3,
            "--rl-temperature": 1.0, "--m": 3, "--val-every": 10, "--patience": 3, "--val-limit": 50,
            "--prefix-fraction": 0.25, "--save-every": 10},
+    #: weights stored in fp16 only where bench/fp16_check.py found best@30 within one s.e. of fp32
+    "fp16": False,
 }
 #: a plumbing check only: the same steps on a tiny budget
 SMOKE = {
@@ -108,7 +110,7 @@ def plan(seeds: list[int], methods: list[str], runs: Path, dest: Path, smoke: bo
             pack = Step(f"s{seed}-{method}-card",
                         [sys.executable, "-m", "training.model_card", "--run", str(run), "--sft", str(root / "sft"),
                          "--dest", str(folder), "--checkpoint", str(run / "best"),
-                         "--command", "\n".join([sft.shown(), rl.shown()])],
+                         "--command", "\n".join([sft.shown(), rl.shown()])] + (["--fp16"] if RULE["fp16"] else []),
                         lambda r=run, f=folder: _same_file(r / "val_choice.json", f / "val_choice.json"),
                         [rl.name])
             rls.append(rl)

@@ -139,12 +139,16 @@ cp {(out / 'vpo_training.json').resolve()} {hf}/
 
 
 def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None, notes: str = "",
-               checkpoint: Path | None = None) -> Path:
+               checkpoint: Path | None = None, fp16: bool = False) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     src = checkpoint or run / "checkpoint"
     for f in HF_FILES:
         if (src / f).exists():
             shutil.copy2(src / f, dest / f)
+    if fp16:
+        from training.model import store_fp16
+
+        store_fp16(dest)
     for f in ("rl_curves.png", "rl_config.json", "val_curves.jsonl", "val_choice.json"):
         if (run / f).exists():
             shutil.copy2(run / f, dest / f)
@@ -247,10 +251,11 @@ def main() -> None:
     ap.add_argument("--demo", default=None)
     ap.add_argument("--notes", default="")
     ap.add_argument("--checkpoint", default=None, help="checkpoint folder to bundle (default: RUN/checkpoint)")
+    ap.add_argument("--fp16", action="store_true", help="store the weights in fp16 (bench/fp16_check.py)")
     a = ap.parse_args()
     print(write_card(Path(a.run), Path(a.sft), Path(a.dest), a.command, Path(a.demo) if a.demo else None,
                      Path(a.notes).read_text() if a.notes and Path(a.notes).exists() else a.notes,
-                     Path(a.checkpoint) if a.checkpoint else None))
+                     Path(a.checkpoint) if a.checkpoint else None, fp16=a.fp16))
 
 
 if __name__ == "__main__":
