@@ -43,6 +43,11 @@ def check_engine(args: Settings) -> None:
         raise ValueError("--trl-args/--lora apply to --engine trl only")
     if e == "verl" and importlib.util.find_spec("verl") is None:
         raise ValueError("--engine verl needs verl: pip install 'verl>=0.9' (or write the data only: vpo export-verl)")
+    for flag, val in (("--prefix-fraction", args.prefix_fraction), ("--sft-prefix-fraction", args.sft_prefix_fraction)):
+        if not 0.0 <= val <= 1.0:
+            raise ValueError(f"{flag} must be between 0 and 1, got {val}")
+    if args.val_every < 0 or args.patience < 1:
+        raise ValueError(f"--val-every must be >= 0 and --patience >= 1 (got {args.val_every} and {args.patience})")
     if e != "native" and (args.val_every or args.prefix_fraction or args.sft_prefix_fraction or args.rl_temperature != 1.0):
         raise ValueError("--val-every/--patience/--prefix-fraction/--sft-prefix-fraction/--rl-temperature apply to "
                          "--engine native only")

@@ -18,6 +18,7 @@ copied to its rows: the prompt forward costs B prompts, not B x G.
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -106,3 +107,47 @@ def sample_with_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: to
         cache, logits = _cache_of(res), res.logits[:, -1]
         nxt_pos = nxt_pos + 1
     return out[:, :width], lp[:, :width], ent[:, :width]
+
+
+@dataclass
+class Rollouts:
+    """Sampled completions: sequences (prompt + completion), their mask, the prompt width, the texts,
+    and per completion token the sampling policy's log-probability and entropy (temperature 1)."""
+
+    seqs: torch.Tensor
+    mask: torch.Tensor
+    P: int
+    texts: list[str]
+    logprobs: torch.Tensor
+    entropy: torch.Tensor
+
+
+@torch.no_grad()
+def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
+           seed: int) -> tuple[torch.Tensor, torch.Tensor, int, list[str]]:
+    """Left-padded prompts -> (sequences, attention mask, prompt width, completion texts).
+
+    A row that ends with the end token has it inside the mask; ``mask[:, -1]`` is 1 only for rows that
+    were still going at the token limit (see :func:`truncated`)."""
+    r = rollouts(model, tok, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+    return r.seqs, r.mask, r.P, r.texts
+
+
+@torch.no_grad()
+def rollouts(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
+             seed: int) -> Rollouts:
+    """:func:`sample` with the per-token log-probabilities and entropies the update needs."""
+    enc = {k: v.to(model.device) for k, v in tok(prompts, return_tensors="pt", padding=True,
+                                                 add_special_tokens=False).items()}
+    gen, lp, ent = sample_with_logprobs(model, enc["input_ids"], enc["attention_mask"], max_new_tokens=max_new_tokens,
+                                        temperature=temperature, eos_id=tok.eos_token_id, pad_id=tok.pad_token_id,
+                                        seed=seed)
+    out = torch.cat([enc["input_ids"], gen], dim=1)
+    P = enc["input_ids"].shape[1]
+    # completion mask: tokens up to and including the first end token
+    is_eos = gen == tok.eos_token_id
+    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
+    comp_mask = (~after).long()
+    mask = torch.cat([enc["attention_mask"], comp_mask], dim=1)
+    texts = tok.batch_decode(gen.masked_fill(after, tok.pad_token_id), skip_special_tokens=True)
+    return Rollouts(out, mask, P, texts, lp, ent)

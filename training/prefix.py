@@ -63,11 +63,3 @@ def split_completion(completion: str, prefix: str) -> str | None:
     with it (then the example is used without a prefix)."""
     return completion[len(prefix):] if completion.startswith(prefix) else None
 
-
-def target_answer(targets: list[dict[str, Any]], rng: np.random.Generator) -> str | None:
-    """A search-optimal route of the maze (training.data's targets) as a parsed answer, or None."""
-    from training.data import route_words
-
-    if not targets:
-        return None
-    return route_words(targets[int(rng.integers(len(targets)))]["route"])

@@ -34,7 +34,7 @@ from training import advantages as A
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
 from training.data import augment
 from training.early_stop import EarlyStopping
-from training.generate import sample_with_logprobs
+from training.generate import rollouts, sample  # noqa: F401  (sample: the trainer's sampler, also for quick_eval)
 from training.prefix import render_prompt
 from training.model import load_checkpoint, save_checkpoint
 
@@ -95,50 +95,6 @@ class RLConfig:
 
 
 # ---- rollouts -----------------------------------------------------------------------------------------
-@dataclass
-class Rollouts:
-    """Sampled completions: sequences (prompt + completion), their mask, the prompt width, the texts,
-    and per completion token the sampling policy's log-probability and entropy (temperature 1)."""
-
-    seqs: torch.Tensor
-    mask: torch.Tensor
-    P: int
-    texts: list[str]
-    logprobs: torch.Tensor
-    entropy: torch.Tensor
-
-
-@torch.no_grad()
-def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
-           seed: int) -> tuple[torch.Tensor, torch.Tensor, int, list[str]]:
-    """Left-padded prompts -> (sequences, attention mask, prompt width, completion texts).
-
-    A row that ends with the end token has it inside the mask; ``mask[:, -1]`` is 1 only for rows that
-    were still going at the token limit (see :func:`truncated`)."""
-    r = rollouts(model, tok, prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
-    return r.seqs, r.mask, r.P, r.texts
-
-
-@torch.no_grad()
-def rollouts(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
-             seed: int) -> Rollouts:
-    """:func:`sample` with the per-token log-probabilities and entropies the update needs."""
-    enc = {k: v.to(model.device) for k, v in tok(prompts, return_tensors="pt", padding=True,
-                                                 add_special_tokens=False).items()}
-    gen, lp, ent = sample_with_logprobs(model, enc["input_ids"], enc["attention_mask"], max_new_tokens=max_new_tokens,
-                                        temperature=temperature, eos_id=tok.eos_token_id, pad_id=tok.pad_token_id,
-                                        seed=seed)
-    out = torch.cat([enc["input_ids"], gen], dim=1)
-    P = enc["input_ids"].shape[1]
-    # completion mask: tokens up to and including the first end token
-    is_eos = gen == tok.eos_token_id
-    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
-    comp_mask = (~after).long()
-    mask = torch.cat([enc["attention_mask"], comp_mask], dim=1)
-    texts = tok.batch_decode(gen.masked_fill(after, tok.pad_token_id), skip_special_tokens=True)
-    return Rollouts(out, mask, P, texts, lp, ent)
-
-
 def truncated(seqs: torch.Tensor, P: int, eos_id: int) -> np.ndarray:
     """(N,) True where the completion never produced the end token (cut by the token limit)."""
     return ~(seqs[:, P:] == eos_id).any(dim=1).cpu().numpy()
@@ -192,12 +148,16 @@ def step_prefix_rng(seed: int, step: int) -> np.random.Generator:
 def group_prefix(task: Any, problem: Any, targets: dict[str, list[dict[str, Any]]], m: int,
                  rng: np.random.Generator, fraction: float) -> str:
     """The prefix one prompt group shares ("" for most): a cut search-optimal route of the maze."""
-    from training.prefix import cut_route, draws_prefix, target_answer
+    from training.data import route_words
+    from training.prefix import cut_route, draws_prefix
 
     if not draws_prefix(rng, fraction):
         return ""
-    answer = target_answer(targets.get(problem.id, []), rng)
-    return cut_route(task, problem, answer, m, rng).text if answer else ""
+    routes = targets.get(problem.id, [])
+    if not routes:
+        return ""
+    answer = route_words(routes[int(rng.integers(len(routes)))]["route"])
+    return cut_route(task, problem, answer, m, rng).text
 
 
 class Validator:

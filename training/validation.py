@@ -21,6 +21,7 @@ from benchmarks.scoring import score_chain
 from harness.core.metrics import best_at_k
 from harness.core.models.prompting import render_messages
 from training import advantages as A
+from training.generate import sample
 
 #: the pool every evaluation draws per maze (the demo's, and the paper's k)
 POOL = 30
@@ -50,8 +51,6 @@ def evaluate(policy: Any, tok: Any, task: Benchmark, problems: Sequence[Problem]
              vs: ValSettings, chat_template_args: dict[str, Any] | None = None) -> dict[str, float]:
     """best@30, mean scalar, the Multi-RLVR objective and the parse rate of the policy on ``problems``
     (answers per rollout: ``m`` for multi-answer methods, else 1), plus ``objective``, the method's."""
-    from training.rl import sample
-
     mm = m if method in A.MULTI_ANSWER else 1
     n = POOL // mm
     msgs = [task.multi_prompt(p, mm, style=vs.prompt_style) if mm > 1 else task.prompt(p, style=vs.prompt_style)

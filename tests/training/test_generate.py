@@ -87,7 +87,8 @@ def test_a_rows_rollout_does_not_depend_on_the_other_rows(setup):
 def test_rollout_logprobs_are_the_update_forwards(setup):
     """The update takes PPO's old log-probabilities and the entropy from the sampler: they must be what a
     full forward over the finished sequences gives (temperature 1), on every completion token."""
-    from training.rl import rollouts, token_logprobs
+    from training.generate import rollouts
+    from training.rl import token_logprobs
 
     model, tok, enc = setup
     prompts = tok.batch_decode(enc["input_ids"], skip_special_tokens=False)
