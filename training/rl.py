@@ -342,6 +342,10 @@ def train_rl(cfg: RLConfig) -> Path:
                 stats["clipfrac"].append(clipfrac)
 
         update_s = time.time() - tu
+        # how often a prefilled rollout's first answer parses (the prefix-mode format the policy must keep)
+        pre_rows = [i for i in range(B * G) if prefixes[i // G]]
+        pre_parse = (float(np.mean([task.parse(texts[i], m if multi else None)[0] is not None for i in pre_rows]))
+                     if pre_rows else None)
         # curves: task scalar over all answers, success rate, reward-space diversity per prompt
         s = task.scalar(raw)                                    # (B, G, m)
         div = np.mean([mean_pairwise_l1(raw[b].reshape(-1, task.d)) for b in range(B)])
@@ -353,6 +357,7 @@ def train_rl(cfg: RLConfig) -> Path:
                "frac_active_rows": float(active.float().mean()),
                "completion_tokens": int(cmask.sum()), "truncated": float(cut.mean()), "gen_s": gen_s, "score_s": score_s, "update_s": update_s,
                "rollouts": int(seqs.shape[0]), "prefixed_groups": int(sum(1 for x in prefixes if x)),
+               "prefix_parse_rate": pre_parse,
                "elapsed_s": time.time() - t0}
         log.write(row)
         bar.set_postfix(s=f"{row['task_scalar']:.3f}", div=f"{div:.2f}", kl=f"{row['kl']:.4f}")

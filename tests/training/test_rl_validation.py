@@ -49,3 +49,25 @@ def test_rl_with_prefixes_and_validation_keeps_the_best_step(tmp_path):
     # resuming a finished run evaluates nothing again
     train_rl(cfg)
     assert len((out / "val_curves.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.mark.integration
+def test_prefilled_rollouts_are_graded_with_their_prefix(tmp_path, monkeypatch):
+    """The bundled GRPO policy continues a prefilled <answer> in its format (bench/prefix_parse_rate.py:
+    1.000), so its prefilled rollouts parse when they are graded as prefix + continuation; the texts
+    the trainer grades (seen through a wrapper around its scorer) carry the prefix."""
+    from harness.core.paths import REPO_ROOT
+    from training import rl
+    from training.rl import RLConfig, train_rl
+
+    graded: list[str] = []
+    real = rl.score_chain
+    monkeypatch.setattr(rl, "score_chain", lambda task, p, text, m: graded.append(text) or real(task, p, text, m))
+
+    cfg = RLConfig(init=str(REPO_ROOT / "checkpoints" / "maze-tiny-grpo"), out=str(tmp_path / "rl"), method="grpo",
+                   steps=2, limit=2, augment=False, prompts_per_step=2, group_size=4, threads=1, save_every=10,
+                   prefix_fraction=1.0, targets_cache=str(tmp_path / "targets.json"))
+    train_rl(cfg)
+    rows = [json.loads(x) for x in (tmp_path / "rl" / "rl_curves.jsonl").read_text().splitlines()]
+    assert all(r["prefixed_groups"] == 2 and r["prefix_parse_rate"] >= 0.5 for r in rows)
+    assert len(graded) == 2 * 2 * 4 and all(t.startswith("<answer>") for t in graded)
