@@ -1,12 +1,14 @@
 """Training throughput of the tiny Maze policy on this machine: tokens/s and seconds per step, per stage.
 
-    python bench/training_throughput.py [--sft-steps 5] [--rl-steps 2] [--threads 2] [--json out.json]
+    python bench/training_throughput.py [--sft-steps 5] [--rl-steps 2] [--threads 2] [--init bundled|fresh]
+                                        [--eval-mazes 20] [--json out.json]
 
 Stage 1 (SFT) counts every token of the batch (prompt + completion, padding excluded). Stage 2 (RL)
-reports generation (completion tokens/s) and the update (forward of policy and reference plus PPO
-backward passes, tokens/s over full sequences) separately, because on a CPU they scale differently.
-Uses a fresh model of the bundled checkpoints' size (layers/hidden read from checkpoints/maze-tiny-vpo)
-on the first train mazes; numbers depend on the load of the machine.
+reports, per step, generation (rollouts/s and completion tokens/s), scoring and the update (forward of
+policy and reference plus PPO backward passes) separately, because on a CPU they scale differently.
+RL starts from the bundled maze-tiny-vpo (``--init bundled``, the default: rollouts end as a warm
+start's do) or from a fresh model of its size (``--init fresh``: every rollout runs to the token
+limit), on the first train mazes; numbers depend on the load of the machine.
 """
 from __future__ import annotations
 
@@ -61,23 +63,33 @@ def bench_sft(steps: int, batch_size: int, threads: int) -> dict[str, float]:
             "sft_batch_size": batch_size, "params": sum(p.numel() for p in model.parameters())}
 
 
-def bench_rl(steps: int, method: str, threads: int) -> dict[str, float]:
+def bench_rl(steps: int, method: str, threads: int, init: str = "bundled") -> dict[str, float]:
+    """Seconds per RL step from the step rows (wall time between the first and the last row, so loading
+    the model is not counted), split into generation, scoring and the update."""
+    from harness.core.paths import REPO_ROOT
     from training.model import build_model, build_tokenizer, save_checkpoint
     from training.rl import RLConfig, train_rl
 
     with tempfile.TemporaryDirectory() as tmp:
-        tok = build_tokenizer()
-        init = save_checkpoint(build_model(tok, **bundled_size()), tok, Path(tmp) / "init")
-        cfg = RLConfig(init=str(init), out=str(Path(tmp) / "rl"), method=method, steps=steps, augment=False,
-                       limit=64, threads=threads, save_every=10_000)
-        t0 = time.perf_counter()
+        if init == "fresh":
+            tok = build_tokenizer()
+            start = str(save_checkpoint(build_model(tok, **bundled_size()), tok, Path(tmp) / "init"))
+        else:
+            start = str(REPO_ROOT / "checkpoints" / "maze-tiny-vpo")
+        cfg = RLConfig(init=start, out=str(Path(tmp) / "rl"), method=method, steps=steps, augment=False,
+                       limit=64, threads=threads, save_every=10_000, prompts_per_step=6, group_size=8)
         train_rl(cfg)
-        wall = time.perf_counter() - t0
         rows = [json.loads(x) for x in (Path(tmp) / "rl" / "rl_curves.jsonl").read_text().splitlines()]
+    n = len(rows)
     gen_s = sum(r["gen_s"] for r in rows)
-    comp = sum(r["completion_tokens"] for r in rows)
-    return {f"rl_{method}_s_per_step": wall / len(rows), f"rl_{method}_gen_completion_tokens_per_s": comp / gen_s,
-            f"rl_{method}_gen_fraction": gen_s / wall, f"rl_{method}_rollouts_per_step": cfg.prompts_per_step * cfg.group_size}
+    step_s = sum(r["elapsed_s"] - (rows[i - 1]["elapsed_s"] if i else 0.0) for i, r in enumerate(rows)) / n
+    rollouts = cfg.prompts_per_step * cfg.group_size
+    score = sum(r.get("score_s", float("nan")) for r in rows) / n
+    return {f"rl_{method}_s_per_step": step_s, f"rl_{method}_gen_s_per_step": gen_s / n,
+            f"rl_{method}_score_s_per_step": score, f"rl_{method}_update_s_per_step": step_s - gen_s / n - (0.0 if score != score else score),
+            f"rl_{method}_rollouts_per_s": rollouts * n / gen_s,
+            f"rl_{method}_gen_completion_tokens_per_s": sum(r["completion_tokens"] for r in rows) / gen_s,
+            f"rl_{method}_rollouts_per_step": rollouts}
 
 
 def bench_eval(limit: int, threads: int) -> dict[str, float]:
@@ -127,14 +139,17 @@ def main() -> None:
     ap.add_argument("--rl-steps", type=int, default=2)
     ap.add_argument("--methods", nargs="*", default=["grpo", "vpo"])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--init", choices=("bundled", "fresh"), default="bundled",
+                    help="RL from the bundled maze-tiny-vpo (rollouts end) or a fresh model (rollouts run to the limit)")
     ap.add_argument("--eval-mazes", type=int, default=20, help="test mazes for the evaluation throughput (0: skip)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     res: dict[str, object] = {"machine": platform.processor() or platform.machine(), "threads": a.threads,
                               "torch": torch.__version__}
-    res.update(bench_sft(a.sft_steps, a.sft_batch_size, a.threads))
+    if a.sft_steps:
+        res.update(bench_sft(a.sft_steps, a.sft_batch_size, a.threads))
     for m in a.methods:
-        res.update(bench_rl(a.rl_steps, m, a.threads))
+        res.update(bench_rl(a.rl_steps, m, a.threads, a.init))
     if a.eval_mazes:
         res.update(bench_eval(a.eval_mazes, a.threads))
     for k, v in res.items():

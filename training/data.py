@@ -98,13 +98,19 @@ def chain_completion(routes: Sequence[str]) -> str:
 
 def make_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[str, list[dict[str, Any]]],
                   *, m: int = 3, style: str = "compact", copies: int = 2, multi_fraction: float = 0.5,
-                  seed: int = 42) -> list[tuple[list[dict[str, str]], str]]:
+                  seed: int = 42, prefix_fraction: float = 0.0) -> list[tuple]:
     """(messages, completion) pairs: per maze ``copies`` examples, a ``multi_fraction`` of them chains.
 
     A single-answer example picks one target route at random (so the warm start's single-answer
     distribution covers the trade-offs); a chain picks m distinct routes in random order (cycling when a
     maze has fewer than m distinct optimal routes).
+
+    A ``prefix_fraction`` of the examples are prefilled (training/prefix.py): the start of their first
+    route, cut uniformly, is an open assistant turn and the target is the rest of the completion; those
+    examples are triples (messages, rest, prefix).
     """
+    from training.prefix import cut_route, draws_prefix, split_completion
+
     rng = np.random.default_rng(seed)
     out: list[tuple[list[dict[str, str]], str]] = []
     for p in problems:
@@ -115,9 +121,17 @@ def make_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[st
             if rng.random() < multi_fraction:
                 order = list(rng.permutation(len(routes)))
                 pick = [routes[order[i % len(order)]] for i in range(m)]
-                out.append((task.multi_prompt(p, m, style=style), chain_completion(pick)))
+                msgs, completion, first, mm = task.multi_prompt(p, m, style=style), chain_completion(pick), pick[0], m
             else:
-                out.append((task.prompt(p, style=style), single_completion(routes[int(rng.integers(len(routes)))])))
+                first = routes[int(rng.integers(len(routes)))]
+                msgs, completion, mm = task.prompt(p, style=style), single_completion(first), 1
+            if draws_prefix(rng, prefix_fraction):
+                pre = cut_route(task, p, route_words(first), mm, rng).text
+                rest = split_completion(completion, pre)
+                if rest is not None:
+                    out.append((msgs, rest, pre))
+                    continue
+            out.append((msgs, completion))
     return out
 
 
@@ -128,13 +142,15 @@ class Encoded:
     labels: torch.Tensor         # (B, T), -100 on prompt and padding
 
 
-def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[list[dict[str, str]], str]]) -> Encoded:
-    """Prompt rendered with the chat template; loss only on the completion and its end token."""
-    from harness.core.models.prompting import render_messages
+def encode_pairs(tokenizer: Any, pairs: Sequence[tuple]) -> Encoded:
+    """Prompt rendered with the chat template; loss only on the completion and its end token. A triple
+    (messages, completion, prefix) renders the prefix as an open assistant turn, as the backends render
+    a prefilled request, so the prefix is context and only the continuation is trained."""
+    from training.prefix import render_prompt
 
     seqs, labs = [], []
-    for msgs, completion in pairs:
-        p = tokenizer(render_messages(msgs, tokenizer), add_special_tokens=False)["input_ids"]
+    for msgs, completion, *prefix in pairs:
+        p = tokenizer(render_prompt(msgs, tokenizer, prefix[0] if prefix else ""), add_special_tokens=False)["input_ids"]
         c = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         seqs.append(p + c)
         labs.append([-100] * len(p) + c)

@@ -43,6 +43,14 @@ def check_engine(args: Settings) -> None:
         raise ValueError("--trl-args/--lora apply to --engine trl only")
     if e == "verl" and importlib.util.find_spec("verl") is None:
         raise ValueError("--engine verl needs verl: pip install 'verl>=0.9' (or write the data only: vpo export-verl)")
+    for flag, val in (("--prefix-fraction", args.prefix_fraction), ("--sft-prefix-fraction", args.sft_prefix_fraction)):
+        if not 0.0 <= val <= 1.0:
+            raise ValueError(f"{flag} must be between 0 and 1, got {val}")
+    if args.val_every < 0 or args.patience < 1:
+        raise ValueError(f"--val-every must be >= 0 and --patience >= 1 (got {args.val_every} and {args.patience})")
+    if e != "native" and (args.val_every or args.prefix_fraction or args.sft_prefix_fraction or args.rl_temperature != 1.0):
+        raise ValueError("--val-every/--patience/--prefix-fraction/--sft-prefix-fraction/--rl-temperature apply to "
+                         "--engine native only")
     if e != "verl" and (args.nnodes != 1 or args.gpus_per_node != 8 or args.no_launch or args.verl_args
                         or args.val_split or args.val_holdout):
         raise ValueError("--nnodes/--gpus-per-node/--no-launch/--verl-args/--val-split/--val-holdout apply to "
@@ -71,7 +79,8 @@ def run_native(args: Settings) -> int:
     if args.stage in ("sft", "all") and not (args.stage == "all" and args.init and init.exists()):
         scfg = SFTConfig(out=str(out / "sft" if not args.init else Path(args.init).parent), task=args.task,
                          limit=args.limit, steps=args.sft_steps, batch_size=args.sft_batch_size, lr=args.sft_lr,
-                         seed=args.seed, threads=args.threads, m=args.m, time_budget_s=args.sft_time_budget_s)
+                         seed=args.seed, threads=args.threads, m=args.m, time_budget_s=args.sft_time_budget_s,
+                         prefix_fraction=args.sft_prefix_fraction, warmup=args.sft_warmup, layers=args.sft_layers)
         init = train_sft(scfg)
         print(f"warm start: {init}")
     if args.stage in ("rl", "all"):
@@ -82,6 +91,8 @@ def run_native(args: Settings) -> int:
                         group_size=args.group_size, lr=args.rl_lr or 1e-4, kl_coef=args.kl_coef, K=args.K,
                         alpha=args.alpha, sobol=args.sobol, seed=args.seed, threads=args.threads,
                         time_budget_s=args.rl_time_budget_s, chat_template_args=dict(args.chat_template_args or {}),
+                        temperature=args.rl_temperature, val_every=args.val_every, patience=args.patience,
+                        val_limit=args.val_limit or 50, prefix_fraction=args.prefix_fraction,
                         **({"save_every": args.save_every} if args.save_every else {}))
         print(f"policy: {train_rl(rcfg)}")
     return 0
@@ -182,7 +193,7 @@ def _verl_data(args: Settings, common: dict) -> tuple[Path, Path, str]:
         return holdout(args.val_holdout)
     train = export(VerlExport(split=args.split, limit=args.limit, name="train", **common))
     vsplit = args.val_split or V.DEFAULT_VAL.get(args.task, "test")
-    val = export(VerlExport(split=vsplit, limit=args.val_limit, name="val", **common))
+    val = export(VerlExport(split=vsplit, limit=args.val_limit or 200, name="val", **common))
     if args.val_split is None:
         train_rows = _rows(train)  # read once: the overlap check and the hold-out size both need it
         if V.overlap(train_rows, _rows(val)):

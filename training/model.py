@@ -100,6 +100,15 @@ def save_checkpoint(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast,
     return out
 
 
+def store_fp16(folder: str | Path) -> Path:
+    """Rewrite a checkpoint folder's weights in fp16, in place: half the bytes for a bundled policy. The
+    hf backend loads them back as fp32 on a CPU, so only the rounding of the weights changes
+    (bench/fp16_check.py measures what that does to the demo's best@30)."""
+    model, _ = load_checkpoint(folder)
+    model.to(torch.float16).save_pretrained(Path(folder), safe_serialization=True)
+    return Path(folder)
+
+
 def load_checkpoint(path: str | Path) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

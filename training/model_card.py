@@ -65,6 +65,31 @@ def generation_record(prompt_style: str, max_new_tokens_single: int, max_new_tok
             "max_new_tokens_multi": int(max_new_tokens_multi)}
 
 
+def validation_section(run: Path) -> str:
+    """The validation curve of an RL run (val_curves.jsonl) and the step chosen on it, as markdown; says
+    plainly when no evaluation beat the warm start. Empty when the run had no validation."""
+    run = Path(run)
+    rows = sorted(_rows(run / "val_curves.jsonl"), key=lambda r: r["step"])
+    if not rows:
+        return ""
+    choice = json.loads((run / "val_choice.json").read_text()) if (run / "val_choice.json").exists() else {}
+    key = rows[0].get("selection", "objective")
+    lines = [f"\n\n## Validation curve (val split, {rows[0].get('problems', '?')} mazes, selected on `{key}`)\n",
+             "| step | objective | best@30 | mean scalar | first-answer parse rate |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['step']} | {r['objective']:.4f} | {r['best_at_30']:.4f} | {r['mean_scalar']:.4f} | "
+                     f"{r.get('first_answer_parse_rate', float('nan')):.3f} |")
+    best = max(rows, key=lambda r: (r["objective"], -r["step"]))
+    chosen = choice.get("chosen_step", best["step"])
+    lines.append("")
+    lines.append(f"Chosen step: {chosen} (highest objective; ties go to the earlier step)"
+                 + ("; training stopped early, after the patience ran out." if choice.get("stopped_early") else "."))
+    if chosen == 0:
+        lines.append("**This method did not beat its warm start on validation**: no RL step improved the objective "
+                     "over step 0, so these weights are the warm start's.")
+    return "\n".join(lines) + "\n"
+
+
 def write_eval_card(ckpt: Path, *, engine: str, task: str, method: str, m: int, trained: str,
                     task_args: dict | None = None) -> Path:
     """A short README.md for a freshly trained checkpoint that has none: what it is and how to evaluate it."""
@@ -114,13 +139,17 @@ cp {(out / 'vpo_training.json').resolve()} {hf}/
 
 
 def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None, notes: str = "",
-               checkpoint: Path | None = None) -> Path:
+               checkpoint: Path | None = None, fp16: bool = False) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     src = checkpoint or run / "checkpoint"
     for f in HF_FILES:
         if (src / f).exists():
             shutil.copy2(src / f, dest / f)
-    for f in ("rl_curves.png", "rl_config.json"):
+    if fp16:
+        from training.model import store_fp16
+
+        store_fp16(dest)
+    for f in ("rl_curves.png", "rl_config.json", "val_curves.jsonl", "val_choice.json"):
         if (run / f).exists():
             shutil.copy2(run / f, dest / f)
     for f in ("sft_curves.png", "sft_curves.jsonl"):
@@ -198,7 +227,7 @@ scored by the paper's scorer (`parse=paper`, the default). This checkpoint was R
 | entropy (nats/token) | {head_mean('entropy'):.3f} | {tail_mean('entropy'):.3f} |
 
 Raw curves: `rl_curves.jsonl`, `sft_curves.jsonl`.
-
+{validation_section(run)}
 ## Evaluation (`vpo demo`: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
 VPO/Multi-RLVR: 10 chains x 3 answers; single-answer models: 30 samples. best@k on the task scalar
 (mean of completion, gold, diamond, avoid_lava; `convex_bonus` reward, the paper's scorer), mean ±
@@ -222,10 +251,11 @@ def main() -> None:
     ap.add_argument("--demo", default=None)
     ap.add_argument("--notes", default="")
     ap.add_argument("--checkpoint", default=None, help="checkpoint folder to bundle (default: RUN/checkpoint)")
+    ap.add_argument("--fp16", action="store_true", help="store the weights in fp16 (bench/fp16_check.py)")
     a = ap.parse_args()
     print(write_card(Path(a.run), Path(a.sft), Path(a.dest), a.command, Path(a.demo) if a.demo else None,
                      Path(a.notes).read_text() if a.notes and Path(a.notes).exists() else a.notes,
-                     Path(a.checkpoint) if a.checkpoint else None))
+                     Path(a.checkpoint) if a.checkpoint else None, fp16=a.fp16))
 
 
 if __name__ == "__main__":

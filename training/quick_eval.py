@@ -15,7 +15,7 @@ from benchmarks.scoring import score_chain
 from harness.core.models.zoo import TINY_MAZE_DEFAULTS
 from harness.core.models.prompting import render_messages
 from training.model import load_checkpoint
-from training.rl import sample
+from training.generate import sample
 
 
 def quick_eval(path: str, limit: int = 10, n: int = 8, m: int = 3, temperature: float = 0.7,

@@ -29,10 +29,13 @@ from benchmarks import get_task
 from benchmarks.scoring import score_chain
 from harness.core.metrics import mean_pairwise_l1
 from harness.core.models.zoo import TINY_MAZE_DEFAULTS
-from harness.core.models.prompting import render_messages
+from harness.core.models.prefill import join
 from training import advantages as A
 from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
 from training.data import augment
+from training.early_stop import EarlyStopping
+from training.generate import rollouts, sample  # noqa: F401  (sample: the trainer's sampler, also for quick_eval)
+from training.prefix import render_prompt
 from training.model import load_checkpoint, save_checkpoint
 
 
@@ -79,33 +82,19 @@ class RLConfig:
     targets_cache: str | None = None  # mutation mode: search targets JSON (the warm start's targets.json)
     #: torch device of policy and reference ("cuda" on a GPU machine: bench/gpu_check.sh times it)
     device: str = "cpu"
+    #: task mode: fraction of prompt groups whose G rollouts continue one prefilled, uniformly cut
+    #: search-optimal route, as `vpo evolve --prompt-mode prefix` prefills (training/prefix.py)
+    prefix_fraction: float = 0.0
+    #: evaluate on the val split every this many steps (0: never) and stop after ``patience``
+    #: evaluations without improvement of the method's objective (training/validation.py); the best
+    #: step's weights are kept in ``best/`` (the warm start is evaluation 0)
+    val_every: int = 0
+    patience: int = 3
+    val_limit: int = 50
+    val_temperature: float = 0.7
 
 
 # ---- rollouts -----------------------------------------------------------------------------------------
-@torch.no_grad()
-def sample(model: Any, tok: Any, prompts: list[str], *, max_new_tokens: int, temperature: float,
-           seed: int) -> tuple[torch.Tensor, torch.Tensor, int, list[str]]:
-    """Left-padded prompts -> (sequences, attention mask, prompt width, completion texts).
-
-    A row that ends with the end token has it inside the mask; ``mask[:, -1]`` is 1 only for rows that
-    were still going at the token limit (see :func:`truncated`)."""
-    enc = {k: v.to(model.device) for k, v in tok(prompts, return_tensors="pt", padding=True,
-                                                 add_special_tokens=False).items()}
-    torch.manual_seed(seed)
-    out = model.generate(**enc, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
-                         max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
-                         eos_token_id=tok.eos_token_id)
-    P = enc["input_ids"].shape[1]
-    gen = out[:, P:]
-    # completion mask: tokens up to and including the first end token
-    is_eos = gen == tok.eos_token_id
-    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
-    comp_mask = (~after).long()
-    mask = torch.cat([enc["attention_mask"], comp_mask], dim=1)
-    texts = tok.batch_decode(gen.masked_fill(after, tok.pad_token_id), skip_special_tokens=True)
-    return out, mask, P, texts
-
-
 def truncated(seqs: torch.Tensor, P: int, eos_id: int) -> np.ndarray:
     """(N,) True where the completion never produced the end token (cut by the token limit)."""
     return ~(seqs[:, P:] == eos_id).any(dim=1).cpu().numpy()
@@ -142,6 +131,84 @@ def ppo_loss(policy: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int, old_lp
     return per_seq.mean(), kl_mean, clipfrac
 
 
+# ---- prefilled prompts and validation ---------------------------------------------------------------------
+def default_targets_cache(cfg: RLConfig) -> str:
+    """Search targets of the train mazes: the warm start's (SFT writes them next to its checkpoint), else
+    a new cache in the run folder (search takes seconds per maze, so it is computed once)."""
+    near_init = Path(cfg.init).parent / "targets.json"
+    return str(near_init if near_init.exists() else Path(cfg.out) / "targets.json")
+
+
+def step_prefix_rng(seed: int, step: int) -> np.random.Generator:
+    """Stream 4 of a step: which groups are prefilled and where their routes are cut. A stream of its
+    own, so turning prefixes on leaves every other draw of the step (prompts, weights) unchanged."""
+    return np.random.default_rng([seed, step, 4])
+
+
+def group_prefix(task: Any, problem: Any, targets: dict[str, list[dict[str, Any]]], m: int,
+                 rng: np.random.Generator, fraction: float) -> str:
+    """The prefix one prompt group shares ("" for most): a cut search-optimal route of the maze."""
+    from training.data import route_words
+    from training.prefix import cut_route, draws_prefix
+
+    if not draws_prefix(rng, fraction):
+        return ""
+    routes = targets.get(problem.id, [])
+    if not routes:
+        return ""
+    answer = route_words(routes[int(rng.integers(len(routes)))]["route"])
+    return cut_route(task, problem, answer, m, rng).text
+
+
+class Validator:
+    """Evaluations on the val split (val_curves.jsonl), the early-stopping rule over them, and the best
+    step's weights in ``best/``. Resuming replays the logged evaluations up to the resumed step."""
+
+    def __init__(self, cfg: RLConfig, task: Any, tok: Any, out: Path, start: int):
+        from training.validation import ValSettings, selection_objective
+
+        self.cfg, self.task, self.tok, self.out = cfg, task, tok, out
+        self.key = selection_objective(cfg.method)
+        self.settings = ValSettings(limit=cfg.val_limit, temperature=cfg.val_temperature, seed=cfg.seed + 777,
+                                    prompt_style=cfg.prompt_style, max_new_tokens_single=cfg.max_new_tokens_single,
+                                    max_new_tokens_multi=cfg.max_new_tokens_multi)
+        self.log = CurveLog(out / "val_curves.jsonl")
+        self.log.truncate_after(start)
+        self.problems = task.load("val", limit=cfg.val_limit)
+        self.stopping = EarlyStopping.replay(cfg.patience, self.log.rows())
+
+    def evaluate(self, policy: Any, step: int) -> bool:
+        """Evaluate the weights after ``step`` updates (once per step); True when the run should stop."""
+        from training.validation import evaluate
+
+        if any(r["step"] == step for r in self.log.rows()):
+            return self.stopping.stop
+        tv = time.time()
+        res = evaluate(policy, self.tok, self.task, self.problems, self.cfg.method, self.cfg.m, self.settings,
+                       self.cfg.chat_template_args)
+        improved = self.stopping.update(step, res["objective"])
+        self.log.write({"step": step, "selection": self.key, "improved": improved, "val_s": time.time() - tv, **res})
+        print(f"val step {step}: {self.key} {res['objective']:.4f} (best@30 {res['best_at_30']:.4f}, mean "
+              f"{res['mean_scalar']:.4f}){' new best' if improved else f', {self.stopping.bad}/{self.cfg.patience} without improvement'}")
+        if improved:
+            save_checkpoint(policy, self.tok, self.out / "best", extra={
+                "stage": "rl", "method": self.cfg.method, "step": step, "config": asdict(self.cfg)})
+        return self.stopping.stop
+
+    def finish(self) -> dict[str, Any]:
+        """val_choice.json: the evaluated steps, the chosen one and whether it beat the warm start."""
+        es = self.stopping
+        warm = next((v for st, v in es.history if st == 0), None)
+        choice = {"selection": self.key, "chosen_step": es.best_step, "best_value": es.best_value,
+                  "warm_start_value": warm, "beat_warm_start": bool(es.best_step not in (None, 0)),
+                  "stopped_early": es.stop, "patience": self.cfg.patience, "val_every": self.cfg.val_every,
+                  "val_mazes": len(self.problems), "table": [[st, v] for st, v in es.history],
+                  "rule": "highest validation objective; ties: the earlier step; stop after patience evaluations "
+                          "without improvement (docs/training_protocol.md)"}
+        (self.out / "val_choice.json").write_text(json.dumps(choice, indent=2))
+        return choice
+
+
 # ---- the trainer ----------------------------------------------------------------------------------------
 def train_rl(cfg: RLConfig) -> Path:
     if cfg.method not in A.METHODS:
@@ -157,11 +224,10 @@ def train_rl(cfg: RLConfig) -> Path:
     task = get_task(cfg.task)
     problems = task.load(cfg.split, limit=cfg.limit)
     targets: dict[str, list[dict[str, Any]]] = {}
-    if cfg.prompt_mode == "mutation":
+    if cfg.prompt_mode == "mutation" or cfg.prefix_fraction > 0:
         from training.data import search_targets
-        targets = search_targets(task, problems, seed=cfg.seed,
-                                 cache=cfg.targets_cache or str(Path(cfg.out) / "targets.json"))
-    elif cfg.prompt_mode != "task":
+        targets = search_targets(task, problems, seed=cfg.seed, cache=cfg.targets_cache or default_targets_cache(cfg))
+    if cfg.prompt_mode not in ("task", "mutation"):
         raise ValueError(f"unknown prompt_mode {cfg.prompt_mode!r}; known: task, mutation")
     if cfg.augment:
         problems, targets = augment(problems, targets)
@@ -179,9 +245,17 @@ def train_rl(cfg: RLConfig) -> Path:
         log.truncate_after(start - 1)
         print(f"resuming RL from step {start}")
 
+    val = Validator(cfg, task, tok, out, start) if cfg.val_every else None
     t0 = time.time()
     bar = tqdm(range(start, cfg.steps), desc=f"rl:{cfg.method}", initial=start, total=cfg.steps)
-    for step in bar:
+    stopped = val is not None and val.stopping.stop
+    for step in ([] if stopped else bar):
+        if val is not None and step % cfg.val_every == 0 and val.evaluate(policy, step):
+            stopped = True
+            save_checkpoint(policy, tok, ckpt, extra={"stage": "rl", "method": cfg.method, "step": step,
+                                                      "config": asdict(cfg)})
+            save_state(state_path, step=step, optimizer=opt)
+            break
         rng = np.random.default_rng([cfg.seed, step])
         # 1. prompts
         idx = rng.choice(len(problems), size=cfg.prompts_per_step, replace=False)
@@ -193,8 +267,11 @@ def train_rl(cfg: RLConfig) -> Path:
                 row_w = np.repeat(gw[:, None, :], cfg.group_size, axis=1)
             else:                            # hidden, one per rollout
                 row_w = rng.dirichlet(np.full(task.d, cfg.alpha), size=(len(batch), cfg.group_size))
-        msgs = []
+        msgs, prefixes = [], []
+        prng = step_prefix_rng(cfg.seed, step)
         for b, p in enumerate(batch):
+            prefixes.append(group_prefix(task, p, targets, m, prng, cfg.prefix_fraction)
+                            if cfg.prompt_mode == "task" else "")
             if cfg.prompt_mode == "mutation":
                 from training.mutation_data import mutation_prompt
                 msgs.append(mutation_prompt(task, p, targets.get(p.id, []), m, rng, style=cfg.prompt_style))
@@ -203,14 +280,18 @@ def train_rl(cfg: RLConfig) -> Path:
             if cfg.method == "goal_cond":
                 mm = A.goal_prompt(mm, row_w[b, 0], task.component_names)
             msgs.append(mm)
-        prompts = [render_messages(mm, tok, cfg.chat_template_args) for mm in msgs for _ in range(cfg.group_size)]
+        prompts = [render_prompt(mm, tok, pre, cfg.chat_template_args)
+                   for mm, pre in zip(msgs, prefixes) for _ in range(cfg.group_size)]
 
         # 2. rollouts
         tg = time.time()
         policy.eval()
-        seqs, mask, P, texts = sample(policy, tok, prompts, max_new_tokens=max_new,
-                                      temperature=cfg.temperature, seed=cfg.seed * 100_003 + step)
+        ro = rollouts(policy, tok, prompts, max_new_tokens=max_new, temperature=cfg.temperature,
+                      seed=cfg.seed * 100_003 + step)
+        seqs, mask, P, texts = ro.seqs, ro.mask, ro.P, ro.texts
+        texts = [join(prefixes[i // cfg.group_size], t) for i, t in enumerate(texts)]   # graded: prefix + continuation
         gen_s = time.time() - tg
+        ts = time.time()
 
         # 3. rewards (B, G, m, d) and dedup keys
         B, G = len(batch), cfg.group_size
@@ -233,11 +314,14 @@ def train_rl(cfg: RLConfig) -> Path:
         adv = A.compute_advantages(cfg.method, rewards, rng=np.random.default_rng([cfg.seed, step, 1]),
                                    row_weights=row_w, K=cfg.K, alpha=cfg.alpha, sobol=cfg.sobol, k=cfg.max_k)
         adv_t = torch.tensor(adv.reshape(-1), dtype=torch.float32, device=seqs.device)
+        score_s = time.time() - ts
+        tu = time.time()
 
         # 5. PPO-clip + KL to the warm start
         cmask = mask[:, P:].float()
+        # the sampling policy's log-probabilities come with the rollouts (no second forward pass)
+        old_lp, ent = ro.logprobs, ro.entropy
         with torch.no_grad():
-            old_lp, ent = token_logprobs(policy, seqs, mask, P, with_entropy=True)
             ref_lp, _ = token_logprobs(ref, seqs, mask, P)
         policy.train()
         n = seqs.shape[0]
@@ -257,6 +341,11 @@ def train_rl(cfg: RLConfig) -> Path:
                 stats["kl"].append(kl_mean)
                 stats["clipfrac"].append(clipfrac)
 
+        update_s = time.time() - tu
+        # how often a prefilled rollout's first answer parses (the prefix-mode format the policy must keep)
+        pre_rows = [i for i in range(B * G) if prefixes[i // G]]
+        pre_parse = (float(np.mean([task.parse(texts[i], m if multi else None)[0] is not None for i in pre_rows]))
+                     if pre_rows else None)
         # curves: task scalar over all answers, success rate, reward-space diversity per prompt
         s = task.scalar(raw)                                    # (B, G, m)
         div = np.mean([mean_pairwise_l1(raw[b].reshape(-1, task.d)) for b in range(B)])
@@ -266,7 +355,10 @@ def train_rl(cfg: RLConfig) -> Path:
                "loss": float(np.mean(stats["loss"])) if stats["loss"] else 0.0,
                "clipfrac": float(np.mean(stats["clipfrac"])) if stats["clipfrac"] else 0.0,
                "frac_active_rows": float(active.float().mean()),
-               "completion_tokens": int(cmask.sum()), "truncated": float(cut.mean()), "gen_s": gen_s, "elapsed_s": time.time() - t0}
+               "completion_tokens": int(cmask.sum()), "truncated": float(cut.mean()), "gen_s": gen_s, "score_s": score_s, "update_s": update_s,
+               "rollouts": int(seqs.shape[0]), "prefixed_groups": int(sum(1 for x in prefixes if x)),
+               "prefix_parse_rate": pre_parse,
+               "elapsed_s": time.time() - t0}
         log.write(row)
         bar.set_postfix(s=f"{row['task_scalar']:.3f}", div=f"{div:.2f}", kl=f"{row['kl']:.4f}")
 
@@ -280,15 +372,21 @@ def train_rl(cfg: RLConfig) -> Path:
                 shutil.copytree(ckpt, out / f"step_{step + 1:04d}", dirs_exist_ok=True)
         if done:
             break
+    if val is not None and not stopped:      # the last weights are evaluated too
+        last = int(json.loads((ckpt / "vpo_training.json").read_text())["step"]) if (ckpt / "vpo_training.json").exists() else start
+        val.evaluate(policy, last)
+    if val is not None:
+        val.finish()
     plot_curves(out / "rl_curves.jsonl", out / "rl_curves.png",
                 ["task_scalar", "completion", "diversity", "kl", "entropy"], f"RL ({cfg.method})")
-    from training.model_card import write_eval_card
+    from training.model_card import validation_section, write_eval_card
 
-    write_eval_card(ckpt, engine="native", task=cfg.task, method=cfg.method, m=cfg.m,
+    final = out / "best" if val is not None and (out / "best" / "config.json").exists() else ckpt
+    write_eval_card(final, engine="native", task=cfg.task, method=cfg.method, m=cfg.m,
                     trained=f"Trained with `vpo train` (training/rl.py) from `{cfg.init}`: {cfg.method} advantages, "
-                            f"{cfg.steps} steps x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, seed {cfg.seed}; "
-                            "curves in the run folder (rl_curves.jsonl).")
-    return ckpt
+                            f"up to {cfg.steps} steps x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, seed {cfg.seed}; "
+                            "curves in the run folder (rl_curves.jsonl)." + validation_section(out))
+    return final
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

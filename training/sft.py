@@ -53,6 +53,8 @@ class SFTConfig:
     #: -> routes that improve on it (training/mutation_data.py), for a search operator's warm start
     prompt_mode: str = "task"
     parents_per_maze: int = 2         # mutation mode: parents drawn per (augmented) maze
+    #: task mode: fraction of examples that start from a prefilled, uniformly cut route (training/prefix.py)
+    prefix_fraction: float = 0.0
 
 
 def _lr_at(step: int, cfg: SFTConfig) -> float:
@@ -83,7 +85,7 @@ def build_dataset(cfg: SFTConfig, out: Path) -> list:
     if cfg.prompt_mode != "task":
         raise ValueError(f"unknown prompt_mode {cfg.prompt_mode!r}; known: task, mutation")
     return make_examples(task, problems, targets, m=cfg.m, copies=cfg.copies,
-                         multi_fraction=cfg.multi_fraction, seed=cfg.seed)
+                         multi_fraction=cfg.multi_fraction, seed=cfg.seed, prefix_fraction=cfg.prefix_fraction)
 
 
 def train_sft(cfg: SFTConfig) -> Path:

@@ -16,6 +16,9 @@ from harness.app.cli import main
     (["train", "--use-vllm"], "--use-vllm needs --engine trl or verl"),
     (["train", "--engine", "trl", "--init", "x", "--nnodes", "4"], "apply to --engine verl only"),
     (["train", "--task", "toolrl"], "only --task maze has a bundled trainer"),
+    (["train", "--prefix-fraction", "1.5"], "--prefix-fraction must be between 0 and 1"),
+    (["train", "--val-every", "10", "--patience", "0"], "--patience >= 1"),
+    (["train", "--engine", "trl", "--init", "x", "--val-every", "5"], "apply to --engine native only"),
 ])
 def test_bad_engine_combinations_fail_with_one_line(argv, msg, capsys):
     try:

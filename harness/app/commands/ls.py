@@ -1,4 +1,5 @@
-"""`vpo ls`: the registered tasks with their reward dimensions, components, splits and sizes."""
+"""`vpo ls`: the registered tasks with their reward dimensions, components, splits and sizes; with
+``--models``, the trained tiny Maze policies of the zoo (method, training seed, whether bundled)."""
 from __future__ import annotations
 
 import argparse
@@ -11,13 +12,30 @@ if TYPE_CHECKING:
 EXAMPLES = """\
 vpo ls
 vpo ls --json | python3 -m json.tool
+vpo ls --models
 """
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="list tasks with reward dimensions, components, splits and sizes")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--models", action="store_true",
+                   help="list the trained tiny Maze policies (zoo names, method, training seed, present or how to train)")
     return p
+
+
+def list_models(as_json: bool) -> int:
+    from harness.core.models.zoo import trained_policies
+
+    rows = trained_policies()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'zoo name':<26}{'method':<12}{'seed':<6}status")
+    for r in rows:
+        status = "present" if r["present"] else f"missing ({r['how']})"
+        print(f"{r['name']:<26}{r['method']:<12}{r['seed']:<6}{status}")
+    return 0
 
 
 def _local_size(task: Benchmark, split: str) -> int | None:
@@ -39,6 +57,8 @@ def _sizes(release: int | None, here: int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from benchmarks import get_task, task_names
 
+    if getattr(args, "models", False):
+        return list_models(args.json)
     rows = []
     for name in task_names():
         try:

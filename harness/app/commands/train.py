@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--sft-steps", type=int, default=600)
     p.add_argument("--sft-batch-size", type=int, default=32)
     p.add_argument("--sft-lr", type=float, default=2e-3)
+    p.add_argument("--sft-warmup", type=int, default=30)
+    p.add_argument("--sft-layers", type=int, default=6, help="native: transformer layers of a fresh warm start")
     p.add_argument("--sft-time-budget-s", type=float, default=None)
     p.add_argument("--rl-steps", type=int, default=None, help="native/trl: 100; verl: one epoch")
     p.add_argument("--prompts-per-step", type=int, default=None, help="native 6, trl 8, verl 128 (the paper)")
@@ -47,6 +49,15 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration")
     p.add_argument("--sobol", action="store_true", help="scrambled-Sobol VPO weights")
     p.add_argument("--rl-time-budget-s", type=float, default=None)
+    p.add_argument("--rl-temperature", type=float, default=1.0, help="native: rollout temperature")
+    p.add_argument("--val-every", type=int, default=0,
+                   help="native: evaluate on the val split every N RL steps and keep the best step (0: never)")
+    p.add_argument("--patience", type=int, default=3,
+                   help="native: stop after this many evaluations without improvement (with --val-every)")
+    p.add_argument("--prefix-fraction", type=float, default=0.0,
+                   help="native: fraction of RL prompt groups that continue a prefilled, uniformly cut route")
+    p.add_argument("--sft-prefix-fraction", type=float, default=0.0,
+                   help="native: fraction of SFT examples that continue a prefilled, uniformly cut route")
     from harness.app.commands._args import add_chat_template_args
 
     add_chat_template_args(p)  # rollout prompts rendered as `vpo run --chat-template-args` renders them
@@ -76,7 +87,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="verl: validation split (default: the task's; refused when it shares problems with training)")
     g.add_argument("--val-holdout", type=int, default=None,
                    help="verl: validate on N problems held out of the training split instead")
-    g.add_argument("--val-limit", type=int, default=200, help="verl: at most this many validation problems")
+    g.add_argument("--val-limit", type=int, default=None,
+                   help="at most this many validation problems (verl: default 200; native: 50 val mazes)")
     g.add_argument("--data-path", default=None, help="trl/verl: local data files of the task")
     return p
 

