@@ -9,7 +9,7 @@ checkpoint's training record, else 1), as bench/evolve_prefix.py runs them. Per 
 answers the task prompt once (temperature 0.7); the parent is its first parsed answer that scores
 above zero (else its first parsed answer; mazes where none parses are counted apart), as the search
 prefers nonzero parents. That answer is cut uniformly ``--cuts`` times (training/prefix.py, the
-engine's rule and the task's ``answer_prefix``), and each prefix goes to the hf backend as a prefilled
+engine's rule and the task's continuation, ``harness.eval.continuation``), and each prefix goes to the hf backend as a prefilled
 request, which renders it as an open assistant turn and returns prefix + continuation. A call counts
 as parsed when the task's parser reads its first answer (``<answer>`` for m = 1, ``<route_1>`` for a
 set), which fails when the policy closes the open answer with another answer's tag.

@@ -6,10 +6,10 @@ continuation. A policy that only ever began its answers itself has never seen th
 the open answer with another answer's tag. Training a documented fraction of prompts from such a start
 (SFT and RL alike) teaches it to continue any prefix in its own format.
 
-The prefix text comes from the task object (``answer_steps`` / ``answer_prefix``), the same hooks the
-search engine calls, and the cut is uniform over 0 .. steps - 1 as the engine's ``uniform`` cut is, so
+The prefix text comes from the task's continuation (:mod:`harness.eval.continuation`: ``steps`` /
+``prefix``), the same rule the search engine's adapter uses, and the cut is uniform over 0 .. steps - 1 as the engine's ``uniform`` cut is, so
 a training prefix and an evolve prefix of the same route and cut are the same string. This module is
-the only place training calls those hooks.
+the only place training calls that rule.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.base import Benchmark, Problem
+from harness.eval.continuation import continuation_for
 
 
 @dataclass(frozen=True)
@@ -32,14 +33,14 @@ class Prefill:
 def cut_route(task: Benchmark, problem: Problem, answer: str, m: int, rng: np.random.Generator) -> Prefill:
     """``answer`` (a parsed answer, e.g. ``RIGHT RIGHT DOWN``) cut after a uniform number of its steps,
     in the completion format of an ``m``-answer prompt (``m == 1``: the single answer)."""
-    steps = task.answer_steps(problem, answer)
+    steps = continuation_for(task).steps(problem, answer)
     cut = int(rng.integers(len(steps))) if steps else 0
     return prefill_at(task, problem, answer, cut, m)
 
 
 def prefill_at(task: Benchmark, problem: Problem, answer: str, cut: int, m: int) -> Prefill:
-    """The prefix of ``answer`` after exactly ``cut`` steps (the engine's ``answer_prefix`` call)."""
-    return Prefill(task.answer_prefix(problem, answer, cut, m), int(cut))
+    """The prefix of ``answer`` after exactly ``cut`` steps (the engine's adapter's ``prefix`` call)."""
+    return Prefill(continuation_for(task).prefix(problem, answer, cut, m), int(cut))
 
 
 def render_prompt(messages: list[dict[str, str]], tokenizer: Any, prefix: str = "",

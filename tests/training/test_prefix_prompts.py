@@ -12,6 +12,7 @@ from search.engine import ProblemEvolution
 from training import data as D
 from training.prefix import cut_route, draws_prefix, prefill_at, render_prompt
 from training.model import build_tokenizer
+from search.adapters import adapter_for
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,8 @@ def problem_and_route(maze):
 def test_prefix_equals_the_engines_for_the_same_cut(maze, problem_and_route, m):
     p, answer = problem_and_route
     for it in range(6):
-        engine = SimpleNamespace(s=SimpleNamespace(task=maze, cut="uniform", seed=7, m=m), problem=p)
+        engine = SimpleNamespace(s=SimpleNamespace(task=maze, cut="uniform", seed=7, m=m), problem=p,
+                                 adapter=adapter_for(maze))
         sent, cut = ProblemEvolution._prefix(engine, it, SimpleNamespace(code=answer))
         assert prefill_at(maze, p, answer, cut, m).text == sent
         assert sent.startswith("<answer>" if m == 1 else "<route_1>")
@@ -38,7 +40,7 @@ def test_prefix_equals_the_engines_for_the_same_cut(maze, problem_and_route, m):
 
 def test_cut_is_uniform_over_the_routes_steps(maze, problem_and_route):
     p, answer = problem_and_route
-    n = len(maze.answer_steps(p, answer))
+    n = len(adapter_for(maze).steps(p, answer))
     rng = np.random.default_rng(0)
     cuts = [cut_route(maze, p, answer, 1, rng).cut for _ in range(40 * n)]
     assert set(cuts) == set(range(n))                 # 0 .. steps - 1, as the engine's uniform cut
@@ -66,7 +68,7 @@ def test_sft_prefix_examples_are_the_full_example_with_the_prefix_as_context(maz
     assert 0 < len(pre) < len(mixed) and all(len(e) == 2 for e in plain)
     assert all(len(e) == 2 for e in D.make_examples(maze, ps, targets, m=3, copies=6, seed=1, prefix_fraction=0.0))
     def valid(p, m):  # every prefix the engine could send for this maze's target routes
-        return {maze.answer_prefix(p, D.route_words(t["route"]), c, m)
+        return {adapter_for(maze).prefix(p, D.route_words(t["route"]), c, m)
                 for t in targets[p.id] for c in range(len(t["route"]))}
 
     for msgs, rest, prefix in pre:
