@@ -48,7 +48,7 @@ def many(tmp_path_factory, evolve_runs):
     mazes = [write_run(root / f"maze-{i:02d}", f"hf:m{i}", 4 if i == 0 else 2, 2 if i == 0 else 1, 3 if i == 0 else 1,
                        spread=0.6, seed=i) for i in range(5)]
     for s in (0, 1):
-        write_run(root / "group" / f"seed-{s}", "hf:g", 2, 1, 2, spread=0.6, seed=20 + s)
+        write_run(root / "group" / f"seed-{s}", "hf:g", 2, 1, 2, spread=0.6, seed=20 + s, run_seed=s)
     register_seeds(root / "group", [0, 1], {})
     srv = make_server([root, evolve_runs[0].parent], port=0)
     srv.start_background()
