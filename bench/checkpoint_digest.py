@@ -1,5 +1,5 @@
 """What the whole-file checkpoint digest costs (harness/core/digests.py, through
-harness.core.models.zoo.fingerprint): a checkpoint folder of random bytes hashed the first time, then
+vpo_harness.harness.core.models.zoo.fingerprint): a checkpoint folder of random bytes hashed the first time, then
 fingerprinted again with every file's digest taken from the stat-keyed memo. Both in one run, on a
 fresh cache root in a temporary folder; the page cache is warm for the first read (the bytes were
 just written), so a cold disk adds its read time to the first figure.
@@ -31,7 +31,7 @@ def main() -> None:
         for f in folder.iterdir():
             os.utime(f, (old, old))
         os.environ["VPO_CACHE"] = str(Path(tmp) / "cache")
-        from harness.core.models import zoo
+        from vpo_harness.harness.core.models import zoo
 
         t = time.perf_counter()
         first = zoo.fingerprint(str(folder))

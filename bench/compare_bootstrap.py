@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from harness.core.metrics import best_at_k_curve, pass_at_k
-from reports.compare import paired_bootstrap
+from vpo_harness.harness.core.metrics import best_at_k_curve, pass_at_k
+from vpo_harness.reports.compare import paired_bootstrap
 
 
 def main() -> None:

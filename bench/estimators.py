@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from harness.core import metrics
+from vpo_harness.harness.core import metrics
 
 KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
 

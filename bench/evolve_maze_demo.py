@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def vpo(*args: str) -> float:
-    cmd = [sys.executable, "-m", "harness.app.cli", *args]
+    cmd = [sys.executable, "-m", "vpo_harness.harness.app.cli", *args]
     print("$ vpo " + " ".join(args), flush=True)
     t0 = time.time()
     # one torch thread: on a shared 2-core machine torch's default (spin-waiting on every core) is
@@ -66,8 +66,8 @@ def main() -> int:
         runs.append(folder)
     vpo("plot", *map(str, runs), "--labels", "maze-tiny-vpo (m=3),maze-tiny-grpo (m=1)",
         "--out", str(out / "evolve_maze.png"))
-    from harness.core.metrics import Estimate
-    from reports.tables import as_estimate, write_table
+    from vpo_harness.harness.core.metrics import Estimate
+    from vpo_harness.reports.tables import as_estimate, write_table
 
     head = ["model", "candidates/maze", "solved: evolve", "solved: plain sampling", "best scalar: evolve",
             "best scalar: plain sampling (best@k)"]

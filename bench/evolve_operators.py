@@ -64,8 +64,8 @@ def main() -> int:
     out = Path(a.out)
     quiet = [] if a.progress else ["--no-progress"]
     par = ["--parallel", str(a.parallel)] if a.parallel else []
-    from benchmarks import get_task
-    from search.solved import thresholds
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.search.solved import thresholds
 
     results: dict[str, dict[str, Any]] = {}
     texts = []

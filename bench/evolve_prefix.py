@@ -26,7 +26,7 @@ Hypotheses, stated before any run:
 Prints, per set and for the pool of all sets: solved and best scalar at budgets 1..B (mean ± s.e.),
 paired 95% bootstrap intervals over mazes (10,000 resamples, seed 0) with win/tie/loss for every
 contrast above, and, per evolve arm, the mean normalised edit distance (over moves) of a child to its
-parent next to its distance to other earlier candidates (``search.metrics.locality``) and how often
+parent next to its distance to other earlier candidates (``vpo_harness.search.metrics.locality``) and how often
 the first route of a prefix call parsed. Writes ``<out>/prefix.md``, ``<out>/prefix.json`` and
 ``<out>/prefix.png`` (all arms, one column per set plus the pool). Every step is a plain `vpo` command,
 printed before it runs; re-running skips finished runs (a finished `vpo evolve` is a no-op).
@@ -71,9 +71,9 @@ def set_args(name: str, n: int, rank_runs: str) -> tuple[list[str], dict[str, An
 
 def evolve_stats(folders: list[Path]) -> dict[str, Any]:
     """Locality of an evolve arm's children and how often a prefix call's first answer parsed."""
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
     from bench.search_arms import rows
-    from search.metrics import locality
+    from vpo_harness.search.metrics import locality
 
     task = get_task("maze")  # reading moves does not depend on which mazes
     rs = [r for f in folders for r in rows(f)]
@@ -87,7 +87,7 @@ def evolve_stats(folders: list[Path]) -> dict[str, Any]:
 def stats_table(stats: dict[str, dict[str, Any]]) -> str:
     """:func:`evolve_stats` of each evolve arm as a Markdown table (the project's table writer:
     fractions to 3 decimals, "-" where a fraction is undefined)."""
-    from reports.tables import write_table
+    from vpo_harness.reports.tables import write_table
 
     def frac(v: float | None) -> float:
         return float("nan") if v is None else float(v)  # nan: the writer's "-"
@@ -119,8 +119,8 @@ def main() -> int:
     out = Path(a.out)
     quiet = [] if a.progress else ["--no-progress"]
     par = ["--parallel", str(a.parallel)] if a.parallel else []
-    from benchmarks import get_task
-    from search.solved import thresholds
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.search.solved import thresholds
 
     t_start = time.time()
     results: dict[str, dict[str, Any]] = {}

@@ -50,8 +50,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from search.evolve import EvolveConfig, run_evolve  # noqa: E402
-from harness.core.store import latest_rows  # noqa: E402
+from vpo_harness.search.evolve import EvolveConfig, run_evolve  # noqa: E402
+from vpo_harness.harness.core.store import latest_rows  # noqa: E402
 
 MOVES = ("UP", "DOWN", "LEFT", "RIGHT")
 TIMINGS = ("latency_s", "score_s")
@@ -144,7 +144,7 @@ class SearchClock:
     search itself, without the run's fixed setup (task load, server check, config and results files)."""
 
     def __init__(self) -> None:
-        from search.engine import ProblemEvolution
+        from vpo_harness.search.engine import ProblemEvolution
 
         self.start = self.end = None
         orig, clock = ProblemEvolution.run, self

@@ -22,7 +22,7 @@ def fp16_copy(src: Path, dest: Path) -> Path:
     """A copy of checkpoint ``src`` with its weights stored in fp16 (the packaging's own conversion)."""
     import shutil
 
-    from training.model import store_fp16
+    from vpo_harness.training.model import store_fp16
 
     if dest.exists():
         shutil.rmtree(dest)
@@ -31,11 +31,11 @@ def fp16_copy(src: Path, dest: Path) -> Path:
 
 
 def main() -> None:
-    from harness.app.demo import demo_config
-    from harness.core.models import zoo
-    from harness.core.results import read_results
-    from harness.eval.runner import run
-    from training.advantages import MULTI_ANSWER
+    from vpo_harness.harness.app.demo import demo_config
+    from vpo_harness.harness.core.models import zoo
+    from vpo_harness.harness.core.results import read_results
+    from vpo_harness.harness.eval.runner import run
+    from vpo_harness.training.advantages import MULTI_ANSWER
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*", default=["maze-tiny-vpo", "maze-tiny-grpo"])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.eval.runner import RunConfig, run  # noqa: E402
+from vpo_harness.harness.eval.runner import RunConfig, run  # noqa: E402
 
 
 def timed(work: dict, out: Path, cache: bool | None) -> tuple[float, dict]:
@@ -46,7 +46,7 @@ def main() -> None:
     work = dict(task="maze", model=args.model, limit=args.problems, n=args.chains, m=args.m, ks=(1,),
                 prompt_style="compact", max_tokens=110 if args.m > 1 else 40, progress=False)
     times: dict[str, list[float]] = {"off": [], "empty": [], "full": []}
-    from harness.core.paths import CACHE_ENV, cache_dir
+    from vpo_harness.harness.core.paths import CACHE_ENV, cache_dir
 
     models = cache_dir() / "models"  # converted zoo models are shared: a round should not rebuild one
     models.mkdir(parents=True, exist_ok=True)

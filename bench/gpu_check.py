@@ -55,8 +55,8 @@ def sync(device: str) -> None:
 # ---- parts ------------------------------------------------------------------------------------------------------
 def hf_eval(device: str, dtype: str, sizes: Sizes, out: Path) -> dict[str, Any]:
     """`vpo run` with the hf backend on the bundled tiny VPO policy: wall time, parse rate, mean scalar."""
-    from harness.app.cli import main
-    from harness.core.results import load_run
+    from vpo_harness.harness.app.cli import main
+    from vpo_harness.harness.core.results import load_run
 
     folder = out / f"hf-{device}-{dtype}"
     if folder.exists():                     # a run folder resumes: time fresh work only
@@ -81,7 +81,7 @@ def trl_steps(device: str, sizes: Sizes, out: Path) -> dict[str, Any]:
     """Seconds per TRL generation round (VPO on the tiny Maze policy), warm-up round excluded."""
     from transformers import TrainerCallback
 
-    from training.trl_vpo import TRLVPOConfig, train_trl
+    from vpo_harness.training.trl_vpo import TRLVPOConfig, train_trl
 
     stamps: list[float] = []
 
@@ -108,7 +108,7 @@ def trl_steps(device: str, sizes: Sizes, out: Path) -> dict[str, Any]:
 
 def native_steps(device: str, sizes: Sizes, out: Path) -> dict[str, Any]:
     """Seconds per native RL step (training/rl.py, VPO, the sizes' prompts x G), warm-up step excluded."""
-    from training.rl import RLConfig, train_rl
+    from vpo_harness.training.rl import RLConfig, train_rl
 
     import shutil
 

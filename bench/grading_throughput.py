@@ -32,10 +32,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.livecodebench_judge import PASS, TIMEOUT_S, TLE, grade_program  # noqa: E402
-from harness.core.paths import shared_data_dir  # noqa: E402
-from harness.core.sandbox import Sandbox, SandboxPool  # noqa: E402
-from harness.core.sandbox.pool import UID_BLOCK, default_uid_base  # noqa: E402
+from vpo_harness.benchmarks.livecodebench_judge import PASS, TIMEOUT_S, TLE, grade_program  # noqa: E402
+from vpo_harness.harness.core.paths import shared_data_dir  # noqa: E402
+from vpo_harness.harness.core.sandbox import Sandbox, SandboxPool  # noqa: E402
+from vpo_harness.harness.core.sandbox.pool import UID_BLOCK, default_uid_base  # noqa: E402
 
 PROBLEM_FILES = ("code_generation_lite.v5v6.public.jsonl", "graded_problems.jsonl")
 _OFFICIAL_FIXED = """

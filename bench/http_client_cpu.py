@@ -3,7 +3,7 @@
 Sequential JSON posts of a chat body to the loopback bench server of ``bench/evolve_throughput.py``
 (in a child process, answering at once), through: the openai SDK's generic ``post`` (the backend's
 path before), httpx (the SDK's transport), an aiohttp session, and
-:class:`harness.core.models.transport.JSONClient` (httpx underneath, with the backend's guards). Each is printed as CPU ms per request and as a
+:class:`vpo_harness.harness.core.models.transport.JSONClient` (httpx underneath, with the backend's guards). Each is printed as CPU ms per request and as a
 ratio to the SDK measured in the same run. Only the client's own process CPU is counted; run it on an
 idle machine.
 
@@ -64,7 +64,7 @@ async def aiohttp_session(url: str, n: int) -> float:
 
 
 async def json_client(url: str, n: int) -> float:
-    from harness.core.models.transport import JSONClient
+    from vpo_harness.harness.core.models.transport import JSONClient
 
     c = JSONClient(url, api_key="x")
     try:

@@ -41,7 +41,7 @@ def main() -> int:
     table = []
     for step, path in snaps:
         folder = out / f"step_{step:04d}"
-        cmd = [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--split", "val",
+        cmd = [sys.executable, "-m", "vpo_harness.harness.app.cli", "evolve", "--task", "maze", "--split", "val",
                "--limit", str(a.mazes), "--model", f"hf:{path.resolve()}", "--prompt-mode", "evolve",
                "--prompt-style", "compact", "-m", str(a.m), "--iterations", str(a.budget // a.m - 1),
                "--max-tokens", str(TOKENS[a.m > 1]), "--no-baseline", "--no-progress", "--out", str(folder)]
@@ -52,8 +52,8 @@ def main() -> int:
         i = best["x"].index(a.budget) if a.budget in best["x"] else -1
         table.append((step, best["mean"][i], best["stderr"][i], r["evolve"]["solved"]["mean"]))
     chosen = max(table, key=lambda t: (t[1], -t[0]))
-    from harness.core.metrics import Estimate
-    from reports.tables import write_table
+    from vpo_harness.harness.core.metrics import Estimate
+    from vpo_harness.reports.tables import write_table
 
     print(write_table(["step", f"best scalar @{a.budget} (val)", "solved"],
                       [[f"{step}{' **(chosen)**' if step == chosen[0] else ''}", Estimate(mean, se, a.mazes),

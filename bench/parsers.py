@@ -17,8 +17,8 @@ from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from benchmarks import get_task, task_names
-from benchmarks.tags import extract_tag, find_tags, parse_numbered_tags, strip_blocks
+from vpo_harness.benchmarks import get_task, task_names
+from vpo_harness.benchmarks.tags import extract_tag, find_tags, parse_numbered_tags, strip_blocks
 
 FRAGMENTS = ["<route_1>", "</route_1>", "<route_2>", "<response_1>", "<response_3>", "</response_3>",
              "<think>", "</think>", "<answer>", "</answer>", "<tool_call>", "</tool_call>", "<entity_A>",
@@ -37,14 +37,14 @@ def parsers() -> dict[str, Callable[[str], object]]:
         task = get_task(name)
         out[f"{name}.parse(m=None)"] = lambda t, task=task: task.parse(t, None)
         out[f"{name}.parse(m=4)"] = lambda t, task=task: task.parse(t, 4)
-    from benchmarks.maze_env import parse_moves
-    from benchmarks.toolrl import parse_calls
+    from vpo_harness.benchmarks.maze_env import parse_moves
+    from vpo_harness.benchmarks.toolrl import parse_calls
 
     out["toolrl.parse_calls"] = parse_calls  # the JSON reader behind the ToolRL reward
     out["maze_env.parse_moves"] = parse_moves  # the move reader behind the Maze reward
     try:  # the authors' scorers (parse=paper), where this checkout has them
-        from benchmarks.musique import paper_reward
-        from benchmarks.toolrl import paper_structure
+        from vpo_harness.benchmarks.musique import paper_reward
+        from vpo_harness.benchmarks.toolrl import paper_structure
 
         out["musique.paper_reward"] = lambda t: paper_reward(t, [0, 1], ["gold answer"])
         out["toolrl.paper_structure"] = paper_structure

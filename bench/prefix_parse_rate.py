@@ -9,7 +9,7 @@ checkpoint's training record, else 1), as bench/evolve_prefix.py runs them. Per 
 answers the task prompt once (temperature 0.7); the parent is its first parsed answer that scores
 above zero (else its first parsed answer; mazes where none parses are counted apart), as the search
 prefers nonzero parents. That answer is cut uniformly ``--cuts`` times (training/prefix.py, the
-engine's rule and the task's continuation, ``harness.eval.continuation``), and each prefix goes to the hf backend as a prefilled
+engine's rule and the task's continuation, ``vpo_harness.harness.eval.continuation``), and each prefix goes to the hf backend as a prefilled
 request, which renders it as an open assistant turn and returns prefix + continuation. A call counts
 as parsed when the task's parser reads its first answer (``<answer>`` for m = 1, ``<route_1>`` for a
 set), which fails when the policy closes the open answer with another answer's tag.
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def answers_per_call(model: str) -> int:
     """3 for a multi-answer method's checkpoint (its training record names the method), else 1."""
-    from harness.core.models import zoo
-    from training.advantages import MULTI_ANSWER
+    from vpo_harness.harness.core.models import zoo
+    from vpo_harness.training.advantages import MULTI_ANSWER
 
     where = zoo.weights_location(model)
     record = where / zoo.TRAINING_RECORD if where is not None and where.is_dir() else None
@@ -43,11 +43,11 @@ def answers_per_call(model: str) -> int:
 
 def measure(model: str, m: int, *, split: str, n_mazes: int, cuts: int, seed: int = 0,
             temperature: float = 0.7) -> dict[str, Any]:
-    from benchmarks import get_task
-    from harness.core.models import load_backend
-    from harness.core.models.base import GenRequest, SamplingConfig
-    from harness.core.models.zoo import TINY_MAZE_DEFAULTS
-    from training.prefix import cut_route
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.core.models import load_backend
+    from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+    from vpo_harness.harness.core.models.zoo import TINY_MAZE_DEFAULTS
+    from vpo_harness.training.prefix import cut_route
 
     task = get_task("maze")
     problems = task.load(split, limit=n_mazes)

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.core import store
+from vpo_harness.harness.core import store
 
 
 def _rows(n: int, m: int, d: int, rng: random.Random) -> list[dict]:

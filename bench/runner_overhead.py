@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import get_task  # noqa: E402
-from harness.eval.runner import RunConfig, run  # noqa: E402
-from harness.core.seeding import derive_seed  # noqa: E402
+from vpo_harness.benchmarks import get_task  # noqa: E402
+from vpo_harness.harness.eval.runner import RunConfig, run  # noqa: E402
+from vpo_harness.harness.core.seeding import derive_seed  # noqa: E402
 from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig  # noqa: E402
 
 

@@ -27,11 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import get_task  # noqa: E402
-from benchmarks.scoring import score_generation  # noqa: E402
-from harness.core.executors import BackendSpec, ChainScorer, ExecutorConfig, LocalExecutor  # noqa: E402
-from harness.core.executors.ray_executor import RayExecutor  # noqa: E402
-from harness.eval.runner import RunConfig, run  # noqa: E402
+from vpo_harness.benchmarks import get_task  # noqa: E402
+from vpo_harness.benchmarks.scoring import score_generation  # noqa: E402
+from vpo_harness.harness.core.executors import BackendSpec, ChainScorer, ExecutorConfig, LocalExecutor  # noqa: E402
+from vpo_harness.harness.core.executors.ray_executor import RayExecutor  # noqa: E402
+from vpo_harness.harness.eval.runner import RunConfig, run  # noqa: E402
 
 
 def content(folder: Path) -> dict:

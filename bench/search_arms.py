@@ -4,7 +4,7 @@ candidates, counted the same way for evolve and sampling, a table with paired bo
 win/tie/loss per contrast (any weighted sum of arms, so a difference of differences too), and one
 figure of all arms.
 
-Counting is the package's own (``search.metrics``): evolve candidates in the order the search
+Counting is the package's own (``vpo_harness.search.metrics``): evolve candidates in the order the search
 evaluated them (iteration, then answer slot, over the complete iterations), so with ``-m 3`` every
 answer of a call is one candidate; sampling at c candidates is the unbiased
 expectation over c draws without replacement from the arm's pool (best@c, and solved-within-c as
@@ -31,7 +31,7 @@ def vpo(*args: str) -> float:
     print("$ vpo " + " ".join(args), flush=True)
     t0 = time.time()
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    subprocess.run([sys.executable, "-m", "harness.app.cli", *args], cwd=REPO, check=True, env=env)
+    subprocess.run([sys.executable, "-m", "vpo_harness.harness.app.cli", *args], cwd=REPO, check=True, env=env)
     return time.time() - t0
 
 
@@ -40,18 +40,18 @@ def pair(a: str, b: str) -> Contrast:
 
 
 def rows(folder: Path) -> list[dict[str, Any]]:
-    from harness.core.store import latest_rows
+    from vpo_harness.harness.core.store import latest_rows
 
     return [r for r in latest_rows(folder) if not r.get("error")]
 
 
 def per_maze(folder: Path, budget: int, thr: dict[str, float], ids: list[str], evolve: bool) -> tuple[np.ndarray, np.ndarray]:
     """(P, budget) best scalar so far and solved-so-far per maze, counted by the package's own rules
-    (``search.metrics``, the ones `vpo evolve`'s results and `vpo show` use): evolve candidates in
+    (``vpo_harness.search.metrics``, the ones `vpo evolve`'s results and `vpo show` use): evolve candidates in
     evaluation order over the complete iterations, sampling as the unbiased expectation over c draws,
-    "solved" = reaching the maze's optimal scalar ``thr`` (``search.solved.TOL``)."""
-    from search.metrics import evolve_at_budgets, evolve_candidates, sampling_at_budgets
-    from search.solved import TOL
+    "solved" = reaching the maze's optimal scalar ``thr`` (``vpo_harness.search.solved.TOL``)."""
+    from vpo_harness.search.metrics import evolve_at_budgets, evolve_candidates, sampling_at_budgets
+    from vpo_harness.search.solved import TOL
 
     budgets = list(range(1, budget + 1))
     rs = rows(folder)
@@ -84,10 +84,10 @@ def summarize(curves: dict[str, tuple[np.ndarray, np.ndarray]], ids: list[str], 
     """Markdown table of solved / best at a few budgets per arm, then each contrast at the largest
     budget: mean difference over mazes with its paired 95% bootstrap interval (10,000 resamples, seed
     0) and win/tie/loss, then the mazes solved by one arm only."""
-    from harness.core.metrics import mean_se
-    from reports.compare import paired_bootstrap
+    from vpo_harness.harness.core.metrics import mean_se
+    from vpo_harness.reports.compare import paired_bootstrap
 
-    from reports.tables import format_number, write_table
+    from vpo_harness.reports.tables import format_number, write_table
 
     marks = sorted({b for b in (1, 3, 10, 30, 60, 100, 200, budget) if b <= budget})
     out: dict[str, Any] = {"budgets": marks, "n_mazes": len(ids), "arms": {}, "contrasts": {}}

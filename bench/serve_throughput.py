@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from search.server_process import free_port  # noqa: E402
+from vpo_harness.search.server_process import free_port  # noqa: E402
 
 OLD_COMMIT = "c4246ec"
 MODEL = "hf:maze-tiny-vpo"
@@ -55,7 +55,7 @@ def _start(kind: str, log: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if kind == "new":
-        cmd = [sys.executable, "-m", "search.serve", "--model", MODEL, "--port", str(port), "--model-args", "batch_size=64"]
+        cmd = [sys.executable, "-m", "vpo_harness.search.serve", "--model", MODEL, "--port", str(port), "--model-args", "batch_size=64"]
     else:
         cmd = [sys.executable, __file__, "--_old-server", str(port), "1" if kind == "old-t1" else "0"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
@@ -117,7 +117,7 @@ def main() -> int:
         port, threads = args._old_server
         _old_server_main(int(port), int(threads) or None)
         return 0
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     task = get_task("maze")
     messages = task.prompt(task.load("test", limit=1)[0], style="compact")

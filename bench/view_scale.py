@@ -30,8 +30,8 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.core.store import RunStore  # noqa: E402
-from reports.view import make_server  # noqa: E402
+from vpo_harness.harness.core.store import RunStore  # noqa: E402
+from vpo_harness.reports.view import make_server  # noqa: E402
 
 MOVES = ("UP", "DOWN", "LEFT", "RIGHT")
 

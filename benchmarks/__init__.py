@@ -4,16 +4,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from benchmarks.base import Benchmark, DataError, Problem
-from harness.core.suggest import unknown
+from vpo_harness.benchmarks.base import Benchmark, DataError, Problem
+from vpo_harness.harness.core.suggest import unknown
 
 #: task name -> "module:Class"; modules are imported on first use only
 REGISTRY: dict[str, str] = {
-    "maze": "benchmarks.maze:Maze",
-    "musique": "benchmarks.musique:MuSiQue",
-    "eureqa": "benchmarks.eureqa:Eureqa",
-    "toolrl": "benchmarks.toolrl:ToolRL",
-    "livecodebench": "benchmarks.livecodebench:LiveCodeBench",
+    "maze": "vpo_harness.benchmarks.maze:Maze",
+    "musique": "vpo_harness.benchmarks.musique:MuSiQue",
+    "eureqa": "vpo_harness.benchmarks.eureqa:Eureqa",
+    "toolrl": "vpo_harness.benchmarks.toolrl:ToolRL",
+    "livecodebench": "vpo_harness.benchmarks.livecodebench:LiveCodeBench",
 }
 
 

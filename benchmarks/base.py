@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from benchmarks import tags
-from benchmarks.tags import Which
-from harness.core.suggest import unknown
+from vpo_harness.benchmarks import tags
+from vpo_harness.benchmarks.tags import Which
+from vpo_harness.harness.core.suggest import unknown
 
 Messages = list[dict[str, str]]
 
@@ -226,7 +226,7 @@ def parse_numbered_tags(text: str, stem: str, m: int, *, which: Which = "last") 
     """Contents of ``<stem_1>..</stem_1>`` .. ``<stem_m>``; unclosed (truncated) tags give None.
 
     When a tag appears more than once the last closed occurrence wins by default (models often
-    restate answers); ``which="first"`` keeps the first. Linear time (see benchmarks.tags).
+    restate answers); ``which="first"`` keeps the first. Linear time (see vpo_harness.benchmarks.tags).
     """
     return tags.parse_numbered_tags(text, stem, m, which=which)
 

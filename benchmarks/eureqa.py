@@ -10,11 +10,11 @@ Parsing, option ``parse``:
   ``normalize_entity``, which produced the paper's numbers and ``shared/data/eureqa/authors_scores.jsonl``):
   the *first* closed ``<entity_X>`` of each letter in the raw completion (tag names in any case,
   reasoning kept: a draft inside ``<think>`` counts, a later restatement does not); normalisation drops
-  articles before punctuation (:func:`benchmarks.textnorm.authors_entity_normalize`: "The-London" ->
+  articles before punctuation (:func:`vpo_harness.benchmarks.textnorm.authors_entity_normalize`: "The-London" ->
   "london"). Chains: the first ``<response_i>`` of each i (case-sensitive), as ``extract_numbered_tags``.
 - ``lenient`` (this project's earlier reading): closed ``<think>`` blocks dropped, then the *last* closed
   tag of each letter; SQuAD's order, punctuation before articles
-  (:func:`benchmarks.textnorm.entity_normalize`: "The-London" -> "thelondon"); chains: the last
+  (:func:`vpo_harness.benchmarks.textnorm.entity_normalize`: "The-London" -> "thelondon"); chains: the last
   ``<response_i>`` after the reasoning is dropped.
 
 Data: hub ``vincentleebang/EUREQA`` (splits questions_hard_1..5, questions_normal_5) or local exports of
@@ -35,10 +35,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Option, Problem, extract_tag, user
-from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
-from benchmarks.textnorm import authors_entity_normalize, entity_normalize, strip_think
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks.base import Benchmark, DataError, Messages, Option, Problem, extract_tag, user
+from vpo_harness.benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, need_str_list, read_rows
+from vpo_harness.benchmarks.textnorm import authors_entity_normalize, entity_normalize, strip_think
+from vpo_harness.harness.core.paths import shared_data_dir
 
 HUB_ID = "vincentleebang/EUREQA"
 HUB_SPLITS = ("questions_hard_1", "questions_hard_2", "questions_hard_3", "questions_hard_4",

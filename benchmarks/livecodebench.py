@@ -27,10 +27,10 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
-from benchmarks.livecodebench_judge import TIMEOUT_S, WALL_FACTOR  # one source: the judge
-from benchmarks.rowfiles import Row, duplicate_id, read_rows
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from vpo_harness.benchmarks.livecodebench_judge import TIMEOUT_S, WALL_FACTOR  # one source: the judge
+from vpo_harness.benchmarks.rowfiles import Row, duplicate_id, read_rows
+from vpo_harness.harness.core.paths import shared_data_dir
 
 HUB_ID = "livecodebench/code_generation_lite"
 #: raw files of the hub repo, release_v1 .. release_v6 additions
@@ -497,13 +497,13 @@ class LiveCodeBench(Benchmark):
         """Sandbox pool, created on first use (importing the task starts no processes)."""
         with self._lock:
             if self._pool is None:
-                from harness.core.sandbox import SandboxPool
+                from vpo_harness.harness.core.sandbox import SandboxPool
 
                 self._pool = SandboxPool(self.options.get("workers"), self._limits())
             return self._pool
 
     def _limits(self):
-        from harness.core.sandbox import Limits
+        from vpo_harness.harness.core.sandbox import Limits
 
         raw = self.options.get("memory_mb", 1024)
         try:
@@ -525,7 +525,7 @@ class LiveCodeBench(Benchmark):
         """Full grade of one program (verdict per test, isolation, timings); None code -> None."""
         if code is None:
             return None
-        from benchmarks.livecodebench_judge import grade_program
+        from vpo_harness.benchmarks.livecodebench_judge import grade_program
 
         d = problem.data
         return grade_program(self.pool, code, d["mode"], d.get("func_name"), d["tests"],
@@ -580,7 +580,7 @@ class LiveCodeBench(Benchmark):
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["reward_length"] = f"per problem: n_tests (<= {self.max_d}); see components_for"
-        from harness.core.sandbox import Sandbox
+        from vpo_harness.harness.core.sandbox import Sandbox
 
         # raises SandboxUnavailable (one clear line from `vpo run`) before anything is generated when
         # the sealed view cannot be set up and --unsafe-sandbox was not given; starts no zygote

@@ -21,8 +21,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.core.sandbox.limits import Limits
-from harness.core.sandbox.sandbox import STOP, SandboxResult
+from vpo_harness.harness.core.sandbox.limits import Limits
+from vpo_harness.harness.core.sandbox.sandbox import STOP, SandboxResult
 
 PASS, WRONG, TLE, RTE, CE = "pass", "wrong_answer", "time_limit", "runtime_error", "compile_error"
 MLE = "memory_limit"

@@ -1,7 +1,7 @@
 """Maze (synthetic, d = 4): collect gold or diamonds, avoid lava, reach the exit within a step budget.
 
-The world (the paper's generator, simulator, reward) lives in :mod:`benchmarks.maze_env`, the exact
-route search in :mod:`benchmarks.maze_search`; this module is the benchmark protocol: splits, prompts,
+The world (the paper's generator, simulator, reward) lives in :mod:`vpo_harness.benchmarks.maze_env`, the exact
+route search in :mod:`vpo_harness.benchmarks.maze_search`; this module is the benchmark protocol: splits, prompts,
 parsing, scoring. Defaults follow the VPO authors' released code (``ryanboldi/vpo@767db79``,
 ``vpo_tasks/maze.py``), which produced the paper's numbers; ``shared/data/maze/authors_*.jsonl`` pin it.
 
@@ -46,9 +46,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Option, Problem, Shown, parse_numbered_tags, user
-from benchmarks.tags import find_tags, first_block, numbered_blocks, strip_blocks
-from benchmarks.maze_env import (COMPONENTS, MOVES, REWARD_MODES, MazeInstance, generate_maze, is_move_token,
+from vpo_harness.benchmarks.base import Benchmark, Messages, Option, Problem, Shown, parse_numbered_tags, user
+from vpo_harness.benchmarks.tags import find_tags, first_block, numbered_blocks, strip_blocks
+from vpo_harness.benchmarks.maze_env import (COMPONENTS, MOVES, REWARD_MODES, MazeInstance, generate_maze, is_move_token,
                                  maze_split, parse_moves, reward_from_counts, simulate)
 
 #: named splits: (base seed, size)
@@ -379,8 +379,8 @@ def _int_option(name: str, value: Any, lo: int) -> int:
 
 
 def best_route(maze: Any, weights: Sequence[float], reward_mode: str = "convex_bonus") -> list[str]:
-    """A route maximising ``weights . r`` within the budget (see :mod:`benchmarks.maze_search`)."""
-    from benchmarks.maze_search import best_route as _best
+    """A route maximising ``weights . r`` within the budget (see :mod:`vpo_harness.benchmarks.maze_search`)."""
+    from vpo_harness.benchmarks.maze_search import best_route as _best
     return _best(maze, weights, reward_mode)
 
 

@@ -126,7 +126,7 @@ class MazeInstance:
 
     @classmethod
     def from_problem(cls, problem: Any) -> "MazeInstance":
-        """From a :class:`benchmarks.base.Problem` (or its ``data`` dict, or an instance)."""
+        """From a :class:`vpo_harness.benchmarks.base.Problem` (or its ``data`` dict, or an instance)."""
         if isinstance(problem, MazeInstance):
             return problem
         data = problem if isinstance(problem, dict) else problem.data

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.maze_env import DELTAS, REWARD_MODES, MazeInstance, simulate
+from vpo_harness.benchmarks.maze_env import DELTAS, REWARD_MODES, MazeInstance, simulate
 
 _INF = 10**6
 _ORDER = ("UP", "DOWN", "LEFT", "RIGHT")

@@ -42,11 +42,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Option, Problem, extract_tag, user
-from benchmarks.tags import first_block
-from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
-from benchmarks.textnorm import authors_token_f1, best_token_f1, strip_think
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks.base import Benchmark, Messages, Option, Problem, extract_tag, user
+from vpo_harness.benchmarks.tags import first_block
+from vpo_harness.benchmarks.rowfiles import Row, check_unique_ids, hub_rows, iter_dicts, looks_like_hub_id, need, need_str_list, read_rows
+from vpo_harness.benchmarks.textnorm import authors_token_f1, best_token_f1, strip_think
+from vpo_harness.harness.core.paths import shared_data_dir
 
 HUB_ID = "dgslibisey/MuSiQue"
 LOCAL_FILE = "musique/musique_ans_v1.0_dev.sample.jsonl"

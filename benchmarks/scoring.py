@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Problem
-from harness.core.models.base import Generation
-from harness.core.rows import ChainRow
+from vpo_harness.benchmarks.base import Benchmark, Problem
+from vpo_harness.harness.core.models.base import Generation
+from vpo_harness.harness.core.rows import ChainRow
 
 
 @dataclass

@@ -11,7 +11,7 @@ import string
 from collections import Counter
 from typing import Any, Hashable, Iterable
 
-from benchmarks.tags import strip_blocks
+from vpo_harness.benchmarks.tags import strip_blocks
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)

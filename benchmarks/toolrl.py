@@ -64,11 +64,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchmarks.base import Benchmark, DataError, Messages, Option, Problem
-from benchmarks.tags import find_tags, first_block
-from benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, read_rows
-from benchmarks.textnorm import authors_normalize, authors_token_f1, multiset_f1, set_f1, squad_normalize, token_f1
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks.base import Benchmark, DataError, Messages, Option, Problem
+from vpo_harness.benchmarks.tags import find_tags, first_block
+from vpo_harness.benchmarks.rowfiles import Row, check_unique_ids, hub_rows, looks_like_hub_id, need, read_rows
+from vpo_harness.benchmarks.textnorm import authors_normalize, authors_token_f1, multiset_f1, set_f1, squad_normalize, token_f1
+from vpo_harness.harness.core.paths import shared_data_dir
 
 GITHUB_RAW = "https://raw.githubusercontent.com/qiancheng0/ToolRL/main/dataset/rlla_4k/{split}.parquet"
 LOCAL_FILES = {"test": "toolrl/rlla_4k_test.jsonl", "sft": "toolrl/rlla_sft.jsonl"}

@@ -8,11 +8,11 @@ __all__ = ["load_run", "run", "RunConfig"]
 
 def __getattr__(name: str) -> Any:  # lazy: `import harness` stays cheap for the CLI
     if name == "load_run":
-        from harness.core.results import load_run
+        from vpo_harness.harness.core.results import load_run
 
         return load_run
     if name in ("run", "RunConfig"):
-        from harness.eval import runner
+        from vpo_harness.harness.eval import runner
 
         return getattr(runner, name)
     raise AttributeError(name)

@@ -12,10 +12,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core.metrics import DEFAULT_TAUS, Estimate
-from harness.core.seeds import unit_label, unit_seed as seed_of_unit
-from reports.tables import Cell, format_number, latex_escape, write_table
-from reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
+from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate
+from vpo_harness.harness.core.seeds import unit_label, unit_seed as seed_of_unit
+from vpo_harness.reports.tables import Cell, format_number, latex_escape, write_table
+from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
 #: config fields that must agree between compared runs (reward mode lives in the task options)
 IDENTITY_FIELDS = ("task", "split", "reward_mode", "prompt_style")
@@ -248,7 +248,7 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
                  metric_names: Sequence[str] | None = None, taus: Sequence[float] = DEFAULT_TAUS,
                  budgets: Sequence[int] | None = None) -> Comparison:
     """Every run against ``runs[0]`` on the problems both hold. ``budgets``: token budgets of the
-    compute-matched best (default: :func:`reports.pools.common_budgets`)."""
+    compute-matched best (default: :func:`vpo_harness.reports.pools.common_budgets`)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     check_comparable(runs)

@@ -16,12 +16,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core.metrics import mean_se
-from harness.core.results import is_evolve_run, run_kind
-from harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
-from reports.compare import TIE_TOL, Comparison, Row, paired_bootstrap
-from reports.tables import as_estimate, write_table
-from search.metrics import candidate_budgets, evolve_at_budgets, evolve_candidates, sampling_at_budgets
+from vpo_harness.harness.core.metrics import mean_se
+from vpo_harness.harness.core.results import is_evolve_run, run_kind
+from vpo_harness.harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
+from vpo_harness.reports.compare import TIE_TOL, Comparison, Row, paired_bootstrap
+from vpo_harness.reports.tables import as_estimate, write_table
+from vpo_harness.search.metrics import candidate_budgets, evolve_at_budgets, evolve_candidates, sampling_at_budgets
 
 BASELINE = "baseline"
 #: identity fields two evolve runs must share to be compared (as for sampling runs)
@@ -116,14 +116,14 @@ def _thresholds(folder: Path, facts: dict[str, Any], results: dict[str, Any] | N
     """Per-problem target scalar for tasks where "solved" is not "passed" (Maze): recorded in
     results.json (a property of the problems, valid even when the metrics there are stale), else
     found again from the task's problems."""
-    from search.solved import thresholds
+    from vpo_harness.search.solved import thresholds
 
     thr = (results or {}).get("thresholds")
     if isinstance(thr, dict) and all(p in thr for p in ids):
         return {p: float(thr[p]) for p in ids}
     if facts.get("task") != "maze":
         return None
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     task = get_task("maze", **(facts.get("task_options") or {}))
     probs = task.load(facts.get("split") or "test", path=facts.get("data_path"))
@@ -136,7 +136,7 @@ def _thresholds(folder: Path, facts: dict[str, Any], results: dict[str, Any] | N
 
 
 def _baseline(folder: Path, ids: list[str], thr: dict[str, float] | None) -> Baseline | None:
-    from search.solved import TOL
+    from vpo_harness.search.solved import TOL
 
     bfolder = folder / BASELINE
     if not (bfolder / CONFIG).is_file():
@@ -330,7 +330,7 @@ def compare_with_baseline(run: EvolveRun, budgets: Sequence[int] | None = None, 
 
 
 def format_comparison(comp: Comparison) -> str:
-    from reports.compare import format_table
+    from vpo_harness.reports.compare import format_table
 
     return ("evolve runs: k = candidates evaluated per problem; solved = solved by one of the first k "
             "(plain sampling: unbiased chance that k samples hold a solution); best = best task scalar among "
@@ -395,8 +395,8 @@ def draw(axes: Sequence[Any], runs: Sequence[EvolveRun], colours: Sequence[str] 
     """Solved (left) and best task scalar (right) vs candidates: the search solid, plain sampling of
     the same model dashed, one colour per run (``colours``, else by position: reports/colours.py),
     bands ±1 standard error over problems; a panel at 0 throughout gets the 0..1 axis and a note."""
-    from reports.axes import mark_all_zero
-    from reports.colours import run_styles
+    from vpo_harness.reports.axes import mark_all_zero
+    from vpo_harness.reports.colours import run_styles
 
     colours = list(colours) if colours is not None else [s.colour for s in run_styles(str(r.path) for r in runs)]
     for run, color in zip(runs, colours):

@@ -14,8 +14,8 @@ def plot_evolve(runs: Sequence[str | Path], out: str | Path, labels: Sequence[st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness.core.results import check_same_task
-    from reports.evolve import draw, load_evolve, require_candidates
+    from vpo_harness.harness.core.results import check_same_task
+    from vpo_harness.reports.evolve import draw, load_evolve, require_candidates
 
     if labels is not None and len(labels) != len(runs):
         raise ValueError(f"--labels has {len(labels)} names for {len(runs)} runs")

@@ -11,9 +11,9 @@ matplotlib.use("Agg")  # headless by default: plots are files, never windows
 import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from harness.core.suggest import did_you_mean  # noqa: E402
-from reports.axes import ZERO_NOTE, ZERO_YLIM, k_axis  # noqa: E402
-from reports.colours import run_styles  # noqa: E402
+from vpo_harness.harness.core.suggest import did_you_mean  # noqa: E402
+from vpo_harness.reports.axes import ZERO_NOTE, ZERO_YLIM, k_axis  # noqa: E402
+from vpo_harness.reports.colours import run_styles  # noqa: E402
 
 
 def _save(fig: plt.Figure, out: str | Path) -> Path:
@@ -51,7 +51,7 @@ def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
 
 
 def _curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ks, means, stderrs) of best@k or pass@k from the run's typed results (harness.core.results)."""
+    """(ks, means, stderrs) of best@k or pass@k from the run's typed results (vpo_harness.harness.core.results)."""
     est = run.summary.best if metric == "best" else run.summary.pass_at
     ks = sorted(est)
     return (np.array(ks), np.array([est[k].mean for k in ks], dtype=float),
@@ -66,7 +66,7 @@ def _label(run: Any) -> str:
 
 def plot_best_at_k(runs: Sequence[Any], out: str | Path, metric: str = "best", labels: Sequence[str] | None = None,
                    title: str | None = None) -> Path:
-    """One line per run (LoadedRun from harness.core.results.load_run), shaded ±1 standard error, log2 k axis."""
+    """One line per run (LoadedRun from vpo_harness.harness.core.results.load_run), shaded ±1 standard error, log2 k axis."""
     return _save(best_at_k_figure(runs, metric=metric, labels=labels, title=title), out)
 
 
@@ -199,9 +199,9 @@ class PlotRun:
 def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[PlotRun]:
     import json
 
-    from reports.compare import default_ks
-    from reports.pools import load_pools
-    from harness.core.results import is_evolve_run
+    from vpo_harness.reports.compare import default_ks
+    from vpo_harness.reports.pools import load_pools
+    from vpo_harness.harness.core.results import is_evolve_run
 
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
@@ -269,13 +269,13 @@ def _kind(metric: str) -> tuple[str, str, str]:
 
 
 def _per_problem(run: PlotRun, taus: Sequence[float], budgets: Sequence[int] = ()) -> dict[str, np.ndarray]:
-    from reports.pools import per_problem_metrics
+    from vpo_harness.reports.pools import per_problem_metrics
 
     return per_problem_metrics(run.pools, run.ks, ["oracle"], 0, run.pools.metric_seed, taus, budgets)
 
 
 def _est(values: np.ndarray) -> tuple[float, float]:
-    from harness.core.metrics import mean_se
+    from vpo_harness.harness.core.metrics import mean_se
 
     e = mean_se(values)
     return e.mean, e.stderr
@@ -314,12 +314,12 @@ def _series(run: PlotRun, metric: str, taus: Sequence[float]) -> tuple[np.ndarra
     if kind == "tau":
         # Cover@tau is a step function of tau (it drops at each problem's pass rate): a fine grid draws the steps
         grid = sorted({round(t, 6) for t in np.linspace(0.005, 1.0, 200)} | {float(t) for t in taus})
-        from harness.core.metrics import cover_at_tau
+        from vpo_harness.harness.core.metrics import cover_at_tau
 
         est = [_est(cover_at_tau(run.pools.passed, t)) for t in grid]  # only this: no full metric pass per tau grid
         return np.array(grid), np.array([e[0] for e in est]), np.array([e[1] for e in est])
     if kind == "tokens":
-        from harness.core import metrics as hm
+        from vpo_harness.harness.core import metrics as hm
 
         maxima = [hm.chain_maxima(s, z) for s, z in zip(run.pools.scalars, run.pools.chain_sizes)]
         cur = hm.tokens_curve(maxima, run.pools.chain_tokens)
@@ -349,7 +349,7 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
     panels share their y-limits unless ``share_y`` is False."""
     from matplotlib.patches import Patch
 
-    from harness.core.metrics import DEFAULT_TAUS
+    from vpo_harness.harness.core.metrics import DEFAULT_TAUS
 
     taus = tuple(taus or DEFAULT_TAUS)
     st = STYLES[style]

@@ -11,9 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core import metrics
-from harness.core.config import recorded_ks
-from harness.eval.selection import Pool, answer_key, applicable, selected_at_k, split_visible, visible_mask
+from vpo_harness.harness.core import metrics
+from vpo_harness.harness.core.config import recorded_ks
+from vpo_harness.harness.eval.selection import Pool, answer_key, applicable, selected_at_k, split_visible, visible_mask
 
 #: strategies shown next to best@k when a run carries what they need
 DEFAULT_STRATEGIES = ("majority", "random", "public-tests")
@@ -140,7 +140,7 @@ class RunPools:
     def _public_flags(self) -> dict[str, list[bool]]:
         """Per problem, which tests are public: read from the task's problems (the rows hold only
         verdicts). Loads the problems the way the run did."""
-        from benchmarks import get_task
+        from vpo_harness.benchmarks import get_task
 
         f = self.facts
         with get_task(f["task"], **(f.get("task_options") or {})) as task:
@@ -150,12 +150,12 @@ class RunPools:
 
 def load_pools(folder: str | Path) -> RunPools:
     """A run folder through the one reader: config (RunStore.read_config), typed results
-    (harness.core.results.read_results) and the latest rows in the ChainRow schema; errored chains are
+    (vpo_harness.harness.core.results.read_results) and the latest rows in the ChainRow schema; errored chains are
     counted and left out of the pools."""
-    from harness.core.results import read_results
-    from harness.core.rows import ChainRow
-    from harness.core.seeds import is_seed_group
-    from harness.core.store import CONFIG, RunStore, RunStoreError, latest_rows
+    from vpo_harness.harness.core.results import read_results
+    from vpo_harness.harness.core.rows import ChainRow
+    from vpo_harness.harness.core.seeds import is_seed_group
+    from vpo_harness.harness.core.store import CONFIG, RunStore, RunStoreError, latest_rows
 
     folder = Path(folder)
     if is_seed_group(folder):
@@ -196,7 +196,7 @@ def load_pools(folder: str | Path) -> RunPools:
 
 def _load_group(parent: Path) -> RunPools:
     """A seed group as one run of (problem, seed) entries: every seed's pools one after the other."""
-    from harness.core.seeds import group_state, unit_label
+    from vpo_harness.harness.core.seeds import group_state, unit_label
 
     state = group_state(parent)
     parts = [(seed, load_pools(f)) for seed, f in state.runs]

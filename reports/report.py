@@ -18,13 +18,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core.metrics import mean_over_seeds, mean_se
-from harness.core.results import is_evolve_run
-from reports.compare import Comparison, compare_runs, default_ks, display_name
-from reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
-from reports.axes import k_axis, mark_all_zero
-from reports.colours import run_styles
-from reports.tables import SEED_LEGEND, format_estimate, format_number
+from vpo_harness.harness.core.metrics import mean_over_seeds, mean_se
+from vpo_harness.harness.core.results import is_evolve_run
+from vpo_harness.reports.compare import Comparison, compare_runs, default_ks, display_name
+from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
+from vpo_harness.reports.axes import k_axis, mark_all_zero
+from vpo_harness.reports.colours import run_styles
+from vpo_harness.reports.tables import SEED_LEGEND, format_estimate, format_number
 
 CURVE_METRICS = ("best", "pass")
 
@@ -226,8 +226,8 @@ def fig_bars(views: Sequence[RunView]) -> str:
 
 def fig_field_metrics(views: Sequence[RunView]) -> str | None:
     """pass^k vs k, Cover@tau vs tau and the compute-matched best vs completion tokens (when the runs
-    recorded token counts), drawn by reports.plots so `vpo plot` and the report show the same curves."""
-    from reports.plots import PlotRun, metric_figure
+    recorded token counts), drawn by vpo_harness.reports.plots so `vpo plot` and the report show the same curves."""
+    from vpo_harness.reports.plots import PlotRun, metric_figure
 
     runs = [PlotRun(v.label, pools=v.pools, ks=v.ks, colour=v.colour) for v in views]
     names = ["pass^k", "cover"] + (["tokens"] if any(v.pools.tokens_per_chain > 0 for v in views) else [])
@@ -371,10 +371,10 @@ def _projection_note(projection: str | None) -> str:
 
 
 def fig_evolve(runs: Sequence[Any], colours: Sequence[str] | None = None) -> str | None:
-    """Evolve runs (reports.evolve.EvolveRun): fraction solved and best task scalar vs candidates
+    """Evolve runs (vpo_harness.reports.evolve.EvolveRun): fraction solved and best task scalar vs candidates
     evaluated, plain sampling of the same model at the same budget dashed; integer candidate ticks;
     ``colours``: the runs' colours in the report (default: reports/colours.py over these runs)."""
-    from reports.evolve import draw
+    from vpo_harness.reports.evolve import draw
 
     if not runs:
         return None
@@ -388,7 +388,7 @@ def fig_evolve(runs: Sequence[Any], colours: Sequence[str] | None = None) -> str
 def evolve_tables(runs: Sequence[Any], resamples: int, seed: int) -> tuple[str, dict[str, Any]]:
     """Per evolve run, its budget table next to plain sampling and the paired search-minus-sampling
     differences; with several runs, each against the first at equal budgets. Returns HTML and data."""
-    from reports.evolve import budget_table, compare_evolve, compare_with_baseline
+    from vpo_harness.reports.evolve import budget_table, compare_evolve, compare_with_baseline
 
     parts, data = [], {}
     cell = lambda e: f"{_num(e['mean'])}±{_num(e['stderr'])}" if e and e.get("n") else "-"  # noqa: E731
@@ -603,8 +603,8 @@ def build_report(run_paths: Sequence[str | Path], out: str | Path, labels: Seque
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     names = list(labels) if labels else [p.name for p in paths]
-    from harness.core.results import check_same_task
-    from reports.evolve import curves as evolve_curves, load_evolve, require_candidates
+    from vpo_harness.harness.core.results import check_same_task
+    from vpo_harness.reports.evolve import curves as evolve_curves, load_evolve, require_candidates
 
     check_same_task(paths)  # one report, one task and split
     # one colour per run for every figure of the report, evaluation and evolve runs alike

@@ -10,10 +10,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.eval.selection import selected_at_k, summarize_selected
-from reports.axes import k_axis
-from reports.pools import RunPools, load_pools, strategies_for
-from reports.tables import Cell, as_estimate, write_table
+from vpo_harness.harness.eval.selection import selected_at_k, summarize_selected
+from vpo_harness.reports.axes import k_axis
+from vpo_harness.reports.pools import RunPools, load_pools, strategies_for
+from vpo_harness.reports.tables import Cell, as_estimate, write_table
 
 
 def curves(run: RunPools, strategies: Sequence[str], seed: int = 0,
@@ -33,7 +33,7 @@ def _estimate(run: RunPools, values: np.ndarray, mc_err: np.ndarray) -> dict[str
     prints (pooling the pairs as independent problems gave a third, smaller one)."""
     if not run.seeds:
         return summarize_selected(values, mc_err)
-    from harness.core.metrics import Estimate, mean_over_seeds
+    from vpo_harness.harness.core.metrics import Estimate, mean_over_seeds
 
     per_seed = []
     for s in run.seeds:
@@ -79,12 +79,12 @@ def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, l
                   title: str | None = None, seed: int = 0) -> Path:
     """selected@k[strategy] vs k, one line per run with ±1 standard-error band; best@k of the same run
     dashed in the same colour, so the gap to the oracle is visible."""
-    from reports.plots import _save, plt
+    from vpo_harness.reports.plots import _save, plt
 
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"--labels has {len(labels)} names for {len(paths)} runs")
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
-    from reports.colours import run_styles
+    from vpo_harness.reports.colours import run_styles
 
     all_ks: set[int] = set()
     for i, (p, style) in enumerate(zip(paths, run_styles(str(p) for p in paths))):

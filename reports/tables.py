@@ -8,7 +8,7 @@ way: the terminal packs ``±`` tight so columns stay narrow, Markdown and LaTeX 
 ``NAME_seed_se``) so a spreadsheet reads them without parsing.
 
 :func:`write_table` takes a header and rows of cells, each a string, a number, an
-:class:`~harness.core.metrics.Estimate` or a :class:`Cell` (an estimate or text with bold, sign and
+:class:`~vpo_harness.harness.core.metrics.Estimate` or a :class:`Cell` (an estimate or text with bold, sign and
 a trailing note such as a confidence interval), and writes ``text``, ``markdown``, ``latex``,
 or ``csv``.
 """
@@ -20,7 +20,7 @@ import io
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from harness.core.metrics import Estimate
+from vpo_harness.harness.core.metrics import Estimate
 
 FORMATS = ("text", "markdown", "latex", "csv")
 #: what :func:`format_estimate` also writes: HTML, the standard errors in a ``<span class='se'>`` the

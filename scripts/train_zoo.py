@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.core.models.zoo import ROW_METHODS, TRAINING_SEEDS, policy_folder_name  # noqa: E402
+from vpo_harness.harness.core.models.zoo import ROW_METHODS, TRAINING_SEEDS, policy_folder_name  # noqa: E402
 
 #: the training protocol (docs/training_protocol.md): chosen before the test split is used
 RULE = {
@@ -61,9 +61,9 @@ class Step:
     needs: list[str] = field(default_factory=list)
 
     def shown(self) -> str:
-        """The command as a person types it (`vpo` is ``python -m harness.app.cli``)."""
-        argv = self.argv[3:] if self.argv[1:3] == ["-m", "harness.app.cli"] else self.argv[1:]
-        head = "vpo" if self.argv[1:3] == ["-m", "harness.app.cli"] else "python"
+        """The command as a person types it (`vpo` is ``python -m vpo_harness.harness.app.cli``)."""
+        argv = self.argv[3:] if self.argv[1:3] == ["-m", "vpo_harness.harness.app.cli"] else self.argv[1:]
+        head = "vpo" if self.argv[1:3] == ["-m", "vpo_harness.harness.app.cli"] else "python"
         return " ".join([head] + [shlex.quote(a.replace("\n", " && ")) for a in argv])   # one line per step
 
 
@@ -88,7 +88,7 @@ def plan(seeds: list[int], methods: list[str], runs: Path, dest: Path, smoke: bo
     """The steps for ``seeds`` x ``methods``: every warm start, then every RL run, then every card. In
     this order a step's needs always come earlier, so ``jobs`` workers taking steps in turn never wait
     on a step that has not started (and two RL runs of a seed train side by side)."""
-    py = [sys.executable, "-m", "harness.app.cli", "train", "--task", "maze", "--threads", str(threads)]
+    py = [sys.executable, "-m", "vpo_harness.harness.app.cli", "train", "--task", "maze", "--threads", str(threads)]
     sft_flags = {**RULE["sft"], **(SMOKE["sft"] if smoke else {})}
     rl_flags = {**RULE["rl"], **(SMOKE["rl"] if smoke else {})}
     sfts: list[Step] = []
@@ -109,7 +109,7 @@ def plan(seeds: list[int], methods: list[str], runs: Path, dest: Path, smoke: bo
                       lambda r=run: (r / "val_choice.json").is_file(), [f"s{seed}-sft"])
             folder = dest / policy_folder_name(method, seed)
             pack = Step(f"s{seed}-{method}-card",
-                        [sys.executable, "-m", "training.model_card", "--run", str(run), "--sft", str(root / "sft"),
+                        [sys.executable, "-m", "vpo_harness.training.model_card", "--run", str(run), "--sft", str(root / "sft"),
                          "--dest", str(folder), "--checkpoint", str(run / "best"),
                          "--command", "\n".join([sft.shown(), rl.shown()])] + (["--fp16"] if RULE["fp16"] else []),
                         lambda r=run, f=folder: _same_file(r / "val_choice.json", f / "val_choice.json"),

@@ -1,10 +1,10 @@
 """What the search needs of a task beyond the task protocol, kept with the search: where an answer's
 reward stopped improving (``--cut plateau``) and a task's own mutation prompt (``--prompt-mode
 evolve``), on top of how an answer is cut into steps and written back as an open prefix
-(``--prompt-mode prefix``), which lives in :mod:`harness.eval.continuation` because the trainer
+(``--prompt-mode prefix``), which lives in :mod:`vpo_harness.harness.eval.continuation` because the trainer
 writes the same prefixes.
 
-Why here and not on :class:`~benchmarks.base.Benchmark`: these serve one consumer, and a task should
+Why here and not on :class:`~vpo_harness.benchmarks.base.Benchmark`: these serve one consumer, and a task should
 not carry hooks for every consumer above it. A task is seen through a :class:`SearchAdapter`, the
 small protocol the engine calls, found by task name in :data:`ADAPTERS` (a task without an entry
 gets :class:`WordSteps`), in the way inspect_ai puts a solver around a task instead of into it.
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
-from benchmarks.base import Messages, Problem, Shown
-from harness.eval import continuation
-from harness.eval.continuation import Continuation
+from vpo_harness.benchmarks.base import Messages, Problem, Shown
+from vpo_harness.harness.eval import continuation
+from vpo_harness.harness.eval.continuation import Continuation
 
 
 class SearchAdapter(Continuation, Protocol):
@@ -51,7 +51,7 @@ class MazeSteps(continuation.MazeSteps, WordSteps):
         """The first step at which the route's reward, scored as if the route reached E right there
         (items collected, lava hit, bonus so far), reaches its best over the route: after it the
         route only walks (the real reward is zero until E, so it cannot say where progress stopped)."""
-        from benchmarks.maze_env import MazeInstance, reward_from_counts, simulate
+        from vpo_harness.benchmarks.maze_env import MazeInstance, reward_from_counts, simulate
 
         task = self.task
         inst = MazeInstance.from_problem(problem)
@@ -88,5 +88,5 @@ ADAPTERS: dict[str, type[WordSteps]] = {"maze": MazeSteps, "livecodebench": Code
 
 
 def adapter_for(task: Any) -> SearchAdapter:
-    """The search's view of ``task`` (a loaded :class:`~benchmarks.base.Benchmark`)."""
+    """The search's view of ``task`` (a loaded :class:`~vpo_harness.benchmarks.base.Benchmark`)."""
     return ADAPTERS.get(task.name, WordSteps)(task)

@@ -4,7 +4,7 @@ Precedence, for every setting: built-in defaults < ``--config openevolve.yaml`` 
 flags. Two kinds of YAML key meet a flag:
 
 - :data:`YAML_SETTINGS` (sampling, request timeout, iterations in flight): the run's own settings
-  (``search.evolve.EvolveConfig``, whose sampling section is a ``RunConfig``'s). A flag left unset
+  (``vpo_harness.search.evolve.EvolveConfig``, whose sampling section is a ``RunConfig``'s). A flag left unset
   takes the YAML's value, and only then the task's or the zoo model's default; the value then
   travels in the run's settings (config.json, the loop's client, the baseline), not through
   OpenEvolve's ``llm`` section, which the engine does not read (search/llm.py sends the requests).
@@ -22,8 +22,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from harness.core.record import lookup
-from harness.core.seeding import derive_seed
+from vpo_harness.harness.core.record import lookup
+from vpo_harness.harness.core.seeding import derive_seed
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ OpenEvolve worker whose timeouts do not kill; (3) every evaluated candidate is a
 the run store with its iteration, island, parent and inspirations the moment it is graded, which is
 what makes kill -9 + re-run exact; (4) its parallel schedule depends on which worker finishes first.
 
-Determinism. The database is :class:`search.database.OrderedProgramDatabase` (every collection it
+Determinism. The database is :class:`vpo_harness.search.database.OrderedProgramDatabase` (every collection it
 samples from iterates in id order, its own random stream, numbered copy ids), and the database is
 only ever touched in one fixed sequence of operations, whatever the timing:
 
@@ -56,11 +56,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchmarks import Benchmark, Problem
-from harness.core.seeding import derive_seed
-from search.adapters import adapter_for
-from search.evaluator import Evaluation, TaskEvaluator
-from search.llm import ChatLLM
+from vpo_harness.benchmarks import Benchmark, Problem
+from vpo_harness.harness.core.seeding import derive_seed
+from vpo_harness.search.adapters import adapter_for
+from vpo_harness.search.evaluator import Evaluation, TaskEvaluator
+from vpo_harness.search.llm import ChatLLM
 
 log = logging.getLogger("vpo.evolve")
 STATE_FILE = "vpo_state.json"  # what a checkpoint holds beyond OpenEvolve's files (see the docstring)
@@ -157,7 +157,7 @@ class ProblemEvolution:
     def __init__(self, s: EvolveSettings, problem: Problem):
         from openevolve.prompt.sampler import PromptSampler
 
-        from search.database import OrderedProgramDatabase
+        from vpo_harness.search.database import OrderedProgramDatabase
 
         self.s, self.problem = s, problem
         self.adapter = adapter_for(s.task)  # how this search reads the task's answers (search/adapters.py)
@@ -496,7 +496,7 @@ class ProblemEvolution:
         """The task's own mutation prompt (``SearchAdapter.mutation_prompt``) for non-code tasks that have
         one: the parent and inspirations with their reward vectors, answers in the task's format.
         Code tasks keep OpenEvolve's prompt (programs, diffs, artifacts)."""
-        from benchmarks.base import Shown
+        from vpo_harness.benchmarks.base import Shown
 
         if self.s.code:
             return None

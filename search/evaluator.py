@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks import Benchmark, Problem
+from vpo_harness.benchmarks import Benchmark, Problem
 
 #: MAP-Elites feature dimensions per task when the config does not name any
 DEFAULT_FEATURES: dict[str, tuple[str, ...]] = {
@@ -91,7 +91,7 @@ class TaskEvaluator:
     def evaluate_text(self, text: str, m: int) -> list[Evaluation]:
         """Parse a completion written for the task prompt (``m`` numbered answers, or one) and grade
         every answer, through the one chain-scoring function the runner uses."""
-        from benchmarks.scoring import score_chain
+        from vpo_harness.benchmarks.scoring import score_chain
 
         t0 = time.perf_counter()
         sc = score_chain(self.task, self.problem, text, m)
@@ -160,7 +160,7 @@ def program_output(task: Benchmark, problem: Problem, code: str, test_input: str
     """What ``code`` prints (stdin tasks) or returns (functional) on one public input, run in the
     sandbox; None when it cannot be told (the driver API moved, the run died)."""
     try:
-        from benchmarks.livecodebench_judge import WALL_FACTOR, lcb_driver_source, run_limits
+        from vpo_harness.benchmarks.livecodebench_judge import WALL_FACTOR, lcb_driver_source, run_limits
 
         d = problem.data
         timeout = float(task.options.get("timeout_s", 6.0))

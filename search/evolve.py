@@ -24,9 +24,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks import Problem, get_task
-from harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder
-from harness.core.store import RunStore, latest_rows, write_json_atomic
+from vpo_harness.benchmarks import Problem, get_task
+from vpo_harness.harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder
+from vpo_harness.harness.core.store import RunStore, latest_rows, write_json_atomic
 
 CODE_TASKS = {"livecodebench"}
 #: seconds per LLM request where neither --timeout nor the YAML's llm.timeout says
@@ -75,7 +75,7 @@ class EvolveConfig:
             raise ValueError(f"-m must be >= 1, got {self.m}")
         if self.prompt_mode not in PROMPT_MODES:
             raise ValueError(f"--prompt-mode must be one of {', '.join(PROMPT_MODES)}, got {self.prompt_mode!r}")
-        from search.engine import CUT_RULES
+        from vpo_harness.search.engine import CUT_RULES
 
         if self.cut not in CUT_RULES:
             raise ValueError(f"--cut must be one of {', '.join(CUT_RULES)}, got {self.cut!r}")
@@ -95,9 +95,9 @@ class EvolveConfig:
         """The task, model, sampling and execution sections, as `vpo run` holds them (as typed; the
         identity reads :meth:`canonical_run`): the pool is iterations + 1 chains of m answers per
         problem, read at k = 1, and the zoo model's trained prompt style and budget fill what the
-        flags left open (:func:`~harness.core.models.zoo.prompt_settings`, the rule `vpo run` follows,
+        flags left open (:func:`~vpo_harness.harness.core.models.zoo.prompt_settings`, the rule `vpo run` follows,
         a served model's defaults included)."""
-        from harness.core.models.zoo import prompt_settings
+        from vpo_harness.harness.core.models.zoo import prompt_settings
 
         where = flat_fields()
         flat = {name: copy.deepcopy(getattr(self, name))
@@ -108,21 +108,21 @@ class EvolveConfig:
         return RunConfig.of(**flat)
 
     def _model_defaults(self, spec: str) -> Any:
-        """The model's trained defaults (:func:`harness.core.models.model_defaults`: a served model's
+        """The model's trained defaults (:func:`vpo_harness.harness.core.models.model_defaults`: a served model's
         from its server's /v1/models entry), asked once per config: the identity is read several times."""
         if "_defaults" not in self.__dict__:
-            from harness.core.models import model_defaults
+            from vpo_harness.harness.core.models import model_defaults
 
             self.__dict__["_defaults"] = model_defaults(spec, base_url=self.base_url, model_args=self.model_args)
         return self.__dict__["_defaults"]
 
     def canonical_run(self, task: Any = None) -> RunConfig:
         """:meth:`run_config` in the form a run is identified by (the runner's
-        :func:`~harness.eval.runner.canonical_config`: a zoo model's folder is its name, an unset
+        :func:`~vpo_harness.harness.eval.runner.canonical_config`: a zoo model's folder is its name, an unset
         temperature / top-p the task's default). ``task``: the loaded task, else its registered class
         (its defaults are class settings; nothing is built)."""
-        from benchmarks import task_class
-        from harness.eval.runner import canonical_config
+        from vpo_harness.benchmarks import task_class
+        from vpo_harness.harness.eval.runner import canonical_config
 
         return canonical_config(self.run_config(), task if task is not None else task_class(self.task))
 
@@ -160,7 +160,7 @@ class EvolveConfig:
 
     def default_out(self, task: Any = None) -> Path:
         """A deterministic folder from the identity, named by the rule every run folder is
-        (:func:`~harness.core.config.run_folder`), so repeating a command resumes the same run."""
+        (:func:`~vpo_harness.harness.core.config.run_folder`), so repeating a command resumes the same run."""
         ident = self.identity(task)
         stem = f"evo-{self.task}-{model_slug(ident['model']['spec'])}-{self.prompt_mode}-m{self.m}"
         return run_folder(stem, ident)
@@ -169,11 +169,11 @@ class EvolveConfig:
         """The folder this command was named before evolve identities were canonical: the model as
         typed, an unset temperature as None, the pool's ks inside the identity, hashed as unsorted
         JSON. Frozen (tests/harness/test_evolve_config.py pins it): only read, so such a folder
-        still resumes (:func:`~harness.eval.runner.older_name_or`)."""
+        still resumes (:func:`~vpo_harness.harness.eval.runner.older_name_or`)."""
         import hashlib
 
-        from harness.core.models import identity_args
-        from harness.core.store import dumps
+        from vpo_harness.harness.core.models import identity_args
+        from vpo_harness.harness.core.store import dumps
 
         rc = self.run_config()
         sampling = {"m": self.m, "temperature": self.temperature, "top_p": self.top_p,
@@ -201,7 +201,7 @@ EVOLVE_EXECUTION = ("serve_threads", "timeout_s", "parallel")
 
 def _declare() -> dict[str, tuple[str, ...]]:
     """Every EvolveConfig field by section: a field named as a `vpo run` setting (a RunConfig field
-    or alias, :func:`~harness.core.config.flat_fields`) is in that setting's section; the rest are
+    or alias, :func:`~vpo_harness.harness.core.config.flat_fields`) is in that setting's section; the rest are
     the search's own, declared above. A field in neither list or in both fails
     tests/harness/test_evolve_config.py, so a new setting must be declared identity or execution."""
     where = flat_fields()
@@ -230,12 +230,12 @@ def check_parallel(w: Any, lag: int, where: str) -> int:
 
 def with_yaml(cfg: EvolveConfig, user_cfg: dict[str, Any]) -> EvolveConfig:
     """``cfg`` with what the flags left unset taken from the OpenEvolve YAML
-    (:data:`search.config.YAML_SETTINGS`: sampling, timeout, iterations in flight), then the
+    (:data:`vpo_harness.search.config.YAML_SETTINGS`: sampling, timeout, iterations in flight), then the
     defaults of the settings that have one here (timeout, parallel = lag); the task's and the zoo
     model's defaults fill the rest later (:meth:`EvolveConfig.canonical_run`). So the precedence is
     defaults < YAML < flags for every setting, and the values travel in the run's own settings.
     The YAML keys the run does not take are named on stderr, one line each."""
-    from search.config import unused_keys, yaml_settings
+    from vpo_harness.search.config import unused_keys, yaml_settings
 
     where = cfg.config_path
     given = {k: v for k, v in yaml_settings(user_cfg, where).items() if getattr(cfg, k) is None}
@@ -255,9 +255,9 @@ def _record(cfg: EvolveConfig, task: Any, problems: Sequence[Problem], user_cfg:
             run: RunConfig) -> dict[str, Any]:
     """config.json in the store's format: ``identity`` (checked on resume; ``run`` is
     ``cfg.canonical_run(task)``) + how it ran."""
-    from harness.core.config import CONFIG_FORMAT
-    from harness.core.metrics import METRIC_SEED
-    from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
+    from vpo_harness.harness.core.config import CONFIG_FORMAT
+    from vpo_harness.harness.core.metrics import METRIC_SEED
+    from vpo_harness.harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
 
     execution = {**cfg.sections()["execution"], "base_url": cfg.base_url, "model_args": dict(cfg.model_args)}
     sampling = {"temperature": run.sampling.temperature, "top_p": run.sampling.top_p}
@@ -287,7 +287,7 @@ def _rows_by_problem(folder: Path, iterations: int) -> dict[str, list[dict[str, 
 
 
 def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem], iterations: int) -> bool:
-    from search.engine import complete_iterations
+    from vpo_harness.search.engine import complete_iterations
 
     return all(iterations in complete_iterations(rows.get(p.id, [])) and
                len(complete_iterations(rows.get(p.id, []))) == iterations + 1 for p in problems)
@@ -295,10 +295,10 @@ def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem]
 
 def run_evolve(cfg: EvolveConfig) -> Path:
     """Run or resume an evolve run; returns its folder."""
-    from harness.eval.runner import older_name_or
-    from search import config as oecfg
-    from search.evaluator import default_feature_dimensions
-    from search.problems import select
+    from vpo_harness.harness.eval.runner import older_name_or
+    from vpo_harness.search import config as oecfg
+    from vpo_harness.search.evaluator import default_feature_dimensions
+    from vpo_harness.search.problems import select
 
     cfg.validate()
     user_cfg = oecfg.read_yaml(cfg.config_path) if cfg.config_path else {}
@@ -332,7 +332,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
         server = None
         base_url = cfg.base_url
         model_name = cfg.model.split(":", 1)[1] if cfg.model.startswith("openai:") else cfg.model
-        from search.server_process import ManagedServer, needs_server
+        from vpo_harness.search.server_process import ManagedServer, needs_server
 
         try:
             if needs_server(cfg.model) and not (finished and base_done):
@@ -375,11 +375,11 @@ async def _evolve_all(cfg: EvolveConfig, run: RunConfig, task: Any, problems: Se
     with up to ``parallel`` iterations in flight, and at most ``concurrency`` LLM requests in flight
     over all of them. None of these limits changes a row (search/engine.py's schedule). The
     sampling settings are the run's (``run``, canonical: flags, YAML, then the task's defaults)."""
-    from harness.core.progress import progress as tqdm
+    from vpo_harness.harness.core.progress import progress as tqdm
 
-    from search.engine import EvolveSettings, ProblemEvolution
-    from search.llm import ChatLLM
-    from search.solved import solved_fn
+    from vpo_harness.search.engine import EvolveSettings, ProblemEvolution
+    from vpo_harness.search.llm import ChatLLM
+    from vpo_harness.search.solved import solved_fn
 
     args = client_args(cfg)
     if oe.llm.api_key and "api_key" not in args:  # the OpenEvolve YAML's key, as OpenEvolve would use it
@@ -456,8 +456,8 @@ def client_args(cfg: EvolveConfig) -> dict[str, Any]:
     timeout, endpoint and fail-fast policy per run. An ``openai:`` model's ``--model-args`` (checked
     against the backend's arguments), with ``--timeout`` and ``--concurrency`` where they leave them
     open; a model the run serves itself has args for the server, not for the client."""
-    from harness.core.models import accepted_args, check_args
-    from harness.core.models.openai_server import OpenAIServerBackend
+    from vpo_harness.harness.core.models import accepted_args, check_args
+    from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
 
     args = dict(cfg.model_args) if cfg.model.startswith("openai:") else {}
     args.setdefault("timeout", cfg.timeout_s)
@@ -476,9 +476,9 @@ def _baseline(cfg: EvolveConfig, run: RunConfig, folder: Path, base_url: str, mo
     problems are given; the folder records their ids and fingerprint, and older baselines had none)
     and RUN/baseline as its folder. The served model is reached through the openai backend, but the
     baseline's identity names the model itself (the server's port is not part of what the run is)."""
-    from harness.core.models import load_backend
-    from harness.eval.runner import run as run_sampling
-    from search.metrics import candidate_budgets
+    from vpo_harness.harness.core.models import load_backend
+    from vpo_harness.harness.eval.runner import run as run_sampling
+    from vpo_harness.search.metrics import candidate_budgets
 
     rc = replace(run, task=replace(run.task, limit=None),
                  sampling=replace(run.sampling, seed=run.sampling.seed + 1,
@@ -493,10 +493,10 @@ def _baseline(cfg: EvolveConfig, run: RunConfig, folder: Path, base_url: str, mo
 
 def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequence[Problem],
                     record: dict[str, Any]) -> dict[str, Any]:
-    from harness.core import metrics as hm
-    from search.engine import complete_iterations
-    from search.metrics import baseline_curves, candidate_budgets, evolve_curves
-    from search.solved import TOL, thresholds
+    from vpo_harness.harness.core import metrics as hm
+    from vpo_harness.search.engine import complete_iterations
+    from vpo_harness.search.metrics import baseline_curves, candidate_budgets, evolve_curves
+    from vpo_harness.search.solved import TOL, thresholds
 
     by_p = _rows_by_problem(folder, cfg.iterations)
     rows = [r for p in problems for rs in complete_iterations(by_p.get(p.id, [])).values() for r in rs]

@@ -1,7 +1,7 @@
 """The mutation operator's LLM calls: one OpenAI-compatible chat completion per iteration.
 
 The request, its retries, the per-attempt deadline, the endpoints and the fail-fast on a server that
-cannot be reached are the openai backend's (:class:`harness.core.models.openai_server.OpenAIServerBackend`,
+cannot be reached are the openai backend's (:class:`vpo_harness.harness.core.models.openai_server.OpenAIServerBackend`,
 awaited through its ``generate_one`` in the evolve loop's own event loop): the loop and the run's
 plain-sampling baseline, which goes through the same backend, follow one policy, set by the same
 keyword arguments. The request ``seed`` is derived from the run seed, the problem and the iteration
@@ -11,7 +11,7 @@ iteration on a re-run.
 ``base_url`` may list several servers (``URL1,URL2``: a fleet of vLLM replicas behind no load
 balancer): least-in-flight routing, dead servers ejected and re-admitted after a health check, and a
 request that fails on one server is retried on another
-(:class:`harness.core.models.endpoints.EndpointPool`).
+(:class:`vpo_harness.harness.core.models.endpoints.EndpointPool`).
 
 Where a request fails for good, the search stops (a child the loop never got cannot be replaced by
 an empty one without changing the search): :class:`LLMUnreachable` when no connection could be
@@ -26,10 +26,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.models.base import SamplingConfig, chat_template_args as template_args
-from harness.core.models.endpoints import connect_failure, split_urls, within
-from harness.core.models.transport import RemoteProtocolError, Timeout
-from harness.core.models.openai_server import OpenAIServerBackend, RequestDeadline, ServerUnreachable
+from vpo_harness.harness.core.models.base import SamplingConfig, chat_template_args as template_args
+from vpo_harness.harness.core.models.endpoints import connect_failure, split_urls, within
+from vpo_harness.harness.core.models.transport import RemoteProtocolError, Timeout
+from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend, RequestDeadline, ServerUnreachable
 
 #: no connection could be opened to the server(s): the openai backend's own error, under the name the
 #: evolve command catches
@@ -76,7 +76,7 @@ class ChatLLM:
         Each ``GET /models`` is bounded by the backend's own ``deadline`` (as every request is), so a
         server that accepts the connection and never answers fails this check within it. A server
         that answers with an error (a proxy without ``/models``) is up: it is reported, not fatal."""
-        from harness.core.printable import printable
+        from vpo_harness.harness.core.printable import printable
 
         models: list[str] = []
         dead: list[str] = []
@@ -109,7 +109,7 @@ class ChatLLM:
     async def complete(self, messages: list[dict[str, Any]], seed: int, *, prefix: str = "") -> Completion:
         """One answer to ``messages`` (sent as given). ``prefix``: the start of the assistant's answer,
         continued by the model (sent by the openai backend as
-        :func:`harness.core.models.prefill.prefill_fields` says); the text is prefix + continuation."""
+        :func:`vpo_harness.harness.core.models.prefill.prefill_fields` says); the text is prefix + continuation."""
         gen = await self.backend.generate_one(messages, seed, self.sampling, prefix=prefix)
         if gen.error is not None:
             raise LLMError(f"LLM server at {gen.extra.get('endpoint', self.base_url)} failed a request after "

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from harness.core.metrics import best_at_k_curve, mean_se, pass_at_k
+from vpo_harness.harness.core.metrics import best_at_k_curve, mean_se, pass_at_k
 
 
 def _curve(values: np.ndarray, xs: Sequence[int]) -> dict[str, list]:

@@ -11,13 +11,13 @@ from typing import Sequence
 
 import numpy as np
 
-from benchmarks import Problem
+from vpo_harness.benchmarks import Problem
 
 
 def hardest(runs: Sequence[str | Path], n: int, task_name: str) -> list[str]:
     """Ids of the ``n`` problems with the lowest best@k (mean over ``runs``), ties by id."""
-    from harness.core.metrics import best_at_k
-    from harness.core.store import RunStore, latest_rows
+    from vpo_harness.harness.core.metrics import best_at_k
+    from vpo_harness.harness.core.store import RunStore, latest_rows
 
     totals: dict[str, list[float]] = {}
     for run in runs:

@@ -30,13 +30,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterator, Sequence
 
-from harness.core.models import add_chat_template_args, kv_arg
-from harness.core.models.base import Backend
-from harness.core.models.served_defaults import publish
-from harness.core.models.zoo import GenerationDefaults
-from search.server_process import CHILD_ARGS, CHILD_ARGS_FLAG
-from search.serve_batcher import Batcher
-from search.serve_protocol import (  # noqa: F401  (re-exported: the server's public names)
+from vpo_harness.harness.core.models import add_chat_template_args, kv_arg
+from vpo_harness.harness.core.models.base import Backend
+from vpo_harness.harness.core.models.served_defaults import publish
+from vpo_harness.harness.core.models.zoo import GenerationDefaults
+from vpo_harness.search.server_process import CHILD_ARGS, CHILD_ARGS_FLAG
+from vpo_harness.search.serve_batcher import Batcher
+from vpo_harness.search.serve_protocol import (  # noqa: F401  (re-exported: the server's public names)
     DEFAULT_MAX_TOKENS,
     BadRequest,
     Job,
@@ -466,7 +466,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     if kind == "openai":
         raise ValueError("an openai: model is already a server; pass it to clients directly")
     if kind == "vllm":
-        from search.server_process import serve_vllm
+        from vpo_harness.search.server_process import serve_vllm
 
         return serve_vllm(spec, host=host, port=port, model_args=model_args or {}, served_name=served_name,
                           chat_template_args=chat_template_args or {}, log_path=log_path)
@@ -476,7 +476,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     import torch  # every local backend but mock is torch; the setting must precede the model load
 
     torch.set_num_threads(int(threads) if threads else default_threads())
-    from harness.core.models import deterministic, load_backend, model_defaults, parse_spec
+    from vpo_harness.harness.core.models import deterministic, load_backend, model_defaults, parse_spec
 
     backend = load_backend(spec, model_args=model_args or {})
     name = served_name or parse_spec(spec)[1]  # the model's name, as vLLM's server reports its --model
@@ -538,14 +538,14 @@ def _child_args(text: str) -> dict[str, dict[str, Any]]:
 
 def structured_args(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``model_args`` and ``chat_template_args``: the user's k=v flags, or what a parent handed over
-    as JSON (:data:`~search.server_process.CHILD_ARGS_FLAG`)."""
+    as JSON (:data:`~vpo_harness.search.server_process.CHILD_ARGS_FLAG`)."""
     given = {name: dict(getattr(args, name) or {}) for name in CHILD_ARGS}
     given.update(getattr(args, "args_json", None) or {})
     return given
 
 
 def parser() -> argparse.ArgumentParser:
-    """The flags of ``python -m search.serve``: `vpo serve`'s, plus the one a parent process uses."""
+    """The flags of ``python -m vpo_harness.search.serve``: `vpo serve`'s, plus the one a parent process uses."""
     p = argparse.ArgumentParser(prog="vpo serve")
     add_serve_arguments(p)
     p.add_argument(CHILD_ARGS_FLAG, dest="args_json", type=_child_args, default=None, help=argparse.SUPPRESS)
@@ -561,7 +561,7 @@ def serve_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `vpo serve` child that `vpo evolve` starts (``python -m search.serve``)."""
+    """The `vpo serve` child that `vpo evolve` starts (``python -m vpo_harness.search.serve``)."""
     args = parser().parse_args(argv)
     try:
         return serve_args(args)

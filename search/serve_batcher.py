@@ -16,9 +16,9 @@ import threading
 import time
 from typing import Any, Callable
 
-from harness.core.models.base import Backend, GenRequest, check_prefill
-from harness.core.models.prefill import continuation
-from search.serve_protocol import Job
+from vpo_harness.harness.core.models.base import Backend, GenRequest, check_prefill
+from vpo_harness.harness.core.models.prefill import continuation
+from vpo_harness.search.serve_protocol import Job
 
 
 class Batcher:

@@ -18,8 +18,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.models.base import SamplingConfig
-from harness.core.seeding import derive_seed
+from vpo_harness.harness.core.models.base import SamplingConfig
+from vpo_harness.harness.core.seeding import derive_seed
 
 #: completion budget when a request names none (capped at the model's context)
 DEFAULT_MAX_TOKENS = 512

@@ -1,6 +1,6 @@
 """`vpo evolve` starts a server for local models: a child process on a free loopback port.
 
-``hf:``, zoo and ``mock:`` specs get `vpo serve` (``python -m search.serve``); ``vllm:`` specs get
+``hf:``, zoo and ``mock:`` specs get `vpo serve` (``python -m vpo_harness.search.serve``); ``vllm:`` specs get
 vLLM's own OpenAI server (search/vllm_serve.py). Either way the child is started in its own process
 group with a parent-death signal (Linux ``prctl``), so it goes away when the evolve run ends normally,
 on an error, on Ctrl-C, and even when the run is killed with -9. Readiness is an HTTP ``/health``
@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from harness.core.paths import REPO_ROOT
+from vpo_harness.harness.core.paths import REPO_ROOT
 
 #: the child flag through which the served model gets its model and chat-template arguments as one
 #: JSON object, types as given: k=v text parsed again would turn the string "true" into True and
@@ -91,11 +91,11 @@ class ManagedServer:
 
     def command(self) -> list[str]:
         if is_vllm(self.spec):
-            from search.vllm_serve import server_command
+            from vpo_harness.search.vllm_serve import server_command
 
             return server_command(self.spec, host=self.host, port=int(self.port or 0), served_name=self.served_name,
                                   model_args=self.model_args, chat_template_args=self.chat_template_args)
-        cmd = [sys.executable, "-m", "search.serve", "--model", self.spec, "--host", self.host,
+        cmd = [sys.executable, "-m", "vpo_harness.search.serve", "--model", self.spec, "--host", self.host,
                "--port", str(self.port), "--max-batch", str(self.max_batch)]
         cmd += ["--served-name", self.served_name]
         if self.threads:

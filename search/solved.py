@@ -11,13 +11,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from benchmarks import Benchmark, Problem
+from vpo_harness.benchmarks import Benchmark, Problem
 
 TOL = 1e-6
 
 
 def maze_optimal_scalar(task: Benchmark, problem: Problem) -> float:
-    from benchmarks.maze_search import best_route_detail
+    from vpo_harness.benchmarks.maze_search import best_route_detail
 
     mode = getattr(task, "reward_mode", "linear")
     detail = best_route_detail(_key(problem), (0.25, 0.25, 0.25, 0.25), mode)
@@ -26,7 +26,7 @@ def maze_optimal_scalar(task: Benchmark, problem: Problem) -> float:
 
 def _key(problem: Problem) -> Any:
     """best_route_detail is lru_cached on its arguments; a MazeInstance is hashable, a dict is not."""
-    from benchmarks.maze_env import MazeInstance
+    from vpo_harness.benchmarks.maze_env import MazeInstance
 
     return MazeInstance.from_problem(problem)
 

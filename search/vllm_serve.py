@@ -102,7 +102,7 @@ def server_command(spec: str, *, host: str, port: int, served_name: str, model_a
                    chat_template_args: dict[str, Any] | None = None, python: str | None = None,
                    cpu: bool | None = None) -> list[str]:
     """The argv of vLLM's OpenAI server for a ``vllm:MODEL`` spec (zoo names resolved to folders)."""
-    from harness.core.models import parse_spec, zoo
+    from vpo_harness.harness.core.models import parse_spec, zoo
 
     kind, model = parse_spec(spec)
     if kind != "vllm":

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from harness.core.paths import shared_data_dir
+from vpo_harness.harness.core.paths import shared_data_dir
 
 _SHARED_MARKS = ("shared_data_dir(", '"shared"')
 
@@ -72,7 +72,7 @@ def _session_generation_cache(tmp_path_factory: pytest.TempPathFactory) -> Itera
     """Runs made by module- and session-scoped fixtures (set up before any test's own cache below)
     never write to the user's ~/.cache either."""
     global _USER_MODELS
-    from harness.core import paths
+    from vpo_harness.harness.core import paths
 
     before = os.environ.get(paths.CACHE_ENV)
     os.environ.pop(paths.DEPRECATED_GENERATIONS_ENV, None)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from harness.core import metrics
+from vpo_harness.harness.core import metrics
 
 EPS = 1e-6
 
@@ -106,7 +106,7 @@ def dedupe_chains(rewards: np.ndarray, keys: Sequence[Sequence[Sequence[Any]]]) 
 def dirichlet_weights(groups: int, K: int, d: int, alpha: float = 1.0,
                       rng: np.random.Generator | None = None) -> np.ndarray:
     """(groups, K, d) i.i.d. Dirichlet(alpha * 1_d) weight vectors, one set of K per prompt group
-    (the same sampler as the evaluation's VPO objective, harness.core.metrics.dirichlet_weights)."""
+    (the same sampler as the evaluation's VPO objective, vpo_harness.harness.core.metrics.dirichlet_weights)."""
     return metrics.dirichlet_weights(d, K, alpha, np.random.default_rng(rng), size=(groups,))
 
 

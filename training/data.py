@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from benchmarks.base import Benchmark, Problem
+from vpo_harness.benchmarks.base import Benchmark, Problem
 
 LETTER = {"UP": "U", "DOWN": "D", "LEFT": "L", "RIGHT": "R"}
 WORD = {v: k for k, v in LETTER.items()}
@@ -49,7 +49,7 @@ def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: in
 
     Search is the slow part (seconds per maze), so results are cached as JSON keyed by maze id.
     """
-    from benchmarks.maze import best_route
+    from vpo_harness.benchmarks.maze import best_route
 
     cached: dict[str, list[dict[str, Any]]] = {}
     if cache is not None and Path(cache).exists():
@@ -57,7 +57,7 @@ def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: in
     rng = np.random.default_rng(seed)
     todo = [p for p in problems if p.id not in cached]
     try:
-        from harness.core.progress import progress as tqdm
+        from vpo_harness.harness.core.progress import progress as tqdm
         it = tqdm(todo, desc="search targets", disable=len(todo) < 20)
     except ImportError:  # pragma: no cover
         it = todo
@@ -79,7 +79,7 @@ def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: in
 
 
 def task_instance(problem: Problem) -> Any:
-    from benchmarks.maze_env import MazeInstance
+    from vpo_harness.benchmarks.maze_env import MazeInstance
     return MazeInstance.from_problem(problem)
 
 
@@ -109,7 +109,7 @@ def make_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[st
     route, cut uniformly, is an open assistant turn and the target is the rest of the completion; those
     examples are triples (messages, rest, prefix).
     """
-    from training.prefix import cut_route, draws_prefix, split_completion
+    from vpo_harness.training.prefix import cut_route, draws_prefix, split_completion
 
     rng = np.random.default_rng(seed)
     out: list[tuple[list[dict[str, str]], str]] = []
@@ -146,7 +146,7 @@ def encode_pairs(tokenizer: Any, pairs: Sequence[tuple]) -> Encoded:
     """Prompt rendered with the chat template; loss only on the completion and its end token. A triple
     (messages, completion, prefix) renders the prefix as an open assistant turn, as the backends render
     a prefilled request, so the prefix is context and only the continuation is trained."""
-    from training.prefix import render_prompt
+    from vpo_harness.training.prefix import render_prompt
 
     seqs, labs = [], []
     for msgs, completion, *prefix in pairs:

@@ -69,8 +69,8 @@ def train(args: Settings) -> int:
 
 def run_native(args: Settings) -> int:
     """The bundled CPU trainer: SFT warm start and/or RL from it, on the Maze task."""
-    from training.rl import RLConfig, train_rl
-    from training.sft import SFTConfig, train_sft
+    from vpo_harness.training.rl import RLConfig, train_rl
+    from vpo_harness.training.sft import SFTConfig, train_sft
 
     if args.task != "maze":
         raise ValueError(f"only --task maze has a bundled trainer (got {args.task!r})")
@@ -99,7 +99,7 @@ def run_native(args: Settings) -> int:
 
 
 def run_trl(args: Settings) -> int:
-    from training.trl_vpo import TRLVPOConfig, train_trl
+    from vpo_harness.training.trl_vpo import TRLVPOConfig, train_trl
 
     given = {k: v for k, v in (("prompts_per_step", args.prompts_per_step), ("steps", args.rl_steps),
                                ("lr", args.rl_lr), ("minibatches", args.minibatches),
@@ -120,9 +120,9 @@ def run_verl(args: Settings) -> int:
     import shutil
     import subprocess
 
-    from training import verl_plan as V
-    from training.model_card import write_verl_card
-    from training.verl_export import VerlLaunch, launch_command, write_launch
+    from vpo_harness.training import verl_plan as V
+    from vpo_harness.training.model_card import write_verl_card
+    from vpo_harness.training.verl_export import VerlLaunch, launch_command, write_launch
 
     out = Path(args.out or f"runs/verl/{args.task}-{args.method}")
     extra = V.split_overrides(args.verl_args) if args.verl_args else []
@@ -181,8 +181,8 @@ def _verl_data(args: Settings, common: dict) -> tuple[Path, Path, str]:
     """(train file, validation file, how the validation set was chosen): --val-holdout N, else
     --val-split, else the task's validation split, or a hold-out of the train split when that split is
     the validation split itself (MuSiQue offline: ``test`` is ``validation``)."""
-    from training import verl_plan as V
-    from training.verl_export import VerlExport, export
+    from vpo_harness.training import verl_plan as V
+    from vpo_harness.training.verl_export import VerlExport, export
 
     def holdout(n: int) -> tuple[Path, Path, str]:
         t = export(VerlExport(split=args.split, limit=args.limit, holdout=n, part="train", name="train", **common))

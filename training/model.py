@@ -2,7 +2,7 @@
 
 Why a stock architecture and a stock tokenizer class: the checkpoints must load through
 ``AutoModelForCausalLM`` / ``AutoTokenizer`` (the ``hf`` backend, vLLM) without special cases, and the
-harness renders prompts with the tokenizer's own ``chat_template`` (harness.core.models.prompting).
+harness renders prompts with the tokenizer's own ``chat_template`` (vpo_harness.harness.core.models.prompting).
 
 Why characters for the grid and words for the moves: the maze prompt is a grid of single symbols and
 the answer is the paper's format, move words (``<answer>RIGHT RIGHT DOWN</answer>``), so one token per

@@ -1,6 +1,6 @@
 """Package a trained run as a bundled checkpoint: HF files, curves and a model card README.md.
 
-    python -m training.model_card --run runs/train/maze-vpo --sft runs/train/maze-sft \
+    python -m vpo_harness.training.model_card --run runs/train/maze-vpo --sft runs/train/maze-sft \
         --dest checkpoints/maze-tiny-vpo --command "vpo train ..." --demo runs/demo \
         [--checkpoint runs/train/maze-vpo/step_0050]   # the step chosen on validation (default: last)
 
@@ -50,7 +50,7 @@ def eval_command(model_dir: str | Path, task: str, method: str, m: int, *, task_
                  split: str = "test") -> str:
     """`vpo run` on a checkpoint folder. No --prompt-style / --max-tokens: `vpo run` reads them from the
     folder's vpo_training.json (:func:`generation_record`), the settings the policy was trained with."""
-    from training.advantages import MULTI_ANSWER
+    from vpo_harness.training.advantages import MULTI_ANSWER
 
     parts = ["vpo run", f"--task {task}", f"--model hf:{Path(model_dir).resolve()}", f"--split {split}"]
     if task_args:
@@ -60,7 +60,7 @@ def eval_command(model_dir: str | Path, task: str, method: str, m: int, *, task_
 
 
 def generation_record(prompt_style: str, max_new_tokens_single: int, max_new_tokens_multi: int) -> dict:
-    """The keys of vpo_training.json's ``config`` that harness.core.models.zoo.generation_defaults reads."""
+    """The keys of vpo_training.json's ``config`` that vpo_harness.harness.core.models.zoo.generation_defaults reads."""
     return {"prompt_style": prompt_style, "max_new_tokens_single": int(max_new_tokens_single),
             "max_new_tokens_multi": int(max_new_tokens_multi)}
 
@@ -146,7 +146,7 @@ def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None
         if (src / f).exists():
             shutil.copy2(src / f, dest / f)
     if fp16:
-        from training.model import store_fp16
+        from vpo_harness.training.model import store_fp16
 
         store_fp16(dest)
     for f in ("rl_curves.png", "rl_config.json", "val_curves.jsonl", "val_choice.json"):

@@ -7,7 +7,7 @@ trained on pairs built here, from the exact route search on training mazes only:
 - parents come from three sources, so the operator sees the kinds of routes a search population
   holds: random walks (mostly failing routes), perturbed optimal routes (cut short, a detour spliced
   in, a stretch reversed: near misses) and, optionally, routes a policy actually wrote (a run's pool);
-- targets are the search's optimal routes (one per component weighting, ``training.data.search_targets``)
+- targets are the search's optimal routes (one per component weighting, ``vpo_harness.training.data.search_targets``)
   that either raise the task scalar over the parent or are not dominated by it (a different trade-off);
   the parent itself is never a target, so copying the parent is never taught.
 
@@ -20,8 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Problem, Shown
-from training.data import WORD, chain_completion, route_letters, route_words, single_completion
+from vpo_harness.benchmarks.base import Benchmark, Problem, Shown
+from vpo_harness.training.data import WORD, chain_completion, route_letters, route_words, single_completion
 
 LETTERS = "UDLR"
 

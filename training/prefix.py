@@ -6,7 +6,7 @@ continuation. A policy that only ever began its answers itself has never seen th
 the open answer with another answer's tag. Training a documented fraction of prompts from such a start
 (SFT and RL alike) teaches it to continue any prefix in its own format.
 
-The prefix text comes from the task's continuation (:mod:`harness.eval.continuation`: ``steps`` /
+The prefix text comes from the task's continuation (:mod:`vpo_harness.harness.eval.continuation`: ``steps`` /
 ``prefix``), the same rule the search engine's adapter uses, and the cut is uniform over 0 .. steps - 1 as the engine's ``uniform`` cut is, so
 a training prefix and an evolve prefix of the same route and cut are the same string. This module is
 the only place training calls that rule.
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Problem
-from harness.eval.continuation import continuation_for
+from vpo_harness.benchmarks.base import Benchmark, Problem
+from vpo_harness.harness.eval.continuation import continuation_for
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def render_prompt(messages: list[dict[str, str]], tokenizer: Any, prefix: str = 
                   template_args: dict[str, Any] | None = None) -> str:
     """The text the policy continues: the chat template with ``prefix`` as an open assistant turn, the
     call the hf backend makes for a prefilled request (so training and evolve render alike)."""
-    from harness.core.models.prompting import render_messages
+    from vpo_harness.harness.core.models.prompting import render_messages
 
     return render_messages(messages, tokenizer, template_args, prefix=prefix)
 

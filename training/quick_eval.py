@@ -10,12 +10,12 @@ import argparse
 import numpy as np
 import torch
 
-from benchmarks import get_task
-from benchmarks.scoring import score_chain
-from harness.core.models.zoo import TINY_MAZE_DEFAULTS
-from harness.core.models.prompting import render_messages
-from training.model import load_checkpoint
-from training.generate import sample
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.scoring import score_chain
+from vpo_harness.harness.core.models.zoo import TINY_MAZE_DEFAULTS
+from vpo_harness.harness.core.models.prompting import render_messages
+from vpo_harness.training.model import load_checkpoint
+from vpo_harness.training.generate import sample
 
 
 def quick_eval(path: str, limit: int = 10, n: int = 8, m: int = 3, temperature: float = 0.7,

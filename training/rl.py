@@ -23,20 +23,20 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from harness.core.progress import progress as tqdm
+from vpo_harness.harness.core.progress import progress as tqdm
 
-from benchmarks import get_task
-from benchmarks.scoring import score_chain
-from harness.core.metrics import mean_pairwise_l1
-from harness.core.models.zoo import TINY_MAZE_DEFAULTS
-from harness.core.models.prefill import join
-from training import advantages as A
-from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
-from training.data import augment
-from training.early_stop import EarlyStopping
-from training.generate import rollouts, sample  # noqa: F401  (sample: the trainer's sampler, also for quick_eval)
-from training.prefix import render_prompt
-from training.model import load_checkpoint, save_checkpoint
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.scoring import score_chain
+from vpo_harness.harness.core.metrics import mean_pairwise_l1
+from vpo_harness.harness.core.models.zoo import TINY_MAZE_DEFAULTS
+from vpo_harness.harness.core.models.prefill import join
+from vpo_harness.training import advantages as A
+from vpo_harness.training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
+from vpo_harness.training.data import augment
+from vpo_harness.training.early_stop import EarlyStopping
+from vpo_harness.training.generate import rollouts, sample  # noqa: F401  (sample: the trainer's sampler, also for quick_eval)
+from vpo_harness.training.prefix import render_prompt
+from vpo_harness.training.model import load_checkpoint, save_checkpoint
 
 
 @dataclass
@@ -148,8 +148,8 @@ def step_prefix_rng(seed: int, step: int) -> np.random.Generator:
 def group_prefix(task: Any, problem: Any, targets: dict[str, list[dict[str, Any]]], m: int,
                  rng: np.random.Generator, fraction: float) -> str:
     """The prefix one prompt group shares ("" for most): a cut search-optimal route of the maze."""
-    from training.data import route_words
-    from training.prefix import cut_route, draws_prefix
+    from vpo_harness.training.data import route_words
+    from vpo_harness.training.prefix import cut_route, draws_prefix
 
     if not draws_prefix(rng, fraction):
         return ""
@@ -165,7 +165,7 @@ class Validator:
     step's weights in ``best/``. Resuming replays the logged evaluations up to the resumed step."""
 
     def __init__(self, cfg: RLConfig, task: Any, tok: Any, out: Path, start: int):
-        from training.validation import ValSettings, selection_objective
+        from vpo_harness.training.validation import ValSettings, selection_objective
 
         self.cfg, self.task, self.tok, self.out = cfg, task, tok, out
         self.key = selection_objective(cfg.method)
@@ -179,7 +179,7 @@ class Validator:
 
     def evaluate(self, policy: Any, step: int) -> bool:
         """Evaluate the weights after ``step`` updates (once per step); True when the run should stop."""
-        from training.validation import evaluate
+        from vpo_harness.training.validation import evaluate
 
         if any(r["step"] == step for r in self.log.rows()):
             return self.stopping.stop
@@ -225,7 +225,7 @@ def train_rl(cfg: RLConfig) -> Path:
     problems = task.load(cfg.split, limit=cfg.limit)
     targets: dict[str, list[dict[str, Any]]] = {}
     if cfg.prompt_mode == "mutation" or cfg.prefix_fraction > 0:
-        from training.data import search_targets
+        from vpo_harness.training.data import search_targets
         targets = search_targets(task, problems, seed=cfg.seed, cache=cfg.targets_cache or default_targets_cache(cfg))
     if cfg.prompt_mode not in ("task", "mutation"):
         raise ValueError(f"unknown prompt_mode {cfg.prompt_mode!r}; known: task, mutation")
@@ -273,7 +273,7 @@ def train_rl(cfg: RLConfig) -> Path:
             prefixes.append(group_prefix(task, p, targets, m, prng, cfg.prefix_fraction)
                             if cfg.prompt_mode == "task" else "")
             if cfg.prompt_mode == "mutation":
-                from training.mutation_data import mutation_prompt
+                from vpo_harness.training.mutation_data import mutation_prompt
                 msgs.append(mutation_prompt(task, p, targets.get(p.id, []), m, rng, style=cfg.prompt_style))
                 continue
             mm = task.multi_prompt(p, m, style=cfg.prompt_style) if multi else task.prompt(p, style=cfg.prompt_style)
@@ -379,7 +379,7 @@ def train_rl(cfg: RLConfig) -> Path:
         val.finish()
     plot_curves(out / "rl_curves.jsonl", out / "rl_curves.png",
                 ["task_scalar", "completion", "diversity", "kl", "entropy"], f"RL ({cfg.method})")
-    from training.model_card import validation_section, write_eval_card
+    from vpo_harness.training.model_card import validation_section, write_eval_card
 
     final = out / "best" if val is not None and (out / "best" / "config.json").exists() else ckpt
     write_eval_card(final, engine="native", task=cfg.task, method=cfg.method, m=cfg.m,
@@ -395,7 +395,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         if isinstance(v, bool):
             p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=v)
         elif isinstance(v, dict):
-            from harness.core.models import parse_model_args
+            from vpo_harness.harness.core.models import parse_model_args
 
             p.add_argument(flag, type=parse_model_args, default=v)  # k=v,... as on the vpo command line
         elif v is None:

@@ -17,10 +17,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Messages, Problem
-from training import advantages as A
+from vpo_harness.benchmarks.base import Benchmark, Messages, Problem
+from vpo_harness.training import advantages as A
 
-from benchmarks.scoring import score_chain  # the one chain-scoring function (parse -> rewards -> dedup keys)
+from vpo_harness.benchmarks.scoring import score_chain  # the one chain-scoring function (parse -> rewards -> dedup keys)
 
 
 # ---- methods and prompts ----------------------------------------------------------------------------------
@@ -168,8 +168,8 @@ def batch_metrics(rewards: np.ndarray, d: np.ndarray, *, K: int = 100, alpha: fl
                   seed: int = 0) -> dict[str, float]:
     """Per-step curves over groups (groups, G, m, d_max): diversity (mean pairwise L1 of the group's
     answers) and the VPO test objective E_w[max w . r] with K seeded Dirichlet weights per group. Both
-    come from harness.core.metrics, so training curves and evaluation use the same definitions."""
-    from harness.core.metrics import mean_pairwise_l1, vpo_objective
+    come from vpo_harness.harness.core.metrics, so training curves and evaluation use the same definitions."""
+    from vpo_harness.harness.core.metrics import mean_pairwise_l1, vpo_objective
 
     rng = np.random.default_rng([seed, 7])
     div, obj = [], []

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from harness.core.progress import progress as tqdm
+from vpo_harness.harness.core.progress import progress as tqdm
 
-from benchmarks import get_task
-from harness.core.models.zoo import TINY_MAZE_DEFAULTS
-from training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
-from training.data import augment, encode_pairs, make_examples, search_targets
-from training.model import build_model, build_tokenizer, load_checkpoint, save_checkpoint
-from training.model_card import generation_record
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.models.zoo import TINY_MAZE_DEFAULTS
+from vpo_harness.training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
+from vpo_harness.training.data import augment, encode_pairs, make_examples, search_targets
+from vpo_harness.training.model import build_model, build_tokenizer, load_checkpoint, save_checkpoint
+from vpo_harness.training.model_card import generation_record
 
 
 @dataclass
@@ -72,7 +72,7 @@ def build_dataset(cfg: SFTConfig, out: Path) -> list:
     if cfg.augment:
         problems, targets = augment(problems, targets)
     if cfg.prompt_mode == "mutation":
-        from training.mutation_data import mutation_examples
+        from vpo_harness.training.mutation_data import mutation_examples
         # one warm start for both operators: m-answer chains and single answers, split like the task SFT
         # plus the task prompt's own examples: a search's first iteration (and the plain-sampling
         # baseline) asks the operator with the task prompt, before any parent exists

@@ -16,7 +16,7 @@ The native trainer's conventions are kept: weights come from ``default_rng([seed
 random-weighting weights from stream 2, goal-conditioned weights are part of the dataset row (the G
 rollouts of a prompt share them).
 
-    python -m training.trl_vpo --init runs/train/maze-sft/checkpoint --task maze --method vpo \\
+    python -m vpo_harness.training.trl_vpo --init runs/train/maze-sft/checkpoint --task maze --method vpo \\
         --out runs/trl/maze-vpo --steps 30 --prompt-style compact
 """
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from benchmarks import get_task
-from benchmarks.base import Benchmark, Problem
-from training import rollouts as R
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import Benchmark, Problem
+from vpo_harness.training import rollouts as R
 
 
 # ---- settings ---------------------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def check_grpo_overrides(overrides: dict[str, Any]) -> None:
         if k in OWN_FIELDS:
             raise ValueError(f"--trl-args {k}: set by the run itself; use {OWN_FIELDS[k]}")
         if k not in known:
-            from harness.core.suggest import did_you_mean
+            from vpo_harness.harness.core.suggest import did_you_mean
 
             hint = did_you_mean(k, sorted(known), n=1)
             raise ValueError(f"--trl-args {k}: not a field of TRL's GRPOConfig" + (f" ({hint})" if hint else ""))
@@ -162,7 +162,7 @@ def build_rows(task: Benchmark, problems: Sequence[Problem], cfg: TRLVPOConfig, 
     harness's hf backend does) and the harness's plain rendering otherwise, so a policy is trained on
     the very text ``vpo run`` will show it.
     """
-    from harness.core.models.prompting import render_messages
+    from vpo_harness.harness.core.models.prompting import render_messages
 
     templated = tokenizer is None or bool(getattr(tokenizer, "chat_template", None))
     rows = []
@@ -178,7 +178,7 @@ def load_problems(task: Benchmark, cfg: TRLVPOConfig) -> list[Problem]:
     if cfg.augment:
         if task.name != "maze":
             raise ValueError("augment (dihedral images) exists for maze only")
-        from training.data import augment
+        from vpo_harness.training.data import augment
         problems, _ = augment(problems, {})
     if not problems:
         raise ValueError(f"task {task.name!r} split {cfg.split!r} has no problems")
@@ -413,7 +413,7 @@ def grpo_config(cfg: TRLVPOConfig, **extra: Any) -> Any:
 def resolve_init(spec: str) -> str:
     """``hf:NAME``/``hf:PATH`` as in `vpo run`, a zoo name, a local folder or a hub id -> what
     ``from_pretrained`` loads (one resolver for TRL and verl: training/verl_plan.py)."""
-    from training.verl_plan import resolve_model
+    from vpo_harness.training.verl_plan import resolve_model
 
     return resolve_model(spec)
 
@@ -449,7 +449,7 @@ def check_resumable(out: Path, cfg: TRLVPOConfig) -> None:
 
 def training_record(cfg: TRLVPOConfig) -> dict[str, Any]:
     """vpo_training.json: the run's settings plus the generation defaults `vpo run` reads."""
-    from training.model_card import generation_record
+    from vpo_harness.training.model_card import generation_record
 
     conf = {**asdict(cfg), **generation_record(cfg.prompt_style, cfg.max_completion_length, cfg.max_completion_length)}
     return {"engine": "trl", "method": cfg.method, "task": cfg.task, "steps": cfg.steps, "init": cfg.init,
@@ -524,7 +524,7 @@ def log_rows(history: list[dict[str, Any]], minibatches: int = 1) -> list[dict[s
 
 
 def write_curves(out: Path, rows: list[dict[str, Any]]) -> None:
-    from training.common import plot_curves
+    from vpo_harness.training.common import plot_curves
 
     path = out / "trl_curves.jsonl"
     path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
@@ -537,7 +537,7 @@ def write_model_card(ckpt: Path, cfg: TRLVPOConfig, rows: list[dict[str, Any]], 
     """README.md with method, task, data, steps, settings and curves (first/last logged values)."""
     import shutil
 
-    from training.model_card import eval_command
+    from vpo_harness.training.model_card import eval_command
 
     for f in ("trl_curves.jsonl", "trl_curves.png", "trl_vpo_config.json"):
         src = Path(cfg.out) / f

@@ -16,12 +16,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.base import Benchmark, Problem
-from benchmarks.scoring import score_chain
-from harness.core.metrics import best_at_k
-from harness.core.models.prompting import render_messages
-from training import advantages as A
-from training.generate import sample
+from vpo_harness.benchmarks.base import Benchmark, Problem
+from vpo_harness.benchmarks.scoring import score_chain
+from vpo_harness.harness.core.metrics import best_at_k
+from vpo_harness.harness.core.models.prompting import render_messages
+from vpo_harness.training import advantages as A
+from vpo_harness.training.generate import sample
 
 #: the pool every evaluation draws per maze (the demo's, and the paper's k)
 POOL = 30

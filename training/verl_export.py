@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import get_task
-from benchmarks.base import Benchmark, Problem
-from training import rollouts as R
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import Benchmark, Problem
+from vpo_harness.training import rollouts as R
 
 
 @dataclass
@@ -139,7 +139,7 @@ class VerlLaunch:
 
 def overrides(cfg: VerlLaunch) -> list[str]:
     """Hydra overrides of verl's ppo_trainer config (every key exists in verl 0.9.1; see tests)."""
-    from training.verl_plugin import METHOD_TO_ESTIMATOR
+    from vpo_harness.training.verl_plugin import METHOD_TO_ESTIMATOR
 
     ov = [
         f"algorithm.adv_estimator={METHOD_TO_ESTIMATOR[cfg.method]}",
@@ -181,7 +181,7 @@ def overrides(cfg: VerlLaunch) -> list[str]:
         ov.append(f"trainer.total_training_steps={cfg.steps}")
     for key, value in sorted(cfg.chat_template_args.items()):  # '+': a new key under verl's empty dict
         ov.append(f"+data.apply_chat_template_kwargs.{key}={json.dumps(value)}")
-    from training.verl_plan import merge_overrides
+    from vpo_harness.training.verl_plan import merge_overrides
 
     return merge_overrides(ov, cfg.extra)
 

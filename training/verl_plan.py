@@ -30,7 +30,7 @@ def resolve_model(spec: str) -> str:
 
     A bare name that is neither a zoo entry nor a folder nor ``org/name`` is refused: it is almost
     always a typo, and verl would only fail minutes later on the GPU node."""
-    from harness.core.models import zoo
+    from vpo_harness.harness.core.models import zoo
 
     s = spec.split(":", 1)[1] if spec.split(":", 1)[0] in ("hf", "vllm") and ":" in spec else spec
     try:  # the classification `vpo run` uses: zoo name, existing folder, or org/name hub id
@@ -75,7 +75,7 @@ def prompt_tokens(rows: Sequence[dict[str, Any]], tokenizer: Any, chat_kwargs: d
             if isinstance(ids, dict) or hasattr(ids, "keys"):
                 ids = ids["input_ids"]
         else:
-            from harness.core.models.prompting import render_messages
+            from vpo_harness.harness.core.models.prompting import render_messages
 
             ids = tokenizer(render_messages(msgs, None), add_special_tokens=False)["input_ids"]
         out.append(len(ids))

@@ -1,6 +1,6 @@
 """verl plugin: VPO and its baselines as verl advantage estimators, and a reward manager that scores
 rollouts with this project's benchmarks. No fork: verl (>= 0.9) imports this module through the
-``verl.plugins`` entry point declared in pyproject.toml (or ``VERL_USE_EXTERNAL_MODULES=training.verl_plugin``).
+``verl.plugins`` entry point declared in pyproject.toml (or ``VERL_USE_EXTERNAL_MODULES=vpo_harness.training.verl_plugin``).
 
     algorithm.adv_estimator=vpo  reward.reward_manager.name=vpo
 
@@ -36,7 +36,7 @@ def _warn_failed(stage: str, exc: BaseException) -> None:
     """verl's plugin loader logs a failed entry point at debug level only, so a node where this module
     cannot import would show nothing until verl reports an unknown estimator: say it at WARNING, in
     every process that imports verl (the driver, the TaskRunner, each reward worker)."""
-    log.warning("vpo verl plugin (training.verl_plugin) failed to %s: %s: %s; the estimators %s and "
+    log.warning("vpo verl plugin (vpo_harness.training.verl_plugin) failed to %s: %s: %s; the estimators %s and "
                 "reward.reward_manager.name=vpo are NOT registered in this process", stage, type(exc).__name__, exc,
                 "vpo, vpo_grpo, multi_rlvr, max_at_k, random_weight, goal_cond")
 
@@ -44,10 +44,10 @@ def _warn_failed(stage: str, exc: BaseException) -> None:
 try:
     import numpy as np
 
-    from benchmarks import get_task
-    from benchmarks.base import Benchmark
-    from training import advantages as A
-    from training import rollouts as R
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.benchmarks.base import Benchmark
+    from vpo_harness.training import advantages as A
+    from vpo_harness.training import rollouts as R
 except Exception as _exc:  # noqa: BLE001 - any import failure leaves verl without our parts
     _warn_failed("import", _exc)
     raise

@@ -2,7 +2,7 @@
 
 Flags follow lm-evaluation-harness where they overlap: ``--model hf:PATH --model-args k=v,...``.
 This module only dispatches: every subcommand is a module under ``harness/app/commands/`` registered by
-one line in ``harness.app.commands.COMMANDS``.
+one line in ``vpo_harness.harness.app.commands.COMMANDS``.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Sequence
 
-from harness.app.commands import register_all
-from harness.core.suggest import close_matches
+from vpo_harness.harness.app.commands import register_all
+from vpo_harness.harness.core.suggest import close_matches
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from harness.core.models.endpoints import ServerUnreachable
+    from vpo_harness.harness.core.models.endpoints import ServerUnreachable
 
     args = parse_args(build_parser(), argv)
     try:

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from harness.core.config import RunConfig
-from harness.core.metrics import DEFAULT_KS as DEMO_KS
-from harness.core.models.zoo import BUNDLED_POLICIES, TINY_MAZE_DEFAULTS
-from harness.core.results import RunResults
-from training.advantages import MULTI_ANSWER
+from vpo_harness.harness.core.config import RunConfig
+from vpo_harness.harness.core.metrics import DEFAULT_KS as DEMO_KS
+from vpo_harness.harness.core.models.zoo import BUNDLED_POLICIES, TINY_MAZE_DEFAULTS
+from vpo_harness.harness.core.results import RunResults
+from vpo_harness.training.advantages import MULTI_ANSWER
 
 DEMO_POOL = DEMO_KS[-1]  # candidates per maze: 10 chains x 3 answers, or 30 samples
 #: table label of a bundled policy (by training method)
@@ -53,7 +53,7 @@ def demo_configs(checkpoints: Path, out: Path, limit: int | None, batch_size: in
 
 def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = DEMO_KS) -> str:
     """Markdown table: best@k at every k, pass@1 and pass@k_max, diversity, mean task scalar."""
-    from reports.tables import write_table
+    from vpo_harness.reports.tables import write_table
 
     head = ["model"] + [f"best@{k}" for k in ks] + ["pass@1", f"pass@{ks[-1]}", "diversity", "mean"]
     lines = [[name] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
@@ -65,8 +65,8 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
              only: Sequence[str] | None = ("vpo", "grpo"), cache: bool | None = None) -> Path:
     """Evaluate the bundled checkpoints, print the table, write demo_table.md, demo_metrics.json, plots.
     ``cache``: the generation cache (``--cache/--no-cache``; None: on, the checkpoints are seeded hf)."""
-    from harness.core.results import load_run
-    from harness.eval.runner import run
+    from vpo_harness.harness.core.results import load_run
+    from vpo_harness.harness.eval.runner import run
 
     cfgs = demo_configs(checkpoints, out, limit, batch_size, seed, only)
     if not cfgs:
@@ -86,14 +86,14 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_table.md").write_text(table + "\n")
     (out / "demo_metrics.json").write_text(json.dumps({n: r.raw["metrics"] for n, r in rows}, indent=2))
-    from reports.plots import plot_best_at_k, plot_diversity
+    from vpo_harness.reports.plots import plot_best_at_k, plot_diversity
 
     labels = [n for n, _ in runs]
     p1 = plot_best_at_k([r for _, r in runs], out / "best_at_k.png", labels=labels,
                         title=f"Maze test ({len(runs[0][1].chains.problem_id.unique())} mazes), pool of 30")
     p2 = plot_diversity([r for _, r in runs], out / "diversity.png", labels=labels)
     print(f"plots: {p1} {p2}")
-    from reports.report import build_report
+    from vpo_harness.reports.report import build_report
 
     # GRPO first: the report's paired comparison is every run minus the first one
     order = sorted(range(len(runs)), key=lambda i: runs[i][0] != "GRPO")

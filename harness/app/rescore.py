@@ -18,15 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.core.models.base import Generation
-from harness.core.store import CONFIG, RunStore, RunStoreError, latest_rows
+from vpo_harness.harness.core.models.base import Generation
+from vpo_harness.harness.core.store import CONFIG, RunStore, RunStoreError, latest_rows
 
 #: row fields that describe the generation, copied from the source row as they were
 _GENERATION_FIELDS = ("prompt_tokens", "completion_tokens", "finish_reason", "latency_s", "attempts", "extra")
 
 
 def _facts(config: dict[str, Any]) -> dict[str, Any]:
-    from reports.pools import run_facts
+    from vpo_harness.reports.pools import run_facts
 
     return run_facts(config)
 
@@ -35,7 +35,7 @@ def _with_options(config: dict[str, Any], options: dict[str, Any], task: Any, pr
                   source: dict[str, Any]) -> dict[str, Any]:
     """The source config with new task options, task description, components and problem digest;
     the source run is part of the identity, so a folder never mixes rows regraded from two runs."""
-    from harness.core.provenance import problems_fingerprint
+    from vpo_harness.harness.core.provenance import problems_fingerprint
 
     new = copy.deepcopy(config)
     ident = new["identity"]
@@ -49,7 +49,7 @@ def _with_options(config: dict[str, Any], options: dict[str, Any], task: Any, pr
 
 def _run_config(config: dict[str, Any]) -> Any:
     """The RunConfig of a config.json record (ks, seeds and pool shape for the metrics)."""
-    from harness.core.config import RunConfig, recorded_ks
+    from vpo_harness.harness.core.config import RunConfig, recorded_ks
 
     ident = config["identity"]
     sampling = {**ident["sampling"], **({"ks": recorded_ks(config)} if recorded_ks(config) else {})}
@@ -60,11 +60,11 @@ def _run_config(config: dict[str, Any]) -> Any:
 def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | None = None, workers: int = 1,
             progress: bool = True) -> Path:
     """Re-grade ``source``'s chains into ``out`` with the task options updated by ``task_args``."""
-    from harness.core.progress import progress as tqdm
+    from vpo_harness.harness.core.progress import progress as tqdm
 
-    from benchmarks import get_task
-    from harness.core import provenance
-    from harness.eval import runner
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.core import provenance
+    from vpo_harness.harness.eval import runner
 
     src, dst = Path(source), Path(out)
     cfg_path = src / CONFIG
@@ -123,7 +123,7 @@ def rescore(source: str | Path, out: str | Path, task_args: dict[str, Any] | Non
 
 def _regrade(task: Any, problem: Any, row: dict[str, Any], m: int) -> dict[str, Any]:
     """One stored chain through the runner's chain scoring (a failed generation stays failed)."""
-    from benchmarks.scoring import score_generation
+    from vpo_harness.benchmarks.scoring import score_generation
 
     gen = Generation(problem_id=row["problem_id"], chain_index=int(row["chain_index"]), text=row.get("text") or "",
                      error=row.get("error"),

@@ -2,16 +2,16 @@
 seeds from base seed 777000, used by neither the train split (base 42) nor the test split (base 4242))
 with the demo protocol (pool 30, T 0.7, top-p 1.0, compact prompts, the paper's scorer).
 Used to pick the RL step of the bundled maze-tiny-vpo/grpo without looking at the test split.
-usage: python -m harness.app.val_eval OUTDIR NAME=CKPT:vpo|grpo ...  (vpo = 10 chains x 3 answers, grpo = 30 samples)"""
+usage: python -m vpo_harness.harness.app.val_eval OUTDIR NAME=CKPT:vpo|grpo ...  (vpo = 10 chains x 3 answers, grpo = 30 samples)"""
 import json
 import os
 import sys
 import time
 
-from benchmarks.maze import Maze
-from harness.core.results import load_run
-from harness.eval.runner import run
-from harness.app.demo import demo_config
+from vpo_harness.benchmarks.maze import Maze
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import run
+from vpo_harness.harness.app.demo import demo_config
 
 VAL_SIZE = 50
 

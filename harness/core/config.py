@@ -4,7 +4,7 @@ The ks at which best@k / pass@k are read (``sampling.ks``) are not part of the i
 metrics over the stored pool, so other ks on a finished run only recompute results.json.
 
 Two invocations with equal task, model and sampling sections (plus the recorded problem data and
-model weights, see ``harness.eval.runner``) are the same run: the second resumes the first. Everything
+model weights, see ``vpo_harness.harness.eval.runner``) are the same run: the second resumes the first. Everything
 in :class:`ExecutionSpec` may change between a run and its resumption. The split follows OpenEvolve's
 nested config dataclasses: each section is a plain dataclass that serialises with ``asdict``.
 """
@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.core.executors.config import ExecutorConfig
-from harness.core.metrics import default_ks
+from vpo_harness.harness.core.executors.config import ExecutorConfig
+from vpo_harness.harness.core.metrics import default_ks
 
 #: config.json layout version; older folders (flat config) are refused for resume with a clear message
 CONFIG_FORMAT = 2
@@ -123,7 +123,7 @@ ALIASES = {"task": ("task", "name"), "task_options": ("task", "options"), "model
 def flat_fields() -> dict[str, tuple[str, str]]:
     """Flat keyword -> (section, field) of a :class:`RunConfig`: every field name (unique across the
     sections) plus :data:`ALIASES`. :meth:`RunConfig.of` reads keywords through it, and
-    ``search.evolve.EvolveConfig`` sorts its own flat settings into these sections with it."""
+    ``vpo_harness.search.evolve.EvolveConfig`` sorts its own flat settings into these sections with it."""
     where = {f.name: (sec, f.name) for sec, dc in _SECTIONS.items() for f in fields(dc)}
     where.update(ALIASES)
     return where
@@ -149,8 +149,8 @@ def canonical_identity(identity: dict[str, Any]) -> dict[str, Any]:
     value the run used (``resolved_sampling``), and execution-only model args (timeouts, batch sizes)
     that older versions kept in the identity are left out. Wrong-typed parts are left as they are
     (the comparison then names them)."""
-    from harness.core.models import identity_args
-    from harness.core.models.zoo import canonical_spec
+    from vpo_harness.harness.core.models import identity_args
+    from vpo_harness.harness.core.models.zoo import canonical_spec
 
     out = copy.deepcopy(identity)
     model, samp = out.get("model"), out.get("sampling")
@@ -223,8 +223,8 @@ class RunConfig:
     def identity(self, seed: bool = True) -> dict[str, Any]:
         """The sections that make a run what it is (JSON-ready), less :data:`NOT_IDENTITY`.
         ``seed=False``: less the sampling seed too, what the runs of one seed group share
-        (``harness.core.seeds``)."""
-        from harness.core.models import identity_args
+        (``vpo_harness.harness.core.seeds``)."""
+        from vpo_harness.harness.core.models import identity_args
 
         out = {sec: asdict(getattr(self, sec)) for sec in IDENTITY_SECTIONS}
         out["model"]["args"] = identity_args(self.model.spec, self.model.args)  # not timeouts, keys, batch sizes
@@ -241,12 +241,12 @@ class RunConfig:
 
     def canonical(self, temperature: float, top_p: float) -> "RunConfig":
         """A copy in the one form a run is identified by: the model spec canonical (a zoo model's
-        folder, relative or absolute, is its zoo name: :func:`~harness.core.models.zoo.canonical_spec`)
+        folder, relative or absolute, is its zoo name: :func:`~vpo_harness.harness.core.models.zoo.canonical_spec`)
         and an unset temperature / top-p replaced by the task's defaults, passed in as ``temperature``
         and ``top_p`` (this layer knows no task). Why: the demo wrote the bundled folder's absolute
         path and 0.7 / 1.0, ``vpo run --model hf:maze-tiny-vpo`` the zoo name and None, and the two
         could not share a run folder although they sample the same chains."""
-        from harness.core.models.zoo import canonical_spec
+        from vpo_harness.harness.core.models.zoo import canonical_spec
 
         out = copy.deepcopy(self)
         out.model.spec = canonical_spec(self.model.spec)

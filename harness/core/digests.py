@@ -47,7 +47,7 @@ class DigestMemo:
 
     def __init__(self, folder: Path | None = None) -> None:
         if folder is None:
-            from harness.core.paths import digests_dir
+            from vpo_harness.harness.core.paths import digests_dir
 
             folder = digests_dir()
         self.path = Path(folder) / MEMO_NAME

@@ -7,7 +7,7 @@ the checkpoint that generation reads, or a hub id's commit, as a run's identity 
 the machine's part, the resolved device class and dtype and the backend library's versions), the prompt (the messages, the chat-template arguments and the assistant
 prefix, "" when there is none), every :class:`SamplingConfig` field and the chain's seed. Any one part
 differing is another key: nothing is reused. It is only sound for backends whose chain is a function
-of that key (``harness.core.models.deterministic``), so the runner turns it on by default for those
+of that key (``vpo_harness.harness.core.models.deterministic``), so the runner turns it on by default for those
 alone; ``--cache`` / ``--no-cache`` decide either way.
 
 Storage, chosen for crash safety and several writers: one SQLite database in WAL mode. Every put is
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from harness.core.models.base import GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.models.base import GenRequest, Generation, SamplingConfig
 
 #: bumped when the key or the stored value changes meaning: older entries then simply miss
 CACHE_FORMAT = 2
@@ -118,7 +118,7 @@ class GenerationCache:
 
     def __init__(self, folder: Path | str | None = None) -> None:
         if folder is None:
-            from harness.core.paths import generations_dir
+            from vpo_harness.harness.core.paths import generations_dir
 
             folder = generations_dir()
         self.folder = Path(folder)
@@ -240,7 +240,7 @@ def remove_cache_file(folder: Path | str | None = None) -> list[Path]:
     file it cannot read); returns what it removed. A process still holding it open keeps its own
     view until it closes; the next open starts an empty cache."""
     if folder is None:
-        from harness.core.paths import generations_dir
+        from vpo_harness.harness.core.paths import generations_dir
 
         folder = generations_dir()
     gone = []
@@ -337,7 +337,7 @@ class CachedChains:
 def cache_decision(flag: bool | None, spec: str, args: Mapping[str, Any] | None,
                    backend_given: bool = False, weights: str | None = "") -> tuple[bool, str]:
     """(use the cache?, why, for the run's record). ``flag`` (``--cache`` / ``--no-cache``) wins; else
-    on for the backends :func:`harness.core.models.deterministic` names, and off for a backend object
+    on for the backends :func:`vpo_harness.harness.core.models.deterministic` names, and off for a backend object
     handed to the runner (the trainer's in-memory policy, whose weights change under one name) and
     for an hf / vllm model ``weights`` is None for (a hub id the local hub cache holds no snapshot
     of: nothing pins the revision that will be downloaded)."""
@@ -345,8 +345,8 @@ def cache_decision(flag: bool | None, spec: str, args: Mapping[str, Any] | None,
         return bool(flag), "--cache" if flag else "--no-cache"
     if backend_given:
         return False, "a backend object was passed in (its weights have no digest): off unless --cache"
-    from harness.core.models import deterministic
-    from harness.core.models.zoo import LOCAL_KINDS
+    from vpo_harness.harness.core.models import deterministic
+    from vpo_harness.harness.core.models.zoo import LOCAL_KINDS
 
     kind = spec.split(":", 1)[0]
     if weights is None and kind in LOCAL_KINDS:

@@ -64,5 +64,5 @@ def generations_dir() -> Path:
 
 
 def digests_dir() -> Path:
-    """The memo of checkpoint file digests (:mod:`harness.core.digests`): ``digests`` under the root."""
+    """The memo of checkpoint file digests (:mod:`vpo_harness.harness.core.digests`): ``digests`` under the root."""
     return _folder("digests")

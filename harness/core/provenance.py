@@ -9,8 +9,8 @@ import subprocess
 import sys
 from typing import Any, Mapping, Sequence
 
-from harness.core.paths import REPO_ROOT
-from harness.core.store import dumps
+from vpo_harness.harness.core.paths import REPO_ROOT
+from vpo_harness.harness.core.store import dumps
 
 
 def versions() -> dict[str, str]:
@@ -38,8 +38,8 @@ def git_hash() -> str | None:
 
 def model_fingerprint(spec: str, args: Mapping[str, Any] | None = None) -> str | None:
     """Digest of the checkpoint a ``backend:name`` spec points at, or the hub commit its ``revision``
-    model arg resolves to (see harness.core.models.zoo.fingerprint)."""
-    from harness.core.models import zoo
+    model arg resolves to (see vpo_harness.harness.core.models.zoo.fingerprint)."""
+    from vpo_harness.harness.core.models import zoo
 
     revision = (args or {}).get("revision")
     return zoo.fingerprint(spec.split(":", 1)[-1], str(revision) if revision else None)

@@ -3,12 +3,12 @@
 Why: readers take the fields they need (the pool shape, the ks, the problem ids, the components)
 straight from the record, so a hand-edited or damaged config.json with ``"ks": "x"`` or
 ``"task": 5`` surfaced as ``invalid literal for int()`` or an ``AttributeError`` traceback far from
-the file. :func:`check_config` names the field instead, as :func:`harness.core.rows.check_row` does
+the file. :func:`check_config` names the field instead, as :func:`vpo_harness.harness.core.rows.check_row` does
 for samples.jsonl. Only types are checked, and only of fields that are present: records of older
 versions (flat configs, no ``identity``) and of evolve runs (an ``evolve`` section) still read.
 
 The identity sections' types are read from the dataclasses that write them
-(:class:`~harness.core.config.TaskSpec`, ``ModelSpec``, ``SamplingSpec``), so a field added there is
+(:class:`~vpo_harness.harness.core.config.TaskSpec`, ``ModelSpec``, ``SamplingSpec``), so a field added there is
 checked here without an edit; only the parts of the record those classes do not describe are listed.
 """
 from __future__ import annotations
@@ -67,10 +67,10 @@ def check_of(hint: Any) -> Check | None:
 
 def field_checks(sections: Mapping[str, type] | None = None) -> dict[str, Check]:
     """dotted field -> (check, what it must be) for a config.json record. ``sections``: the identity
-    sections' dataclasses (default: those of :class:`~harness.core.config.RunConfig`). A parent is
+    sections' dataclasses (default: those of :class:`~vpo_harness.harness.core.config.RunConfig`). A parent is
     listed before its children, and the children of a parent that is not an object are not looked
     at (its own error is the one line)."""
-    from harness.core.config import IDENTITY_SECTIONS, _SECTIONS
+    from vpo_harness.harness.core.config import IDENTITY_SECTIONS, _SECTIONS
 
     if sections is None:
         sections = {sec: _SECTIONS[sec] for sec in IDENTITY_SECTIONS}

@@ -1,9 +1,9 @@
 """The one reader of run folders: typed results (:class:`RunResults`) and rows as DataFrames.
 
-results.json stores metrics under names like ``"best@4"`` (written by ``harness.core.metrics.summarize``);
+results.json stores metrics under names like ``"best@4"`` (written by ``vpo_harness.harness.core.metrics.summarize``);
 this module is the only place those names are parsed. `vpo show`, `vpo demo`, plots and reports read
 a run through :func:`load_run` / :func:`read_results` and get k as an int and every metric as an
-:class:`~harness.core.metrics.Estimate` (mean, standard error, number of problems).
+:class:`~vpo_harness.harness.core.metrics.Estimate` (mean, standard error, number of problems).
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from harness.core.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, mean_over_seeds, summarize
-from harness.core.seeds import GroupState, group_label, group_state, is_seed_group, representative
-from harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
+from vpo_harness.harness.core.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, mean_over_seeds, summarize
+from vpo_harness.harness.core.seeds import GroupState, group_label, group_state, is_seed_group, representative
+from vpo_harness.harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
 SUMMARY_METRICS = ("mean_scalar", "diversity", "pareto_fraction", "vpo_objective")
@@ -64,7 +64,7 @@ class RunResults:
 
     @property
     def seeds_label(self) -> str:
-        """A seed group's ``3 seeds`` / ``2 of 3 seeds, partial: ...`` (:func:`harness.core.seeds.group_label`);
+        """A seed group's ``3 seeds`` / ``2 of 3 seeds, partial: ...`` (:func:`vpo_harness.harness.core.seeds.group_label`);
         "" for a single run."""
         if not self.seeds:
             return ""
@@ -172,7 +172,7 @@ def results_stale(folder: str | Path) -> bool:
     """results.json exists but was not computed from the samples.jsonl now on disk: it records the
     size it was computed from (``samples_bytes``) and the file has another, or (written before that
     field) it is older than samples.jsonl. Its metrics are then ignored and recomputed from the rows."""
-    from harness.core.store import SAMPLES, SAMPLES_BYTES
+    from vpo_harness.harness.core.store import SAMPLES, SAMPLES_BYTES
 
     res, samples = Path(folder) / RESULTS, Path(folder) / SAMPLES
     if not res.is_file() or not samples.is_file():
@@ -192,7 +192,7 @@ def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, k
     """The metrics of stored rows (the latest per chain) over ``problem_ids`` in that order, and the
     number of failed chains (left out of the pools). The runner writes results.json with it and
     ``vpo show --k`` reads a finished run at other ks with it: one computation for both."""
-    from harness.core.rows import ChainRow
+    from vpo_harness.harness.core.rows import ChainRow
 
     by_problem: dict[str, list[ChainRow]] = {}
     for raw in rows:
@@ -221,7 +221,7 @@ def results_at(folder: str | Path, ks: list[int] | None = None,
     sampling and no task code. A run without results.json yet (still running, or interrupted) gets
     the metrics over the rows stored so far, marked ``raw["partial"] = True``. None when there is
     nothing to compute: no rows, an evolve run, or a config from an older version."""
-    from harness.core.config import recorded_ks
+    from vpo_harness.harness.core.config import recorded_ks
 
     if is_seed_group(folder):
         state = group_state(folder)
@@ -328,7 +328,7 @@ def load_run(path: str | Path) -> LoadedRun:
 # seed groups: one run per sampling seed under a parent folder (harness.core.seeds)
 def aggregate_seeds(parts: Sequence[tuple[int, RunResults]], state: GroupState | None = None) -> RunResults | None:
     """The results of runs that differ only in their seed, as one: every metric the seeds share is
-    :func:`~harness.core.metrics.mean_over_seeds` (mean over seeds, within-run and between-seed
+    :func:`~vpo_harness.harness.core.metrics.mean_over_seeds` (mean over seeds, within-run and between-seed
     standard errors); counts are summed. ``raw`` is JSON-ready (``vpo show --json``): the aggregate
     metrics and, under ``per_seed``, each seed's own results. ``state`` (the group as read) makes it
     ``partial`` when a seed the group lists is missing, empty or unfinished, and lists those seeds

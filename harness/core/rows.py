@@ -1,6 +1,6 @@
 """The row schema of samples.jsonl: one :class:`ChainRow` per sampled chain.
 
-Written by the runner (through ``benchmarks.scoring.score_generation``), read by the results reader,
+Written by the runner (through ``vpo_harness.benchmarks.scoring.score_generation``), read by the results reader,
 rescoring and reports. It lives at the bottom layer (no task, runner or training import) so every
 reader and writer shares the one definition.
 """

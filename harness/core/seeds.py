@@ -9,7 +9,7 @@ much the numbers move with the seed; the authors' reproduction notes average sev
 seeds for that reason. Each seed stays an ordinary, separately resumable run (so an interrupted
 group resumes seed by seed, and a seed folder can be read alone); the marker only lists the seeds
 and the identity they share less the seed, so a later ``vpo run --seed 5 --out PARENT`` can only add
-a seed of the same run. Readers (``harness.core.results.load_run``, ``reports.pools.load_pools``)
+a seed of the same run. Readers (``vpo_harness.harness.core.results.load_run``, ``vpo_harness.reports.pools.load_pools``)
 aggregate the seeds, after :func:`group_state` checked each seed folder against the group: another
 run in a seed folder is refused, a missing, empty or unfinished seed makes the group partial.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.core.store import CONFIG, RunStoreError, _short, identity_diff, write_json_atomic
+from vpo_harness.harness.core.store import CONFIG, RunStoreError, _short, identity_diff, write_json_atomic
 
 MARKER = "seeds.json"
 KIND = "seeds"
@@ -180,7 +180,7 @@ def group_state(parent: str | Path) -> GroupState:
     """The group checked as read (see :class:`GroupState`): a seed folder holding another run is a
     :class:`RunStoreError` naming the folder and the field; a group none of whose seeds has started
     is one too."""
-    from harness.core.store import RunStore
+    from vpo_harness.harness.core.store import RunStore
 
     parent = Path(parent)
     marker = read_marker(parent)

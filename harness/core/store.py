@@ -21,9 +21,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from harness.core.config import NOT_IDENTITY, canonical_identity
-from harness.core.record import check_config
-from harness.core.rows import check_row
+from vpo_harness.harness.core.config import NOT_IDENTITY, canonical_identity
+from vpo_harness.harness.core.record import check_config
+from vpo_harness.harness.core.rows import check_row
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
 #: results.json field: the size of samples.jsonl the metrics were computed from (stale when it differs)
@@ -156,7 +156,7 @@ class RunStore:
         return False
 
     def read_config(self) -> dict[str, Any]:
-        """config.json, its fields' types checked (:func:`harness.core.record.check_config`): a wrong
+        """config.json, its fields' types checked (:func:`vpo_harness.harness.core.record.check_config`): a wrong
         type is one line naming the file and the field, not a traceback in whichever reader meets it."""
         cfg_path = self.folder / CONFIG
         try:
@@ -336,7 +336,7 @@ def _flag_value(v: Any) -> str:
 def changed_settings(diff: list[str], old: dict[str, Any], new: dict[str, Any], folder: Path) -> str:
     """Why a folder is refused, in one line: each changed setting with the folder's value and the
     command's, the flags that resume the stored run, and how to start a new one instead."""
-    from harness.core.config import IDENTITY_FLAGS
+    from vpo_harness.harness.core.config import IDENTITY_FLAGS
 
     # a sampling setting appears twice (as given, and resolved to the task's default): name it once,
     # with the resolved values, which are what a flag can repeat

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol, Sequence
 
-from benchmarks.base import Benchmark, Problem
+from vpo_harness.benchmarks.base import Benchmark, Problem
 
 
 class Continuation(Protocol):
@@ -65,7 +65,7 @@ class MazeSteps(WordSteps):
         """The moves the route uses, as the parser reads them: up to reaching E or the step budget.
         Moves after those are ignored by the simulator, so a cut among them would keep the whole
         effective route and the child would walk the parent's path."""
-        from benchmarks.maze_env import MazeInstance, simulate
+        from vpo_harness.benchmarks.maze_env import MazeInstance, simulate
 
         moves = self.task.moves(answer)
         _, info = simulate(MazeInstance.from_problem(problem), moves, self.task.reward_mode)
@@ -92,7 +92,7 @@ class ToolRLSteps(WordSteps):
     task's parser puts it there again)."""
 
     def prefix(self, problem: Problem, answer: str, cut: int, m: int) -> str:
-        from benchmarks.toolrl import QWEN3_NO_THINK_PREFIX
+        from vpo_harness.benchmarks.toolrl import QWEN3_NO_THINK_PREFIX
 
         if m == 1 and self.task.options["prefill_think"] and answer.startswith(QWEN3_NO_THINK_PREFIX):
             answer = answer[len(QWEN3_NO_THINK_PREFIX):]
@@ -104,5 +104,5 @@ CONTINUATIONS: dict[str, type[WordSteps]] = {"maze": MazeSteps, "livecodebench":
 
 
 def continuation_for(task: Any) -> Continuation:
-    """How ``task`` (a loaded :class:`~benchmarks.base.Benchmark`) writes a prefix of an answer."""
+    """How ``task`` (a loaded :class:`~vpo_harness.benchmarks.base.Benchmark`) writes a prefix of an answer."""
     return CONTINUATIONS.get(task.name, WordSteps)(task)

@@ -16,20 +16,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks import Benchmark, Problem, get_task
-from benchmarks.scoring import score_generation
-from harness.core import metrics
-from harness.core.executors import BackendSpec, ChainScorer, Executor, ScoringPool, make_executor
-from harness.core.executors.base import seeds_of
-from harness.core.gencache import CacheError, CachedChains, GenerationCache, cache_decision
-from harness.core.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, chat_template_args
-from harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
-from harness.core.results import summarize_rows
-from harness.core.rows import ChainRow
-from harness.core.seeding import derive_seed
-from harness.core.seeds import is_seed_group, register_seeds, seed_folder
-from harness.core.store import RunStore, latest_rows
+from vpo_harness.benchmarks import Benchmark, Problem, get_task
+from vpo_harness.benchmarks.scoring import score_generation
+from vpo_harness.harness.core import metrics
+from vpo_harness.harness.core.executors import BackendSpec, ChainScorer, Executor, ScoringPool, make_executor
+from vpo_harness.harness.core.executors.base import seeds_of
+from vpo_harness.harness.core.gencache import CacheError, CachedChains, GenerationCache, cache_decision
+from vpo_harness.harness.core.config import CONFIG_FORMAT, ExecutionSpec, ModelSpec, RunConfig, SamplingSpec, TaskSpec
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, chat_template_args
+from vpo_harness.harness.core.provenance import git_hash, model_fingerprint, problems_fingerprint, versions
+from vpo_harness.harness.core.results import summarize_rows
+from vpo_harness.harness.core.rows import ChainRow
+from vpo_harness.harness.core.seeding import derive_seed
+from vpo_harness.harness.core.seeds import is_seed_group, register_seeds, seed_folder
+from vpo_harness.harness.core.store import RunStore, latest_rows
 
 DEFAULT_KS = metrics.DEFAULT_KS
 __all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec", "DEFAULT_KS", "run",
@@ -108,7 +108,7 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
 
 def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = None,
               problems: Sequence[Problem] | None = None, executor: Executor | None = None) -> Path:
-    """One run per sampling seed under one parent folder (``harness.core.seeds``); returns the parent.
+    """One run per sampling seed under one parent folder (``vpo_harness.harness.core.seeds``); returns the parent.
 
     ``cfg.execution.out`` is the parent (default: named from the identity less the seed). The group
     is registered before anything is sampled, so an interrupted group is found again by the same
@@ -172,7 +172,7 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
 def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,
                 executor: Executor | None, sampling: SamplingConfig, folder: Path, store: RunStore,
                 record: dict[str, Any]) -> Path:
-    from harness.core.progress import progress as tqdm
+    from vpo_harness.harness.core.progress import progress as tqdm
 
     s, ex = cfg.sampling, cfg.execution
     resuming = store.init(record)
@@ -278,7 +278,7 @@ def _consult_cache(cfg: RunConfig, record: dict[str, Any], sampling: SamplingCon
     if not use:
         store.update_record(cache={"enabled": False, "why": why})
         return None, [], requests
-    from harness.core.models import generation_runtime
+    from vpo_harness.harness.core.models import generation_runtime
 
     runtime = generation_runtime(cfg.model.spec, cfg.model.args)
     model = {**ident["model"], "weights": ident.get("model_fingerprint"), "runtime": runtime}

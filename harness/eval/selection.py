@@ -26,8 +26,8 @@ from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
-from harness.core.metrics import best_at_k_weights
-from harness.core.suggest import unknown
+from vpo_harness.harness.core.metrics import best_at_k_weights
+from vpo_harness.harness.core.suggest import unknown
 
 #: draws per problem and k for the Monte Carlo strategies
 MC_DRAWS = 2000
@@ -172,7 +172,7 @@ def selected_at_k(pools: Sequence[Pool], k: int, strategy: str, seed: int = 0) -
 
 def summarize_selected(values: np.ndarray, mc_err: np.ndarray) -> dict[str, float | int]:
     """Mean over problems with the sampling standard error and, separately, the Monte Carlo one."""
-    from harness.core.metrics import mean_se
+    from vpo_harness.harness.core.metrics import mean_se
 
     est = mean_se(values).as_dict()
     ok = ~np.isnan(values)
@@ -193,15 +193,15 @@ def applicable(strategy: str, pools: Sequence[Pool]) -> bool:
 # ---------------------------------------------------------------------------------------------------
 # normalised answers per task (what majority voting counts)
 def _maze_key(answer: str) -> Hashable | None:
-    from benchmarks.maze_env import parse_moves
+    from vpo_harness.benchmarks.maze_env import parse_moves
 
     moves = parse_moves(answer)
     return tuple(moves) if moves else None
 
 
 def _musique_key(answer: str) -> Hashable | None:
-    from benchmarks.base import extract_tag
-    from benchmarks.textnorm import squad_normalize, strip_think
+    from vpo_harness.benchmarks.base import extract_tag
+    from vpo_harness.benchmarks.textnorm import squad_normalize, strip_think
 
     pred = extract_tag(strip_think(answer), "answer")
     norm = squad_normalize(pred) if pred is not None else ""
@@ -209,8 +209,8 @@ def _musique_key(answer: str) -> Hashable | None:
 
 
 def _eureqa_key(answer: str) -> Hashable | None:
-    from benchmarks.eureqa import parse_entities
-    from benchmarks.textnorm import entity_normalize
+    from vpo_harness.benchmarks.eureqa import parse_entities
+    from vpo_harness.benchmarks.textnorm import entity_normalize
 
     ents = parse_entities(answer)
     if all(e is None for e in ents):
@@ -220,7 +220,7 @@ def _eureqa_key(answer: str) -> Hashable | None:
 
 def _toolrl_key(answer: str) -> Hashable | None:
     """Canonical tool calls: case/space-folded names, parameters as sorted JSON, call order kept."""
-    from benchmarks.toolrl import parse_calls
+    from vpo_harness.benchmarks.toolrl import parse_calls
 
     calls, nonempty = parse_calls(answer)
     canon = tuple((" ".join(c["name"].casefold().split()),
@@ -231,7 +231,7 @@ def _toolrl_key(answer: str) -> Hashable | None:
 
 
 def _lcb_key(answer: str) -> Hashable | None:
-    from benchmarks.livecodebench import normalized_ast
+    from vpo_harness.benchmarks.livecodebench import normalized_ast
 
     return normalized_ast(answer)
 

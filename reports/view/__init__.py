@@ -2,15 +2,15 @@
 
 Split by job so each piece is testable without a browser:
 
-- :mod:`reports.view.catalog` finds run folders and summarises each one for the index;
-- :mod:`reports.view.samples` indexes a samples.jsonl once (byte offsets, scores) and reads rows back
+- :mod:`vpo_harness.reports.view.catalog` finds run folders and summarises each one for the index;
+- :mod:`vpo_harness.reports.view.samples` indexes a samples.jsonl once (byte offsets, scores) and reads rows back
   on demand, so a 100k-candidate run is paged instead of loaded;
-- :mod:`reports.view.api` turns those into the JSON pages the browser asks for;
-- :mod:`reports.view.server` serves them and the static app on loopback (stdlib ``http.server``).
+- :mod:`vpo_harness.reports.view.api` turns those into the JSON pages the browser asks for;
+- :mod:`vpo_harness.reports.view.server` serves them and the static app on loopback (stdlib ``http.server``).
 """
 from __future__ import annotations
 
-from reports.view.api import ViewData
-from reports.view.server import make_server
+from vpo_harness.reports.view.api import ViewData
+from vpo_harness.reports.view.server import make_server
 
 __all__ = ["ViewData", "make_server"]

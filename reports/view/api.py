@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from reports.tables import format_estimate
-from reports.view.catalog import Catalog, RunEntry
-from reports.view.problems import problem_view, routes_for
-from reports.view.samples import SampleIndex
-from reports.view.search import PAGE_HITS, QueryError, parse_query, search
+from vpo_harness.reports.tables import format_estimate
+from vpo_harness.reports.view.catalog import Catalog, RunEntry
+from vpo_harness.reports.view.problems import problem_view, routes_for
+from vpo_harness.reports.view.samples import SampleIndex
+from vpo_harness.reports.view.search import PAGE_HITS, QueryError, parse_query, search
 
 #: candidates per page of a problem (chains are whole: a page holds ceil(50 / m) chains)
 PAGE_CANDIDATES = 50
@@ -158,7 +158,7 @@ class ViewData:
 
     def problem_info(self, run_id: str, problem_id: str) -> dict[str, Any]:
         """The problem itself as its task shows it, and the prompt the run sent
-        (:mod:`reports.view.problems`); ``error`` (one line) when it cannot be rebuilt here."""
+        (:mod:`vpo_harness.reports.view.problems`); ``error`` (one line) when it cannot be rebuilt here."""
         e = self._entry(run_id)
         return {"run": e.id, "problem_id": problem_id, **problem_view(e.config, problem_id)}
 
@@ -211,7 +211,7 @@ class ViewData:
                 "diff": diff(parent_prog, child_prog) if parent_prog is not None else None}
 
     def search(self, run_id: str, q: str, page: Any = 0, problem: str = "") -> dict[str, Any]:
-        """Chains of a run with a candidate matching the query (:mod:`reports.view.search`). A query
+        """Chains of a run with a candidate matching the query (:mod:`vpo_harness.reports.view.search`). A query
         that cannot be read answers with ``query_error`` (one line), not an HTTP error: the page
         shows it next to the search box."""
         e = self._entry(run_id)
@@ -314,7 +314,7 @@ def _evolve_header(e: RunEntry) -> dict[str, Any] | None:
 
 
 def _with_text(est: Any) -> Any:
-    """An estimate of results.json with the cell reports.tables writes for it (what the page shows)."""
+    """An estimate of results.json with the cell vpo_harness.reports.tables writes for it (what the page shows)."""
     return {**est, "text": format_estimate(est)} if isinstance(est, dict) else est
 
 

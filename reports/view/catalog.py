@@ -1,11 +1,11 @@
 """Find run folders under the given directories and summarise each for the index page.
 
 A run folder is any folder holding ``config.json`` (an evolve run's ``baseline/`` is one too). The
-summary comes from ``harness.core.results`` (results.json when current, the stored rows otherwise) and is
+summary comes from ``vpo_harness.harness.core.results`` (results.json when current, the stored rows otherwise) and is
 cached per folder until one of its files changes, so reloading the index of many runs is cheap.
 A folder that cannot be read becomes one entry with ``status: damaged`` and the reason in one line.
-A seed group (``seeds.json``: one run per sampling seed, harness.core.seeds) is a row of its own, its
-metrics the seeds' combined by ``harness.core.results`` (mean over seeds, within-run and
+A seed group (``seeds.json``: one run per sampling seed, vpo_harness.harness.core.seeds) is a row of its own, its
+metrics the seeds' combined by ``vpo_harness.harness.core.results`` (mean over seeds, within-run and
 between-seed standard errors), next to the rows of its seeds.
 """
 from __future__ import annotations
@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.core.config import recorded_ks
-from harness.core.metrics import Estimate, mean_se
-from harness.core.results import RunResults, read_results, results_at
-from harness.core.seeds import MARKER, group_state, is_seed_group, read_marker, seed_runs
-from harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
-from reports.colours import StyleBook
-from reports.tables import format_estimate
-from reports.view.samples import SampleIndex
+from vpo_harness.harness.core.config import recorded_ks
+from vpo_harness.harness.core.metrics import Estimate, mean_se
+from vpo_harness.harness.core.results import RunResults, read_results, results_at
+from vpo_harness.harness.core.seeds import MARKER, group_state, is_seed_group, read_marker, seed_runs
+from vpo_harness.harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
+from vpo_harness.reports.colours import StyleBook
+from vpo_harness.reports.tables import format_estimate
+from vpo_harness.reports.view.samples import SampleIndex
 
 #: folders never searched for runs: OpenEvolve's checkpoints, caches, hidden folders
 _SKIP = {"openevolve", "__pycache__", "node_modules"}
@@ -229,7 +229,7 @@ def group_info(parent: Path) -> dict[str, Any]:
 
 def _summarise_group(folder: Path, run_id: str) -> RunEntry:
     """A seed group's row: the first seed's settings, the seeds' metrics combined
-    (``harness.core.results.results_at``, which counts a seed still running with its rows so far);
+    (``vpo_harness.harness.core.results.results_at``, which counts a seed still running with its rows so far);
     partial while a seed is (the aggregate's ``partial``), or while a seed the group lists has no
     folder yet."""
     seeds = seed_runs(folder)

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
-from harness.core.suggest import did_you_mean
-from reports.view.api import PAGE_CANDIDATES, PAGE_PROBLEMS, NotFound, ViewData
-from reports.view.catalog import RunEntry, to_json_text
-from reports.view.server import FILES, META_CSP, STATIC
+from vpo_harness.harness.core.suggest import did_you_mean
+from vpo_harness.reports.view.api import PAGE_CANDIDATES, PAGE_PROBLEMS, NotFound, ViewData
+from vpo_harness.reports.view.catalog import RunEntry, to_json_text
+from vpo_harness.reports.view.server import FILES, META_CSP, STATIC
 
 _URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is
 _FNV_OFFSET, _FNV_PRIME, _MASK = 0xcbf29ce484222325, 0x100000001b3, (1 << 64) - 1

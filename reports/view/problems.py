@@ -5,7 +5,7 @@ narrative of an EUREQA puzzle), plus, for Maze, the cells each candidate's route
 
 Why here and not in the browser: the problem is rebuilt from the run's recorded task (name, split,
 options, data path), so the page shows the problem as the task defines it, and the route overlay
-runs the task's own parser and simulator (``benchmarks.maze_env.simulate``) rather than a second
+runs the task's own parser and simulator (``vpo_harness.benchmarks.maze_env.simulate``) rather than a second
 copy in JavaScript. The page draws the display blocks; each task has one small function below
 (:data:`DISPLAYS`), and an unknown task falls back to its problem record as JSON.
 
@@ -19,11 +19,11 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
-from benchmarks import get_task
-from benchmarks.base import Benchmark, Problem
-from harness.core.config import RunConfig
-from harness.eval.runner import make_prompt
-from reports.pools import run_facts
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import Benchmark, Problem
+from vpo_harness.harness.core.config import RunConfig
+from vpo_harness.harness.eval.runner import make_prompt
+from vpo_harness.reports.pools import run_facts
 
 #: tests of a code problem shown on the page (each cut to :data:`TEST_CHARS`)
 SHOWN_TESTS = 5
@@ -81,7 +81,7 @@ def find_problem(config: dict[str, Any], problem_id: str) -> tuple[Benchmark, Pr
 
 
 def prompt_of(config: dict[str, Any], task: Benchmark, problem: Problem) -> list[dict[str, str]]:
-    """The messages the runner sends for this problem (``harness.eval.runner.make_prompt``); an evolve
+    """The messages the runner sends for this problem (``vpo_harness.harness.eval.runner.make_prompt``); an evolve
     run's first prompt is the same (its mutation prompts quote parents and are not shown here)."""
     ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
     cfg = RunConfig.from_json({"task": ident.get("task") or {}, "model": ident.get("model") or {},
@@ -91,7 +91,7 @@ def prompt_of(config: dict[str, Any], task: Benchmark, problem: Problem) -> list
 
 # ---- one display per task --------------------------------------------------------------------------
 def _maze(task: Benchmark, p: Problem) -> list[Block]:
-    from benchmarks.maze_env import MazeInstance
+    from vpo_harness.benchmarks.maze_env import MazeInstance
 
     inst = MazeInstance.from_problem(p)
     return [{"kind": "maze", "title": "maze", "rows": inst.symbol_rows(), "budget": inst.budget,

@@ -3,7 +3,7 @@
 The viewer never holds a run's texts: one pass keeps, per stored row, where it is in the file and
 the small numbers the pages sort and summarise by (scores, passes, reward vectors, evolve lineage
 fields). A page of 50 candidates is then 50 seeks, whatever the run's size. Row semantics follow
-``harness.core.store``: the latest row of a (problem_id, chain_index) wins, a cut last line (a writer
+``vpo_harness.harness.core.store``: the latest row of a (problem_id, chain_index) wins, a cut last line (a writer
 still running or killed) is not read yet. A damaged line is skipped and reported in one line
 instead of failing the whole run, so the rest of a run stays readable.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.metrics import best_at_k_curve, mean_pairwise_l1, pass_at_k
+from vpo_harness.harness.core.metrics import best_at_k_curve, mean_pairwise_l1, pass_at_k
 
 #: damaged lines named in the warnings (the rest are counted)
 MAX_WARNINGS = 5
@@ -204,7 +204,7 @@ class SampleIndex:
     def problem_stats(self, ks: list[int]) -> dict[str, dict[str, Any]]:
         """Per problem: chains, candidates, errors, mean and best score, pass rate, best@k / pass@k at
         ``ks`` and diversity (mean pairwise L1 of the reward vectors), the run-level metrics'
-        per-problem values (harness.core.metrics). Only problems that got rows since the last call are
+        per-problem values (vpo_harness.harness.core.metrics). Only problems that got rows since the last call are
         computed again, so a run still writing costs its new rows, not its size."""
         key = tuple(ks)
         with self._stats_lock:  # one computation at a time: a second caller waits for its result

@@ -17,12 +17,12 @@ Why it is fast on a large run, and still exact (every result equals parsing ever
 rows built to break the shortcuts in tests/reports/test_view_search_exact.py):
 
 - numbers, flags and ``problem:`` are numpy comparisons over every candidate at once
-  (:mod:`reports.view.search_index`, kept between searches and extended as the run grows); they
+  (:mod:`vpo_harness.reports.view.search_index`, kept between searches and extended as the run grows); they
   read no file;
 - text terms read the rows that hold the numbers, in file order, in reads of up to 8 MB. A row
   whose line is *plain* (no ``\\u`` escape, no character whose case folding is ASCII) and lacks a
   term's lower-cased bytes cannot match, so one ``find`` over a read passes over every such row;
-- a row that holds the bytes is answered from them where :mod:`reports.view.search_fields` proves
+- a row that holds the bytes is answered from them where :mod:`vpo_harness.reports.view.search_fields` proves
   where its fields are (found once per row and kept), and parsed otherwise. A word in every row's
   text costs a ``find`` per row instead of a parse.
 
@@ -42,9 +42,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from reports.view import search_fields as fields
-from reports.view.samples import RowMeta, SampleIndex
-from reports.view.search_index import PLAIN, STRUCT, SearchIndex, search_index
+from vpo_harness.reports.view import search_fields as fields
+from vpo_harness.reports.view.samples import RowMeta, SampleIndex
+from vpo_harness.reports.view.search_index import PLAIN, STRUCT, SearchIndex, search_index
 
 #: chains per page of search results
 PAGE_HITS = 50
@@ -176,7 +176,7 @@ _KEPT = -4
 
 
 class _FastRow:
-    """One row answered from its bytes and field spans (:mod:`reports.view.search_fields`): exact
+    """One row answered from its bytes and field spans (:mod:`vpo_harness.reports.view.search_fields`): exact
     for an ASCII term; None from :meth:`answers` when its answers are not all strings."""
 
     def __init__(self, raw: bytes, low: bytes, base: int, length: int, sp: Any):
@@ -263,7 +263,7 @@ class _Parse(Exception):
 
 
 class _Relocate(Exception):
-    """A row whose needed field :func:`reports.view.search_fields.locate_many` left for later."""
+    """A row whose needed field :func:`vpo_harness.reports.view.search_fields.locate_many` left for later."""
 
 
 def _numbers(q: Query, si: SearchIndex, comp: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:

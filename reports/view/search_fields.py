@@ -140,7 +140,7 @@ _RUN = 64
 
 def locate_many(raw: bytes, bounds: list[tuple[int, int]], plains: list[bool]) -> list[array | None]:
     """For each line ``raw[a:b]`` (``plains`` from :func:`plain_lines`): :func:`locate`'s array, or
-    for runs of adjacent lines written as ``harness.core.store.dumps`` writes them only the text's
+    for runs of adjacent lines written as ``vpo_harness.harness.core.store.dumps`` writes them only the text's
     span, the other fields marked :data:`LATER` (:func:`locate` the line when one is needed). For
     such a run one count over it of ``{`` (less those inside the texts found, which are strings) and
     of ``"text"`` proves what :func:`locate` proves per line: each line has one ``{`` outside its

@@ -3,7 +3,7 @@ where each row's searchable fields lie in its line.
 
 A search used to walk 100k candidates in Python for ``score>0.5`` and parse every row for a common
 word. Here the numbers are numpy arrays (a range or a flag is one vectorised comparison) and each
-row's field spans (:func:`reports.view.search_fields.locate`) are found the first time a text term
+row's field spans (:func:`vpo_harness.reports.view.search_fields.locate`) are found the first time a text term
 reaches the row and then reused. Both follow the byte-offset index: a row that is new or replaced
 (a retried chain) since the last search is added, the rest is kept, and a file that was replaced
 (a new ``rows`` list in the index) starts the arrays again. Memory is a few numbers per candidate
@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from reports.view.samples import RowMeta, SampleIndex
+from vpo_harness.reports.view.samples import RowMeta, SampleIndex
 
 _SCALARS = attrgetter("scalars")
 _ROW = attrgetter("error", "problem_id", "offset", "length")

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
 
-from reports.view.api import NotFound, ViewData
-from reports.view.catalog import to_json_text
+from vpo_harness.reports.view.api import NotFound, ViewData
+from vpo_harness.reports.view.catalog import to_json_text
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: the app's scripts, in the order index.html loads them (the export copies the same files)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import DataError, get_task
-from benchmarks.rowfiles import read_rows
-from harness.app.cli import main
+from vpo_harness.benchmarks import DataError, get_task
+from vpo_harness.benchmarks.rowfiles import read_rows
+from vpo_harness.harness.app.cli import main
 
-from harness.core.paths import shared_data_dir
+from vpo_harness.harness.core.paths import shared_data_dir
 
 LCB = shared_data_dir() / "livecodebench" / "code_generation_lite.v5v6.public.jsonl"
 MUSIQUE = shared_data_dir() / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
@@ -69,7 +69,7 @@ def test_cli_non_utf8_data_is_one_line(tmp_path: Path, capsys) -> None:
 
 
 def test_runner_refuses_duplicate_ids_given_directly(tmp_path: Path) -> None:
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.harness.eval.runner import RunConfig, run
     from tests.harness.scripted import ScriptedBackend
 
     probs = get_task("maze").load("test", limit=2)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks import DataError, get_task
-from benchmarks.eureqa import Eureqa, format_answer, parse_entities
+from vpo_harness.benchmarks import DataError, get_task
+from vpo_harness.benchmarks.eureqa import Eureqa, format_answer, parse_entities
 
 FIXTURE = Path(__file__).parent / "fixtures" / "eureqa_synthetic.jsonl"
 

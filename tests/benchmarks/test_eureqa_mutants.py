@@ -1,8 +1,8 @@
 """EUREQA reward edge cases that the surviving mutants of ``scripts/mutation.sh`` exposed untested."""
 from __future__ import annotations
 
-from benchmarks.base import Problem
-from benchmarks.eureqa import Eureqa, format_answer
+from vpo_harness.benchmarks.base import Problem
+from vpo_harness.benchmarks.eureqa import Eureqa, format_answer
 
 
 def _problem(entities: list[str]) -> Problem:

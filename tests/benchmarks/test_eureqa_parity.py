@@ -13,11 +13,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from benchmarks.base import Problem
-from benchmarks.eureqa import format_answer, parse_entities
-from benchmarks.textnorm import authors_entity_normalize, entity_normalize
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import Problem
+from vpo_harness.benchmarks.eureqa import format_answer, parse_entities
+from vpo_harness.benchmarks.textnorm import authors_entity_normalize, entity_normalize
+from vpo_harness.harness.core.paths import shared_data_dir
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_paper_chains_take_the_first_block_of_each_number_with_reasoning_kept():
 def test_a_gold_entity_empty_under_the_mode_is_refused(tmp_path):
     from pathlib import Path
 
-    from benchmarks import DataError
+    from vpo_harness.benchmarks import DataError
 
     fixture = Path(__file__).parent / "fixtures" / "eureqa_synthetic.jsonl"
     rows = [json.loads(line) for line in fixture.read_text().splitlines()]

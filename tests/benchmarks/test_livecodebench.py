@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks import get_task
-from benchmarks.base import DataError, Problem
-from benchmarks.livecodebench import (
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import DataError, Problem
+from vpo_harness.benchmarks.livecodebench import (
     LiveCodeBench, decode_private_tests, extract_code, normalized_ast, select_tests, split_chain)
-from harness.core.paths import shared_data_dir
-from benchmarks.livecodebench_judge import stdout_matches, value_matches
+from vpo_harness.harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks.livecodebench_judge import stdout_matches, value_matches
 
 pytestmark = pytest.mark.timeout(180)
 DATA = shared_data_dir() / "livecodebench" / "code_generation_lite.v5v6.public.jsonl"
@@ -282,8 +282,8 @@ def test_hub_download_reads_raw_files(tmp_path, monkeypatch):
 
 def test_runner_scores_a_chain(task):
     """The runner's per-chain scoring works with per-problem reward lengths and AST dedup."""
-    from harness.core.models.base import Generation
-    from benchmarks.scoring import score_generation
+    from vpo_harness.harness.core.models.base import Generation
+    from vpo_harness.benchmarks.scoring import score_generation
 
     p = _problem("stdin", [("1 2", "3"), ("5 5", "10")])
     text = ("First:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```\n---\n"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.livecodebench import DEFAULT_FILE, LiveCodeBench
-from harness.core.paths import shared_data_dir
-from harness.core.sandbox import SandboxPool, detect_isolation
-from harness.core.sandbox.isolation import Isolation
+from vpo_harness.benchmarks.livecodebench import DEFAULT_FILE, LiveCodeBench
+from vpo_harness.harness.core.paths import shared_data_dir
+from vpo_harness.harness.core.sandbox import SandboxPool, detect_isolation
+from vpo_harness.harness.core.sandbox.isolation import Isolation
 
 DATA = shared_data_dir() / "livecodebench" / DEFAULT_FILE
 CHEAT = f'''```python

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from benchmarks.livecodebench_judge import (PASS, RTE, VERDICTS, WRONG, grade_program, judge_record,
+from vpo_harness.benchmarks.livecodebench_judge import (PASS, RTE, VERDICTS, WRONG, grade_program, judge_record,
                                             stdout_matches, value_matches)
-from harness.core.sandbox.sandbox import SandboxResult
+from vpo_harness.harness.core.sandbox.sandbox import SandboxResult
 
 SPECIAL = ["sNaN", "-sNaN", "NaN", "-NaN", "nan", "Infinity", "-Infinity", "inf", "1e999999999999999999",
            "1e-999999999999999999", "9" * 5000, "0x10", "1_000", "\udcff", "\x00", "", " ", "\n", "3", "3.0",
@@ -116,7 +116,7 @@ def test_time_limits_at_the_memory_limit_are_memory_limit() -> None:
     """Without swap, a memory bomb at its group's limit often crawls (the kernel reclaims its code
     pages) into the per-test time limit instead of an OOM kill: every test it hit from there is
     memory_limit; tests before the limit, and passes after it, keep their verdicts."""
-    from benchmarks.livecodebench_judge import MLE, TLE
+    from vpo_harness.benchmarks.livecodebench_judge import MLE, TLE
 
     ok = {"kind": "test", "i": 0, "status": "ok", "out": "3\n"}
     slow = [{"kind": "test", "i": i, "status": "timeout"} for i in (1, 2)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import get_task
-from benchmarks.base import Problem
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import Problem
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -15,11 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from benchmarks.livecodebench import LiveCodeBench
-from benchmarks.livecodebench_judge import LCB_CODE, TLE, stdout_matches
-from harness.core.paths import shared_data_dir
-from harness.core.sandbox import Limits, Sandbox, detect_isolation
-from harness.core.sandbox.sandbox import live_pids_of_uid
+from vpo_harness.benchmarks.livecodebench import LiveCodeBench
+from vpo_harness.benchmarks.livecodebench_judge import LCB_CODE, TLE, stdout_matches
+from vpo_harness.harness.core.paths import shared_data_dir
+from vpo_harness.harness.core.sandbox import Limits, Sandbox, detect_isolation
+from vpo_harness.harness.core.sandbox.sandbox import live_pids_of_uid
 
 DIR = shared_data_dir() / "livecodebench"
 TLE_CODE = LCB_CODE[TLE]  # -3

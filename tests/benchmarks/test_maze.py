@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks import get_task
-from benchmarks.base import Problem
-from benchmarks.maze import (Maze, best_route, paper_moves, paper_parse_multi, paper_parse_single, parse_moves,
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import Problem
+from vpo_harness.benchmarks.maze import (Maze, best_route, paper_moves, paper_parse_multi, paper_parse_single, parse_moves,
                              parse_multi, parse_single)
-from benchmarks.maze_env import (CORNERS, MazeInstance, build_maze, generate_maze, maze_split, reward_from_counts,
+from vpo_harness.benchmarks.maze_env import (CORNERS, MazeInstance, build_maze, generate_maze, maze_split, reward_from_counts,
                                  simulate)
-from benchmarks.maze_search import best_route_detail
+from vpo_harness.benchmarks.maze_search import best_route_detail
 
 # ---- an independent reference implementation of distances and of the optimum ---------------------
 
@@ -497,7 +497,7 @@ def test_best_route_deterministic():
 
 
 def test_data_path_is_refused_not_ignored(tmp_path) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     rc = main(["run", "--task", "maze", "--model", "mock:moves", "--data-path", str(tmp_path / "mazes.jsonl"),
                "--limit", "1", "-n", "1", "--out", str(tmp_path / "r"), "--no-progress"])

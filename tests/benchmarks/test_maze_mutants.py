@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.maze_env import is_move_token, parse_moves, reward_from_counts, simulate
+from vpo_harness.benchmarks.maze_env import is_move_token, parse_moves, reward_from_counts, simulate
 from tests.benchmarks.test_maze import DIAMOND_ROUTE, GOLD_ROUTE, HAND, LAVA_ROUTE
 
 KW = dict(total_gold=5, total_diamond=4, total_lava=3)

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.base import Shown
-from benchmarks.maze import Maze, MazeInstance, best_route
+from vpo_harness.benchmarks.base import Shown
+from vpo_harness.benchmarks.maze import Maze, MazeInstance, best_route
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,8 +94,8 @@ def test_compact_prompt_fits_the_bundled_models_context(task):
 
 
 def test_tasks_without_a_mutation_prompt_say_so():
-    from benchmarks import get_task
-    from search.adapters import adapter_for
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.search.adapters import adapter_for
 
     assert adapter_for(get_task("toolrl")).mutation_prompt(None, Shown("x", (0.0,)), [], 1) is None
     maze = get_task("maze")

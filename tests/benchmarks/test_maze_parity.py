@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks.maze import Maze
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks.maze import Maze
+from vpo_harness.harness.core.paths import shared_data_dir
 
 MAZES = shared_data_dir() / "maze" / "authors_mazes.jsonl"
 SCORES = shared_data_dir() / "maze" / "authors_scores.jsonl"
@@ -33,7 +33,7 @@ def splits():
 def test_every_maze_cell_for_cell(splits):
     rows = _rows(MAZES)
     assert len(rows) == 1100
-    from benchmarks.maze_env import MazeInstance
+    from vpo_harness.benchmarks.maze_env import MazeInstance
     for row in rows:
         p = splits[row["split"]][row["index"]]
         m = MazeInstance.from_problem(p)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks import DataError, get_task
-from benchmarks.musique import MuSiQue, cited_indices, format_answer
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks import DataError, get_task
+from vpo_harness.benchmarks.musique import MuSiQue, cited_indices, format_answer
+from vpo_harness.harness.core.paths import shared_data_dir
 
 DATA = shared_data_dir() / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 
@@ -110,8 +110,8 @@ def test_missing_answer_is_all_zeros(task, problems):
 
 
 def test_paper_citations_and_normalisation(task, problems):
-    from benchmarks.musique import paper_cited
-    from benchmarks.textnorm import authors_normalize
+    from vpo_harness.benchmarks.musique import paper_cited
+    from vpo_harness.benchmarks.textnorm import authors_normalize
 
     assert paper_cited("8, 1, 25") == [8, 1, 25] and paper_cited("[8] [1]") == [] and paper_cited("8 and 1") == []
     assert paper_cited("8 1") == [] and paper_cited(" 3 ,x, 4 ") == [3, 4] and paper_cited(None) == []
@@ -128,7 +128,7 @@ def test_paper_citations_and_normalisation(task, problems):
 
 
 def test_squad_normalisation_and_f1():
-    from benchmarks.textnorm import best_token_f1, squad_normalize, token_f1
+    from vpo_harness.benchmarks.textnorm import best_token_f1, squad_normalize, token_f1
 
     assert squad_normalize("The  Eiffel-Tower, (Paris)!") == "eiffeltower paris"
     assert squad_normalize("an apple a day") == "apple day" and squad_normalize(None) == ""

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from benchmarks import get_task
-from benchmarks.musique import cited_indices, paper_cited, paper_reward
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.musique import cited_indices, paper_cited, paper_reward
+from vpo_harness.harness.core.paths import shared_data_dir
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import warnings
 
 import pytest
 
-from benchmarks.musique import LOCAL_FILE, MuSiQue
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks.musique import LOCAL_FILE, MuSiQue
+from vpo_harness.harness.core.paths import shared_data_dir
 
 
 def _slice_rows() -> list[dict]:

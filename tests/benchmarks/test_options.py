@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import get_task, task_names
+from vpo_harness.benchmarks import get_task, task_names
 
 
 @pytest.mark.parametrize("name", task_names())

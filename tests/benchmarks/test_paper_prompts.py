@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import get_task
-from harness.eval.protocols import preset
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.eval.protocols import preset
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -66,8 +66,8 @@ def test_the_paper_protocol_selects_the_authors_prompt(task: str) -> None:
 
 def test_vpo_run_with_the_paper_protocol_renders_the_authors_prompt() -> None:
     """The command line's config (before any sampling) names the paper prompt for LiveCodeBench."""
-    from harness.app.cli import build_parser
-    from harness.app.commands.run import build_config
+    from vpo_harness.harness.app.cli import build_parser
+    from vpo_harness.harness.app.commands.run import build_config
 
     args = build_parser().parse_args(["run", "--task", "livecodebench", "--model", "mock:echo", "--protocol",
                                       "paper", "--limit", "1"])
@@ -81,7 +81,7 @@ def test_vpo_run_with_the_paper_protocol_renders_the_authors_prompt() -> None:
 def test_livecodebench_paper_prompt_edge_cases_match_the_authors() -> None:
     """Problem data no stored problem has (``self`` in the statement, a functional problem without a
     ``def`` line): the authors' function's output on synthetic data."""
-    from benchmarks.livecodebench import paper_prompt
+    from vpo_harness.benchmarks.livecodebench import paper_prompt
 
     for row in _rows("lcb_authors_prompts_synthetic.jsonl"):
         text = paper_prompt(row["data"], row["m"])

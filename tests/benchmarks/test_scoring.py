@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from benchmarks.maze import MazeInstance, best_route
-from benchmarks.scoring import score_chain, score_generation
-from harness.core.models.base import Generation
-from harness.core.rows import ChainRow, RowError
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.maze import MazeInstance, best_route
+from vpo_harness.benchmarks.scoring import score_chain, score_generation
+from vpo_harness.harness.core.models.base import Generation
+from vpo_harness.harness.core.rows import ChainRow, RowError
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.paths import shared_data_dir
 
 
 def _rows(task: str):

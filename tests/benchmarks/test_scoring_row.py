@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from benchmarks.eureqa import format_answer
-from benchmarks.scoring import score_chain, score_generation
-from harness.core.models.base import Generation
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.eureqa import format_answer
+from vpo_harness.benchmarks.scoring import score_chain, score_generation
+from vpo_harness.harness.core.models.base import Generation
 from tests.harness.test_pools import FIXTURE
 
 

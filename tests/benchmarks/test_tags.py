@@ -6,8 +6,8 @@ import re
 
 from hypothesis import given, settings, strategies as st
 
-from benchmarks.base import extract_tag, parse_numbered_tags
-from benchmarks.tags import find_tags, strip_blocks
+from vpo_harness.benchmarks.base import extract_tag, parse_numbered_tags
+from vpo_harness.benchmarks.tags import find_tags, strip_blocks
 
 
 def _ref_findall(text: str, tag: str) -> list[str]:

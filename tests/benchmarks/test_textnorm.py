@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.textnorm import (authors_normalize, entity_normalize, multiset_f1, set_f1, squad_normalize,
+from vpo_harness.benchmarks.textnorm import (authors_normalize, entity_normalize, multiset_f1, set_f1, squad_normalize,
                                  strip_think, token_f1)
 
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks import DataError, get_task
-from benchmarks.toolrl import GITHUB_RAW, ToolRL, parse_calls, score_calls, sft_to_row, value_match
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks import DataError, get_task
+from vpo_harness.benchmarks.toolrl import GITHUB_RAW, ToolRL, parse_calls, score_calls, sft_to_row, value_match
+from vpo_harness.harness.core.paths import shared_data_dir
 
 TEST_FILE = shared_data_dir() / "toolrl" / "rlla_4k_test.jsonl"
 SFT_FILE = shared_data_dir() / "toolrl" / "rlla_sft.jsonl"
@@ -329,7 +329,7 @@ def test_paper_reading_first_block_half_think_and_malformed(test_rows):
 
 
 def test_paper_value_match_types():
-    from benchmarks.toolrl import paper_value_match as vm
+    from vpo_harness.benchmarks.toolrl import paper_value_match as vm
     assert vm("the 1", "1") == pytest.approx(2 / 3)          # no article removal
     assert vm("no", True) == 1 and vm(False, "false") == 0   # truthiness, as the authors' code does
     assert vm("2", 2) == 1 and vm("2.5", 2) == 0 and vm(2.0, 2) == 1

@@ -16,11 +16,11 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from benchmarks.base import Problem
-from benchmarks.toolrl import (align_calls, paper_calls, paper_reward, paper_score_calls, paper_structure,
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.base import Problem
+from vpo_harness.benchmarks.toolrl import (align_calls, paper_calls, paper_reward, paper_score_calls, paper_structure,
                                paper_value_match, score_calls, value_match)
-from harness.core.paths import shared_data_dir
+from vpo_harness.harness.core.paths import shared_data_dir
 
 
 def call(name: str, **params) -> dict:

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from benchmarks.scoring import score_chain
-from harness.core.paths import shared_data_dir
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.scoring import score_chain
+from vpo_harness.harness.core.paths import shared_data_dir
 
 ROWS = shared_data_dir() / "toolrl" / "authors_scores.jsonl"
 

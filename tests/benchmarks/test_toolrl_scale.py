@@ -10,8 +10,8 @@ from typing import Iterator, Sequence
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
 
 
 def test_scalar_is_the_sum_or_the_mean():
@@ -47,9 +47,9 @@ class _GoldOrWorse(Backend):
 
 
 def test_rescored_sum_scale_is_four_times_the_mean_scale(tmp_path):
-    from harness.app.rescore import rescore
-    from harness.core.store import latest_rows
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.harness.app.rescore import rescore
+    from vpo_harness.harness.core.store import latest_rows
+    from vpo_harness.harness.eval.runner import RunConfig, run
 
     problems = get_task("toolrl").load("test", limit=6)
     backend = _GoldOrWorse({p.id: p.data["gold"] for p in problems})

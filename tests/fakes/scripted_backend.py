@@ -8,14 +8,14 @@
 - ``shuffle_seed``: yield in a shuffled (but reproducible) completion order, as real servers do.
 
 Every ``generate`` call is recorded in ``calls`` so tests can assert what was (re)requested.
-``register()`` makes it loadable as ``scripted:NAME`` through ``harness.core.models.load_backend``.
+``register()`` makes it loadable as ``scripted:NAME`` through ``vpo_harness.harness.core.models.load_backend``.
 """
 from __future__ import annotations
 
 import random
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
 
 Responder = Callable[[GenRequest, int, int], str]
 
@@ -79,6 +79,6 @@ class ScriptedBackend(Backend):
 
 def register() -> None:
     """Make ``scripted:NAME`` loadable via ``load_backend`` (model_args go to the constructor)."""
-    from harness.core.models import register_backend
+    from vpo_harness.harness.core.models import register_backend
 
     register_backend("scripted", lambda model, base_url, args: ScriptedBackend(model=model, **args))

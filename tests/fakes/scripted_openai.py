@@ -115,7 +115,7 @@ def maze_routes_responder(m: int) -> Respond:
     def respond(body: dict[str, Any], idx: int) -> str:
         prefix = prefilled(body)
         if prefix is not None:
-            from harness.core.models.mock import MockBackend
+            from vpo_harness.harness.core.models.mock import MockBackend
 
             mock = MockBackend("moves", length=30)
             return mock.text_for(body["messages"][:-1], int(body.get("seed") or 0), prefix)[len(prefix):]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 from typing import Iterator, Sequence
 
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
 
 MOVES = ["UP", "DOWN", "LEFT", "RIGHT"]
 

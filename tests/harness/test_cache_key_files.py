@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness.core import digests
-from harness.core.models import zoo
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core import digests
+from vpo_harness.harness.core.models import zoo
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.harness.scripted import ScriptedBackend
 
 N_CHAINS = 2 * 2
@@ -170,7 +170,7 @@ def test_a_moved_hub_ref_misses(tmp_path: Path, hub: Path) -> None:
 
 
 def test_a_hub_id_without_a_local_snapshot_is_not_cached_by_default(hub: Path) -> None:
-    from harness.core.gencache import cache_decision
+    from vpo_harness.harness.core.gencache import cache_decision
 
     use, why = cache_decision(None, "hf:org/other", {}, weights=zoo.fingerprint("org/other"))
     assert use is False and "hub-cache snapshot" in why

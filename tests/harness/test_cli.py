@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.cli import main
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.harness.scripted import ScriptedBackend
 
 
@@ -54,7 +54,7 @@ def test_every_command_help_has_a_description_and_shows_defaults() -> None:
     """`vpo CMD --help`: what the command does, and every option with a default says what it is."""
     import argparse
 
-    from harness.app.cli import build_parser
+    from vpo_harness.harness.app.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     for name, parser in sub.choices.items():
@@ -142,31 +142,31 @@ def test_bad_k_list() -> None:
 
 def test_every_command_module_registers_and_dispatches() -> None:
     """Each entry of COMMANDS is a module with register/run, and the parser routes to its run()."""
-    from harness.app.cli import build_parser
-    from harness.app.commands import COMMANDS, load
+    from vpo_harness.harness.app.cli import build_parser
+    from vpo_harness.harness.app.commands import COMMANDS, load
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     funcs = {p.get_default("func") for p in sub.choices.values()}
     assert len(sub.choices) >= len(COMMANDS)  # a module may name its command differently (export-verl)
     for name in COMMANDS:
-        assert load(name).run in funcs, f"harness.app.commands.{name}.run is not dispatched"
+        assert load(name).run in funcs, f"vpo_harness.harness.app.commands.{name}.run is not dispatched"
 
 
 def test_cli_import_is_light() -> None:
-    """`import harness.app.cli` (what `vpo --help` pays) pulls in neither the runner, training, torch nor pandas."""
+    """`import vpo_harness.harness.app.cli` (what `vpo --help` pays) pulls in neither the runner, training, torch nor pandas."""
     import subprocess
     import sys
 
-    code = ("import sys, harness.app.cli; heavy = [m for m in ('torch', 'pandas', 'harness.eval.runner', 'training', "
-            "'training.rl', 'transformers') if m in sys.modules]; print(heavy)")
+    code = ("import sys, vpo_harness.harness.app.cli; heavy = [m for m in ('torch', 'pandas', 'vpo_harness.harness.eval.runner', 'training', "
+            "'vpo_harness.training.rl', 'transformers') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_ls_says_livecodebench_d_is_per_problem(capsys: pytest.CaptureFixture[str]) -> None:
     """LCB's reward has one component per selected test (<= max_tests): `vpo ls` says so instead of 16."""
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     assert main(["ls", "--json"]) == 0
     rows = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
@@ -186,7 +186,7 @@ def test_closed_pipe_ends_quietly() -> None:
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     read_end, write_end = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.app.cli", "ls"], stdout=write_end,
+    proc = subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", "ls"], stdout=write_end,
                             stderr=subprocess.PIPE, env=env)
     os.close(write_end)
     os.close(read_end)  # the reader is gone before vpo writes (deterministic, unlike reading a byte first)
@@ -199,7 +199,7 @@ def test_closed_pipe_ends_quietly() -> None:
 def test_ls_says_what_loads_here_offline(capsys: pytest.CaptureFixture[str]) -> None:
     """The release's split sizes are not what an offline run gets: `vpo ls` prints both. The sizes here
     are counted from the offline files themselves, so a changed slice cannot make this test stale."""
-    from harness.core.paths import shared_data_dir
+    from vpo_harness.harness.core.paths import shared_data_dir
 
     def lines(rel: str) -> int:
         return sum(1 for ln in (shared_data_dir() / rel).read_text(encoding="utf-8").splitlines() if ln.strip())

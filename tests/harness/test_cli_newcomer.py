@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.cli import main
-from harness.app.commands.run import report_failures
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.app.commands.run import report_failures
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.harness.scripted import ScriptedBackend
 
 

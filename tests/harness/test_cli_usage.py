@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.app.cli import main
+from vpo_harness.harness.app.cli import main
 
 
 def test_mistyped_flag_prints_the_subcommand_usage(capsys: pytest.CaptureFixture) -> None:

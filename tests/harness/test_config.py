@@ -7,13 +7,13 @@ from typing import Iterator, Sequence
 
 import pytest
 
-import harness.eval.runner as runner
-from benchmarks import get_task
-from benchmarks.maze import Maze
-from harness.core.config import ExecutionSpec, RunConfig
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
-from harness.core.results import read_results
-from harness.core.store import RunStoreError
+import vpo_harness.harness.eval.runner as runner
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.maze import Maze
+from vpo_harness.harness.core.config import ExecutionSpec, RunConfig
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.results import read_results
+from vpo_harness.harness.core.store import RunStoreError
 from tests.harness.scripted import ScriptedBackend
 
 
@@ -93,7 +93,7 @@ class SameText(Backend):
 def test_vpo_objective_does_not_depend_on_the_run_seed(tmp_path: Path) -> None:
     """The metric's Dirichlet weights use a fixed seed: equal pools give equal VPO objectives across
     run seeds (they used the run seed before, so two seeds of one model were not comparable)."""
-    from benchmarks.maze import MazeInstance, best_route
+    from vpo_harness.benchmarks.maze import MazeInstance, best_route
 
     task = get_task("maze")
     probs = task.load("test", limit=3)
@@ -238,7 +238,7 @@ def test_openai_run_resumes_against_a_server_on_another_port(tmp_path: Path) -> 
     """A run cut short against one server is finished by the same command against the same model
     served on another port: only the missing chains are sampled, and config.json records the URL
     the run last used (a changed base_url used to be refused as another run)."""
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
     from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
     out = tmp_path / "run"

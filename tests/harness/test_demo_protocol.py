@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.app.demo import demo_config, demo_configs
-from harness.core.models import zoo
+from vpo_harness.harness.app.demo import demo_config, demo_configs
+from vpo_harness.harness.core.models import zoo
 
 
 def test_demo_protocol_is_the_papers_pool_of_30(tmp_path: Path) -> None:
@@ -17,7 +17,7 @@ def test_demo_protocol_is_the_papers_pool_of_30(tmp_path: Path) -> None:
 
 
 def test_trainer_budgets_are_the_zoo_defaults() -> None:
-    from training.rl import RLConfig
+    from vpo_harness.training.rl import RLConfig
 
     d = zoo.ZOO["maze-tiny-vpo"].defaults
     assert d is zoo.TINY_MAZE_DEFAULTS

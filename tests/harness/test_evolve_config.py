@@ -6,7 +6,7 @@ from dataclasses import fields, replace
 
 import pytest
 
-from search.evolve import SECTIONS, EvolveConfig
+from vpo_harness.search.evolve import SECTIONS, EvolveConfig
 
 
 def base(**kw) -> EvolveConfig:
@@ -107,8 +107,8 @@ def test_request_only_model_args_are_not_identity():
 def test_identity_is_the_run_rule_plus_the_search():
     """The task / model / sampling sections are `vpo run`'s (RunConfig.identity of the canonical run
     sections), so the two commands cannot drift apart on what a run is."""
-    from benchmarks.maze import Maze
-    from harness.eval.runner import canonical_config
+    from vpo_harness.benchmarks.maze import Maze
+    from vpo_harness.harness.eval.runner import canonical_config
 
     cfg = base(temperature=0.5, limit=3)
     run = canonical_config(cfg.run_config(), Maze())
@@ -121,9 +121,9 @@ def test_spellings_and_defaults_name_one_folder(monkeypatch):
     """A zoo model's name, its folder (relative, absolute) and an unset temperature / top-p vs the
     task's default are one run: one identity, one folder; the zoo model's trained prompt style and
     budget are the same as given explicitly."""
-    from benchmarks.maze import Maze
-    from harness.core.models.zoo import TINY_MAZE_DEFAULTS
-    from harness.core.paths import BUNDLED_CHECKPOINTS
+    from vpo_harness.benchmarks.maze import Maze
+    from vpo_harness.harness.core.models.zoo import TINY_MAZE_DEFAULTS
+    from vpo_harness.harness.core.paths import BUNDLED_CHECKPOINTS
 
     monkeypatch.chdir(BUNDLED_CHECKPOINTS.parent)
     plain = EvolveConfig(task="maze", model="hf:maze-tiny-vpo")
@@ -160,7 +160,7 @@ def test_legacy_names_are_the_names_older_folders_have(kw, name):
 def test_a_new_setting_lands_in_a_run_section_by_its_name():
     """EvolveConfig's fields named as `vpo run` settings are sorted into RunConfig's sections by the
     same table RunConfig.of reads (flat_fields), not by a second list."""
-    from harness.core.config import flat_fields
+    from vpo_harness.harness.core.config import flat_fields
 
     where = flat_fields()
     for sec in ("task", "model", "sampling"):

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import get_task
-from harness.core.executors import BackendSpec, ChainScorer, ExecutorConfig, LocalExecutor, make_batches
-from harness.core.executors.ray_executor import default_batch_chains, replica_gpus, replica_spec
-from harness.core.executors.replica import Replica
-from harness.core.executors.workqueue import WorkQueue
-from harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.executors import BackendSpec, ChainScorer, ExecutorConfig, LocalExecutor, make_batches
+from vpo_harness.harness.core.executors.ray_executor import default_batch_chains, replica_gpus, replica_spec
+from vpo_harness.harness.core.executors.replica import Replica
+from vpo_harness.harness.core.executors.workqueue import WorkQueue
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
 import functools
 
-from benchmarks.scoring import score_generation
-from harness.eval.runner import RunConfig, run
+from vpo_harness.benchmarks.scoring import score_generation
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.fakes.scripted_backend import register
 from tests.harness.scripted import ScriptedBackend
 
@@ -153,7 +153,7 @@ def test_local_executor_borrows_a_backend_and_closes_its_own() -> None:
 
 
 def test_cli_refuses_replicas_without_ray(capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     rc = main(["run", "--task", "maze", "--model", "hf:x", "--replicas", "2"])
     err = capsys.readouterr().err
@@ -163,7 +163,7 @@ def test_cli_refuses_replicas_without_ray(capsys: pytest.CaptureFixture[str]) ->
 def test_ray_executor_without_ray_is_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from harness.core.executors.ray_executor import ExecutorError, RayExecutor
+    from vpo_harness.harness.core.executors.ray_executor import ExecutorError, RayExecutor
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     ex = RayExecutor(BackendSpec("hf:x"), ExecutorConfig(kind="ray", replicas=2))

@@ -18,9 +18,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from harness.core.executors import BackendSpec, ExecutorConfig  # noqa: E402
-from harness.core.executors.ray_executor import RayExecutor  # noqa: E402
-from harness.eval.runner import RunConfig, run  # noqa: E402
+from vpo_harness.harness.core.executors import BackendSpec, ExecutorConfig  # noqa: E402
+from vpo_harness.harness.core.executors.ray_executor import RayExecutor  # noqa: E402
+from vpo_harness.harness.eval.runner import RunConfig, run  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -125,7 +125,7 @@ def test_replica_killed_mid_run_loses_nothing(cluster: str, reference: dict, tmp
     assert ex.stats["work_queue"]["requeued_chains"] > 0, ex.stats
     assert content(folder) == reference
     # the loss and the restart are on record in the run folder (config.json execution.events)
-    from harness.core.store import RunStore
+    from vpo_harness.harness.core.store import RunStore
 
     events = RunStore(folder).events()
     assert [e["event"] for e in events] == ["replica_lost", "replica_restarted"], events
@@ -135,7 +135,7 @@ def test_replica_killed_mid_run_loses_nothing(cluster: str, reference: dict, tmp
 def _vpo(args: list[str]) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in [str(Path(__file__).resolve().parents[2]),
                                                                     os.environ.get("PYTHONPATH", "")] if p))
-    return subprocess.Popen([sys.executable, "-m", "harness.app.cli", *args], stdout=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True, env=env)
 
 
@@ -166,7 +166,7 @@ def test_driver_killed_with_sigkill_then_resumed(cluster: str, reference: dict, 
 
 
 def test_replica_that_cannot_build_its_backend_is_one_clear_error(cluster: str, tmp_path: Path) -> None:
-    from harness.core.executors.ray_executor import ExecutorError
+    from vpo_harness.harness.core.executors.ray_executor import ExecutorError
 
     ex = RayExecutor(BackendSpec("hf:/nonexistent/model", None, {}), ExecutorConfig(kind="ray", replicas=1))
     with pytest.raises(ExecutorError, match="failed to start its hf backend: FileNotFoundError"):

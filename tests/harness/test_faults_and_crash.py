@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.eval.runner import RunConfig, run
-from harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.results import load_run
 from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 
@@ -47,7 +47,7 @@ def test_faulty_server_run_completes_with_failures_recorded(tmp_path: Path) -> N
 
 
 def _vpo(args: list[str], **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.app.cli", *args], stdout=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True, **kw)
 
 

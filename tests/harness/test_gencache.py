@@ -16,13 +16,13 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
-from harness.app.cli import main
-from harness.core.gencache import CacheError, CachedChains, GenerationCache, cache_decision, chain_key
-from harness.core.models.base import GenRequest, Generation, SamplingConfig
-from harness.core.models.mock import MockBackend
-from harness.core.paths import REPO_ROOT
-from harness.eval import runner
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.gencache import CacheError, CachedChains, GenerationCache, cache_decision, chain_key
+from vpo_harness.harness.core.models.base import GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.models.mock import MockBackend
+from vpo_harness.harness.core.paths import REPO_ROOT
+from vpo_harness.harness.eval import runner
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401 (fixture)
 from tests.harness.scripted import ScriptedBackend
 
@@ -123,7 +123,7 @@ def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
 
 _WRITER = """
 import sys
-from harness.core.gencache import GenerationCache
+from vpo_harness.harness.core.gencache import GenerationCache
 folder, start, stop, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 cache = GenerationCache(folder)
 i = start
@@ -369,7 +369,7 @@ def test_a_real_hf_model_hits_without_loading_and_new_weights_miss(tiny_llama_di
     import torch
     from safetensors.torch import load_file, save_file
 
-    from harness.core.models.hf import HFBackend
+    from vpo_harness.harness.core.models.hf import HFBackend
 
     ckpt = tmp_path / "ckpt"
     shutil.copytree(tiny_llama_dir, ckpt)
@@ -553,7 +553,7 @@ def test_a_cached_row_equals_the_row_it_replaced(tmp_path: Path) -> None:
 def test_the_old_variable_still_moves_the_generation_cache_with_one_note(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.core import paths
+    from vpo_harness.harness.core import paths
 
     monkeypatch.setattr(paths, "_noted", set())
     monkeypatch.setenv("VPO_CACHE_DIR", str(tmp_path / "old"))

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.maze import Maze
-from harness.app.cli import build_parser, main
-from harness.app.demo import demo_config
-from harness.core.config import RunConfig, canonical_identity
-from harness.core.models.zoo import canonical_model, canonical_spec
-from harness.core.paths import BUNDLED_CHECKPOINTS
-from harness.core.store import RunStore, RunStoreError
-from harness.eval.runner import build_config_record, canonical_config, run
+from vpo_harness.benchmarks.maze import Maze
+from vpo_harness.harness.app.cli import build_parser, main
+from vpo_harness.harness.app.demo import demo_config
+from vpo_harness.harness.core.config import RunConfig, canonical_identity
+from vpo_harness.harness.core.models.zoo import canonical_model, canonical_spec
+from vpo_harness.harness.core.paths import BUNDLED_CHECKPOINTS
+from vpo_harness.harness.core.store import RunStore, RunStoreError
+from vpo_harness.harness.eval.runner import build_config_record, canonical_config, run
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 VPO = BUNDLED_CHECKPOINTS / "maze-tiny-vpo"
@@ -66,7 +66,7 @@ def _with_out(argv: list[str], out: Path, *extra: str) -> list[str]:
 
 
 def test_demo_runs_are_the_quickstart_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.app.commands.run import build_config
+    from vpo_harness.harness.app.commands.run import build_config
 
     task = Maze()
     for argv in _quickstart_runs():
@@ -82,7 +82,7 @@ def test_demo_runs_are_the_quickstart_runs(tmp_path: Path, capsys: pytest.Captur
 
 
 def _sampling(cfg: RunConfig, task: Maze):
-    from harness.core.models.base import SamplingConfig
+    from vpo_harness.harness.core.models.base import SamplingConfig
 
     c = canonical_config(cfg, task)
     return SamplingConfig(temperature=c.sampling.temperature, top_p=c.sampling.top_p, max_tokens=c.sampling.max_tokens)
@@ -175,7 +175,7 @@ def test_quickstart_into_its_own_folder_takes_the_demos_chains_from_the_cache(
 def test_execution_only_model_args_are_not_identity() -> None:
     """A stored identity that carries request-only model args (an openai timeout, written by older
     versions) is the same run as one without them; an identity arg still differs."""
-    from harness.core.store import identity_diff
+    from vpo_harness.harness.core.store import identity_diff
 
     base = {"model": {"spec": "openai:policy", "args": {}}, "sampling": {"n": 2}}
     old = {"model": {"spec": "openai:policy", "args": {"timeout": 60, "max_retries": 2}}, "sampling": {"n": 2}}

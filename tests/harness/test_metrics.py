@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.core import metrics
+from vpo_harness.harness.core import metrics
 
 
 def brute_best_at_k(x: np.ndarray, k: int) -> float:

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.core import metrics
-from harness.core.results import load_run
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core import metrics
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.harness.test_pools import FIXTURE, EntityBackend
 
 
@@ -25,7 +25,7 @@ def brute_best_of_chains(chains: list[np.ndarray], j: int) -> float:
 
 
 def brute_tokens(chains: list[list[np.ndarray]], tokens: list[np.ndarray], T: float) -> tuple[list[float], float]:
-    """The definition in harness.core.metrics.best_at_tokens, by enumeration: per problem the mixture of
+    """The definition in vpo_harness.harness.core.metrics.best_at_tokens, by enumeration: per problem the mixture of
     j and j+1 uniformly drawn chains, and the expected tokens it spends (mean over problems)."""
     tbar = np.mean([t.mean() for t in tokens])
     J = T / tbar
@@ -150,7 +150,7 @@ def test_unknown_tokens_leave_the_curve_empty() -> None:
 def test_results_json_carries_the_new_metrics(tmp_path: Path, n: int, m: int) -> None:
     """A real run (EntityBackend: chain lengths and scores vary): pass^k, Cover@tau and best_vs_tokens
     in results.json equal brute force over the truth the backend recorded and the tokens it reported."""
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     problems = get_task("eureqa").load("test", path=str(FIXTURE))
     gold = {p.id: list(p.data["entities"]) for p in problems}
@@ -188,8 +188,8 @@ def test_results_json_carries_the_new_metrics(tmp_path: Path, n: int, m: int) ->
 def test_show_prints_pass_hat_and_cover_also_for_older_results(tmp_path: Path, capsys) -> None:
     import json
 
-    from benchmarks import get_task
-    from harness.app.cli import main
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.app.cli import main
 
     gold = {p.id: list(p.data["entities"]) for p in get_task("eureqa").load("test", path=str(FIXTURE))}
     cfg = RunConfig.of(task="eureqa", model="scripted:entities", data_path=str(FIXTURE), n=6, m=1, ks=(1, 2, 4),

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.core import metrics as M
+from vpo_harness.harness.core import metrics as M
 
 
 def brute_best(x, k):

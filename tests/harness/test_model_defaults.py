@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.cli import main
-from harness.core.models.base import GenRequest, SamplingConfig
-from harness.core.models.hf import HFBackend
-from harness.core.models.zoo import generation_defaults
-from harness.core.paths import BUNDLED_CHECKPOINTS
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.models.hf import HFBackend
+from vpo_harness.harness.core.models.zoo import generation_defaults
+from vpo_harness.harness.core.paths import BUNDLED_CHECKPOINTS
 from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401 (fixture)
 
 
@@ -59,7 +59,7 @@ def test_tokens_are_reported_while_a_batch_runs(tiny_llama_dir) -> None:  # noqa
 
 
 def test_runner_wires_a_token_bar_to_batching_backends(tmp_path: Path) -> None:
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.harness.eval.runner import RunConfig, run
     from tests.harness.scripted import ScriptedBackend
 
     class Batching(ScriptedBackend):

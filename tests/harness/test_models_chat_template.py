@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness.core.models import load_backend
-from harness.core.models.base import GenRequest, SamplingConfig, chat_template_args, template_kwargs
-from harness.core.models.prompting import render_messages
+from vpo_harness.harness.core.models import load_backend
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig, chat_template_args, template_kwargs
+from vpo_harness.harness.core.models.prompting import render_messages
 from tests.fakes.qwen3_template import QWEN3_STYLE, THINK_BLOCK
 
 pytestmark = pytest.mark.timeout(120)
@@ -64,7 +64,7 @@ def test_template_renders_the_think_block_only_when_thinking_is_off(tokenizer):
 
 
 def test_template_args_without_a_template_say_so_once(capsys):
-    import harness.core.models.prompting as prompting
+    import vpo_harness.harness.core.models.prompting as prompting
 
     prompting._WARNED.clear()
     assert render_messages(MESSAGES, None, {"enable_thinking": False}) == render_messages(MESSAGES, None)
@@ -78,7 +78,7 @@ def hf_backend(tokenizer):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from harness.core.models.hf import HFBackend
+    from vpo_harness.harness.core.models.hf import HFBackend
 
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128,

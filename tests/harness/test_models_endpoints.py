@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.models import load_backend
-from harness.core.models.endpoints import EndpointPool, split_urls
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.models import load_backend
+from vpo_harness.harness.core.models.endpoints import EndpointPool, split_urls
+from vpo_harness.harness.eval.runner import RunConfig, run
 from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 
@@ -28,13 +28,13 @@ class FakeClient:
 
 
 def api_error() -> Exception:
-    from harness.core.models.transport import RemoteProtocolError
+    from vpo_harness.harness.core.models.transport import RemoteProtocolError
 
     return RemoteProtocolError("the server closed the connection mid-reply", method="POST", url="http://x")
 
 
 def status_error(code: int) -> Exception:
-    from harness.core.models.transport import StatusError
+    from vpo_harness.harness.core.models.transport import StatusError
 
     return StatusError(code, {}, "boom", method="POST", url="http://x")
 
@@ -137,7 +137,7 @@ def test_run_over_two_servers_one_going_down_half_way(tmp_path: Path) -> None:
 
 
 def test_cli_accepts_several_base_urls(tmp_path: Path) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
         rc = main(["run", "--task", "maze", "--model", "openai:fake", "--base-url", f"{a.base_url},{b.base_url}",

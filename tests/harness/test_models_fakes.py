@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.core.models import load_backend
-from harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.models import load_backend
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
 from tests.fakes.scripted_backend import ScriptedBackend, SimulatedCrash, register
 
 
@@ -38,7 +38,7 @@ def test_scripted_responder_and_registration():
         assert [g.text for g in b.generate(reqs()[:1], SamplingConfig())] == ["A", "AA", "AAA"]
         assert b.describe() == {"backend": "scripted", "model": "x"}
     finally:
-        from harness.core import models
+        from vpo_harness.harness.core import models
 
         models._FACTORIES.pop("scripted", None)
         models.KNOWN_BACKENDS = tuple(models._FACTORIES)

@@ -5,10 +5,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness.core.models import load_backend
-from harness.core.models.base import GenRequest, SamplingConfig
-from harness.core.models.hf import HFBackend, RowSampler
-from harness.core.seeding import derive_seed
+from vpo_harness.harness.core.models import load_backend
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.models.hf import HFBackend, RowSampler
+from vpo_harness.harness.core.seeding import derive_seed
 from tests.fakes.tiny_llama import build_tiny_llama, one_torch_thread, tiny_llama_dir  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.timeout(180)
@@ -165,7 +165,7 @@ def test_load_backend_hf_with_args_and_describe(tiny_llama_dir):
 
 
 def test_zoo_names_resolve_for_hf(tiny_llama_dir, monkeypatch):
-    from harness.core.models import zoo
+    from vpo_harness.harness.core.models import zoo
 
     monkeypatch.setitem(zoo.ZOO, "tiny-test", zoo.ZooEntry("tiny-test", "test", lambda: tiny_llama_dir))
     b = load_backend("hf:tiny-test", model_args={"device": "cpu"})

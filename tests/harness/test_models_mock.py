@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.app.cli import main
-from harness.core.models import load_backend
-from harness.core.models.base import GenRequest, SamplingConfig
-from harness.core.models.mock import answer_format
-from harness.core.results import load_run
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.models import load_backend
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.models.mock import answer_format
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
 
 
 def test_answer_format_read_from_the_prompt() -> None:
@@ -41,7 +41,7 @@ def test_maze_run_through_the_spec_scores_a_spread(tmp_path: Path) -> None:
     assert loaded.summary.n_errors == 24 // 7 and len(ok) == 24 - 24 // 7
     # every answer parsed (the format is the task's) and scored with the task's own reward
     assert loaded.candidates["answer"].notna().all() and len(loaded.candidates) == 3 * len(ok)
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     task = get_task("maze")
     probs = {p.id: p for p in task.load("test", limit=4)}

@@ -6,10 +6,10 @@ from collections import defaultdict
 
 import pytest
 
-from harness.core.models.base import GenRequest, SamplingConfig
-from harness.core.models.openai_server import OpenAIServerBackend
-from harness.core.models.prompting import render_messages
-from harness.core.seeding import derive_seed
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
+from vpo_harness.harness.core.models.prompting import render_messages
+from vpo_harness.harness.core.seeding import derive_seed
 from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
 
 pytestmark = pytest.mark.timeout(60)
@@ -251,7 +251,7 @@ def test_trickling_server_is_cut_by_the_request_deadline():
 
 
 def _dead_url() -> str:
-    from search.server_process import free_port  # a port nothing listens on
+    from vpo_harness.search.server_process import free_port  # a port nothing listens on
 
     return f"http://127.0.0.1:{free_port()}/v1"
 
@@ -260,7 +260,7 @@ def _dead_url() -> str:
 def test_connection_refused_fails_fast_with_one_error_naming_the_url(connect_retries):
     """No server: a few quick connect retries (not max_retries with backoff), then ServerUnreachable
     out of generate naming the URL, the reason and the attempts made (counted by the backend)."""
-    from harness.core.models.openai_server import ServerUnreachable
+    from vpo_harness.harness.core.models.openai_server import ServerUnreachable
 
     url = _dead_url()
     b = OpenAIServerBackend("m", base_url=url, use_n=False, max_retries=6, backoff_base=0.01,

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from harness.core.models import KNOWN_BACKENDS, load_backend, parse_model_args, parse_spec, register_backend
-from harness.core.models.base import Backend
+from vpo_harness.harness.core.models import KNOWN_BACKENDS, load_backend, parse_model_args, parse_spec, register_backend
+from vpo_harness.harness.core.models.base import Backend
 
 
 def test_parse_model_args_coerces_types():
@@ -105,7 +105,7 @@ def test_register_backend():
         b = load_backend("dummy:x", model_args="a=1")
         assert isinstance(b, Dummy) and b.model == "x" and b.args == {"a": 1}
     finally:
-        from harness.core import models
+        from vpo_harness.harness.core import models
 
         models._FACTORIES.pop("dummy")
         models.KNOWN_BACKENDS = tuple(models._FACTORIES)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.models.token_counts import apportion, split_completion_tokens
-from harness.core.store import SAMPLES, iter_samples
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.models.token_counts import apportion, split_completion_tokens
+from vpo_harness.harness.core.store import SAMPLES, iter_samples
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401 (fixture)
 

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from harness.core.models import load_backend
-from harness.core.models.base import GenRequest, SamplingConfig
-from harness.core.seeding import derive_seed
+from vpo_harness.harness.core.models import load_backend
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.seeding import derive_seed
 from tests.fakes.fake_vllm import FakeTokenizer, make_fake_vllm
 
 SAMPLING = SamplingConfig(temperature=0.8, top_p=0.9, max_tokens=6, stop=("z",))
@@ -28,7 +28,7 @@ def reqs(n=2, k=3, run_seed=3):
 
 def test_module_imports_without_vllm(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
-    mod = importlib.reload(importlib.import_module("harness.core.models.vllm_offline"))
+    mod = importlib.reload(importlib.import_module("vpo_harness.harness.core.models.vllm_offline"))
     with pytest.raises(ImportError, match=r"GPU: pip install .vpo-harness\[vllm\].*CPU: .*setup_vllm_cpu.sh"):
         mod.VLLMOfflineBackend("some/model")
 
@@ -103,7 +103,7 @@ def test_same_seed_same_text_across_chunking(fake_vllm):
 
 
 def test_zoo_names_resolve_for_vllm(fake_vllm, monkeypatch, tmp_path):
-    from harness.core.models import zoo
+    from vpo_harness.harness.core.models import zoo
 
     monkeypatch.setitem(zoo.ZOO, "tiny-test", zoo.ZooEntry("tiny-test", "t", lambda: tmp_path))
     load_backend("vllm:tiny-test")
@@ -114,7 +114,7 @@ def test_unknown_vllm_model_arg_is_one_line_listing_engine_args(fake_vllm):
     """vllm.LLM(**args) raised a TypeError traceback for a misspelt engine argument."""
     import dataclasses
 
-    from harness.core.models import load_backend
+    from vpo_harness.harness.core.models import load_backend
 
     @dataclasses.dataclass
     class EngineArgs:  # the real one is a dataclass of every engine option

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.core import paths
-from harness.core.models import zoo
+from vpo_harness.harness.core import paths
+from vpo_harness.harness.core.models import zoo
 
 
 def fake_convert(calls: list, fail: bool = False, delay: float = 0.0):
@@ -132,8 +132,8 @@ def test_smollm2_converts_loads_generates_and_caches(tmp_path, monkeypatch, requ
     assert Path(zoo.resolve("smollm2-135m")) == folder
     assert (folder / "model.safetensors").stat().st_mtime_ns == stamp  # reused, not converted again
     # and the hf backend reaches it by its zoo name
-    from harness.core.models import load_backend
-    from harness.core.models.base import GenRequest, SamplingConfig
+    from vpo_harness.harness.core.models import load_backend
+    from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
 
     b = load_backend("hf:smollm2-135m", model_args={"device": "cpu", "batch_size": 2})
     gens = list(b.generate([GenRequest("q", [{"role": "user", "content": "Say hi."}], (0, 1), (1, 2))],
@@ -163,7 +163,7 @@ def test_every_bundled_policy_is_a_zoo_name(method, tmp_path, monkeypatch):
 
 
 def test_hf_backend_resolves_every_bundled_checkpoint():
-    from harness.core.models.hf import resolve_model_path
+    from vpo_harness.harness.core.models.hf import resolve_model_path
 
     for method in zoo.BUNDLED_POLICIES:
         folder = paths.BUNDLED_CHECKPOINTS / f"maze-tiny-{method}"
@@ -185,7 +185,7 @@ def test_entry_without_weights_fingerprints_its_folder(tmp_path, monkeypatch):
 def test_mistyped_names_are_answered_offline_with_close_matches(tmp_path):
     """A zoo typo used to go to the hub (about 83 s of retries, then a network error): now it is one
     line at once, naming the close zoo names; hub ids are tried only when they look like org/name."""
-    from harness.core.models import load_backend
+    from vpo_harness.harness.core.models import load_backend
 
     with pytest.raises(ValueError, match=r"unknown model 'maze-tiny-vop': did you mean maze-tiny-vpo"):
         zoo.resolve_local("maze-tiny-vop")
@@ -208,7 +208,7 @@ def test_mistyped_names_are_answered_offline_with_close_matches(tmp_path):
 def test_vllm_refuses_mistyped_names_before_the_engine(monkeypatch):
     import sys
 
-    from harness.core.models import load_backend
+    from vpo_harness.harness.core.models import load_backend
     from tests.fakes.fake_vllm import make_fake_vllm
 
     mod = make_fake_vllm()

@@ -16,11 +16,11 @@ from typing import Iterator, Sequence
 import numpy as np
 import pytest
 
-from benchmarks.eureqa import format_answer
-from harness.core.metrics import VPO_K, dirichlet_weights
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
-from harness.core.results import load_run
-from harness.eval.runner import RunConfig, run
+from vpo_harness.benchmarks.eureqa import format_answer
+from vpo_harness.harness.core.metrics import VPO_K, dirichlet_weights
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "benchmarks" / "fixtures" / "eureqa_synthetic.jsonl"
 
@@ -77,7 +77,7 @@ def _brute_pareto(r: np.ndarray) -> float:
 
 @pytest.mark.parametrize("n,m,fail", [(4, 2, ()), (7, 1, ()), (3, 3, (1,))])
 def test_results_match_brute_force_on_varied_pools(tmp_path: Path, n: int, m: int, fail: tuple) -> None:
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     problems = get_task("eureqa").load("test", path=str(FIXTURE))
     gold = {p.id: list(p.data["entities"]) for p in problems}

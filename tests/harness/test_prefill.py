@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.models.base import Backend, GenRequest, SamplingConfig
-from harness.core.models.prefill import CONTINUE_FIELDS, prefill_fields
+from vpo_harness.harness.core.models.base import Backend, GenRequest, SamplingConfig
+from vpo_harness.harness.core.models.prefill import CONTINUE_FIELDS, prefill_fields
 from tests.fakes.scripted_backend import ScriptedBackend
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, prefilled
 
@@ -41,7 +41,7 @@ from tests.fakes.tiny_llama import build_tiny_llama, tiny_llama_dir  # noqa: E40
 
 @pytest.fixture(scope="module")
 def hf_backend():
-    from harness.core.models.hf import HFBackend
+    from vpo_harness.harness.core.models.hf import HFBackend
 
     model, tok = build_tiny_llama()
     return HFBackend.from_model(model, tok, name="tiny", batch_size=4)
@@ -78,7 +78,7 @@ def test_hf_mixed_batch_keeps_each_chains_prefix(hf_backend):
 
 
 def test_template_that_cannot_continue_is_one_line():
-    from harness.core.models.prompting import render_messages
+    from vpo_harness.harness.core.models.prompting import render_messages
 
     class Tok:
         chat_template = "x"
@@ -102,7 +102,7 @@ def fake_vllm(monkeypatch):
 
 
 def test_vllm_chat_continues_the_final_message(fake_vllm, tmp_path):
-    from harness.core.models.vllm_offline import VLLMOfflineBackend
+    from vpo_harness.harness.core.models.vllm_offline import VLLMOfflineBackend
 
     (tmp_path / "config.json").write_text("{}")
     b = VLLMOfflineBackend(str(tmp_path))
@@ -129,7 +129,7 @@ def _continuing(body, idx):
 
 
 def test_openai_chat_sends_the_continue_fields_and_prepends_the_prefix():
-    from harness.core.models.openai_server import OpenAIServerBackend
+    from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
 
     with ScriptedOpenAIServer(_continuing) as srv:
         b = OpenAIServerBackend("scripted", base_url=srv.base_url, use_n=False, max_retries=0,
@@ -151,7 +151,7 @@ def test_openai_chat_sends_the_continue_fields_and_prepends_the_prefix():
 # ---- vpo serve: the fields, their validation, the reply holds the continuation only --------------------
 @pytest.fixture(scope="module")
 def served():
-    from search.serve import ModelServer
+    from vpo_harness.search.serve import ModelServer
 
     def cont(req, c, s):
         return f" after[{req.prefix}]" if req.prefix else "new turn"
@@ -180,7 +180,7 @@ def test_serve_continues_the_final_assistant_message(served):
 
 
 def test_serve_through_the_openai_backend_records_prefix_plus_continuation(served):
-    from harness.core.models.openai_server import OpenAIServerBackend
+    from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
 
     srv, _ = served
     b = OpenAIServerBackend("m", base_url=srv.url, use_n=False, max_retries=0)
@@ -207,12 +207,12 @@ def test_serve_refuses_bad_prefill_fields(served, extra, last_role, param):
 
 # ---- mock backend ----------------------------------------------------------------------------------------
 def test_mock_continues_the_open_answer_and_writes_the_rest_of_the_set():
-    from harness.core.models.mock import MockBackend
+    from vpo_harness.harness.core.models.mock import MockBackend
 
     msgs = [{"role": "user", "content": "<route_1>...</route_1> <route_2>...</route_2> <route_3>...</route_3>"}]
     b = MockBackend("moves", length=5)
     (g,) = list(b.generate([GenRequest("p", msgs, (0,), (4,), prefix="<route_1>UP LEFT")], SamplingConfig()))
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     answers = get_task("maze").parse(g.text, 3)
     assert g.text.startswith("<route_1>UP LEFT, ") and all(a is not None for a in answers)
@@ -221,8 +221,8 @@ def test_mock_continues_the_open_answer_and_writes_the_rest_of_the_set():
 
 # ---- the runner: rows and identity -----------------------------------------------------------------------
 def test_run_rows_hold_the_prefix_and_identity_names_it(tmp_path):
-    from harness.core.config import RunConfig
-    from harness.eval.runner import run
+    from vpo_harness.harness.core.config import RunConfig
+    from vpo_harness.harness.eval.runner import run
 
     seen = []
 
@@ -252,8 +252,8 @@ class _NoPrefill(ScriptedBackend):
 
 
 def test_a_backend_that_cannot_prefill_refuses_in_one_line(tmp_path):
-    from harness.core.config import RunConfig
-    from harness.eval.runner import run
+    from vpo_harness.harness.core.config import RunConfig
+    from vpo_harness.harness.eval.runner import run
 
     cfg = RunConfig.of(task="maze", model="scripted:x", limit=1, n=1, ks=(1,), progress=False, prefix="<answer>UP",
                        out=str(tmp_path / "r"))
@@ -263,7 +263,7 @@ def test_a_backend_that_cannot_prefill_refuses_in_one_line(tmp_path):
 
 
 def test_vpo_run_prefix_flag_end_to_end(tmp_path):
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     out = tmp_path / "run"
     rc = main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "-n", "2", "-m", "3",

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from harness.core.progress import PlainProgress, progress
+from vpo_harness.harness.core.progress import PlainProgress, progress
 
 
 class TTY(io.StringIO):
@@ -80,7 +80,7 @@ def test_a_redirected_vpo_run_log_has_no_escape_codes(tmp_path) -> None:
     """The whole command with stderr to a file: every progress line is a plain line."""
     log = tmp_path / "log"
     with open(log, "w") as fh:
-        rc = subprocess.call([sys.executable, "-m", "harness.app.cli", "run", "--task", "maze", "--model", "mock:moves",
+        rc = subprocess.call([sys.executable, "-m", "vpo_harness.harness.app.cli", "run", "--task", "maze", "--model", "mock:moves",
                               "--limit", "4", "-n", "6", "--out", str(tmp_path / "run")], stderr=fh,
                              stdout=subprocess.DEVNULL)
     text = log.read_text()

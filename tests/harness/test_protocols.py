@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.eval.protocols import PAPER, PROTOCOLS, departures, describe, doc_table, resolve, setting_values
+from vpo_harness.harness.eval.protocols import PAPER, PROTOCOLS, departures, describe, doc_table, resolve, setting_values
 
 
 def res(task: str, **kw):
@@ -99,7 +99,7 @@ def test_the_docs_table_is_the_presets():
     begin, end = "<!-- protocol-table:", "<!-- /protocol-table -->"
     assert doc.count(begin) == 1 and doc.count(end) == 1
     block = doc.split(begin, 1)[1].split("\n", 1)[1].split(end, 1)[0].strip()
-    assert block == doc_table(), "docs/qwen3_protocol.md: regenerate the table with harness.eval.protocols.doc_table()"
+    assert block == doc_table(), "docs/qwen3_protocol.md: regenerate the table with vpo_harness.harness.eval.protocols.doc_table()"
     assert "| maze | 1 | 30 x 1 |" in block and "pool 30 x 1 (10 x 1; `-n 10`)" in block
     assert "| toolrl | 3 | 17 x 3 |" in block and "`scale=sum`" in block
 
@@ -128,13 +128,13 @@ def test_unknown_protocol_or_task_is_one_line():
 
 
 def test_cli_names_match():
-    from harness.app.commands.run import PROTOCOL_NAMES
+    from vpo_harness.harness.app.commands.run import PROTOCOL_NAMES
 
     assert PROTOCOL_NAMES == PROTOCOLS
 
 
 def test_vpo_run_records_the_resolved_settings(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     out = tmp_path / "paper"
     assert main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "1", "--protocol", "paper",

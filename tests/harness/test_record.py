@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from harness.core.config import SamplingSpec, TaskSpec
-from harness.core.record import FIELDS, NULL_IN_OLDER_RECORDS, check_config, field_checks
+from vpo_harness.harness.core.config import SamplingSpec, TaskSpec
+from vpo_harness.harness.core.record import FIELDS, NULL_IN_OLDER_RECORDS, check_config, field_checks
 
 
 def test_every_identity_field_of_the_dataclasses_is_checked() -> None:

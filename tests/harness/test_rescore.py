@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from harness.app.cli import main
-from harness.app.rescore import rescore
-from harness.core.store import latest_rows
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.app.rescore import rescore
+from vpo_harness.harness.core.store import latest_rows
 from tests.reports.conftest import write_run
 
 
@@ -52,7 +52,7 @@ def test_rescore_with_another_reward_mode(tmp_path, capsys):
 
 def test_rescore_of_a_runner_folder_reproduces_it(tmp_path):
     """Same task code, same options: the regraded rows equal what the runner stored."""
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.harness.eval.runner import RunConfig, run
     from tests.harness.scripted import ScriptedBackend
 
     kw = dict(task="maze", model="scripted:x", split="test", limit=2, n=3, m=2, ks=(1, 2, 6),
@@ -90,9 +90,9 @@ def test_rescore_runs_code_in_the_sandbox(tmp_path):
     task.close()
     src = tmp_path / "lcb"
     src.mkdir()
-    from harness.core.config import RunConfig
-    from harness.core.models.base import SamplingConfig
-    from harness.eval.runner import build_config_record
+    from vpo_harness.harness.core.config import RunConfig
+    from vpo_harness.harness.core.models.base import SamplingConfig
+    from vpo_harness.harness.eval.runner import build_config_record
 
     cfg = RunConfig.of(task="livecodebench", model="hf:x", split="test", n=2, ks=(1, 2))
     (src / "config.json").write_text(json.dumps(build_config_record(cfg, task, SamplingConfig(), [prob], "loaded")))

@@ -5,8 +5,8 @@ import json
 import math
 from pathlib import Path
 
-from harness.core.results import RunResults, load_run, read_results
-from harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.results import RunResults, load_run, read_results
+from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.harness.scripted import ScriptedBackend
 
 

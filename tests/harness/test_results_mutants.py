@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from harness.core.results import RunResults, load_run, read_results
-from harness.eval.runner import RunConfig, run
-from harness.core.store import RESULTS, RunStoreError
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.results import RunResults, load_run, read_results
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.store import RESULTS, RunStoreError
 from tests.harness.test_pools import FIXTURE, EntityBackend
 
 
@@ -54,7 +54,7 @@ def test_results_fields(partial_run):
     for name in ("pass@1", "mean_scalar", "diversity", "pareto_fraction", "vpo_objective"):
         assert mt[name]["n"] == len(ids) - 1, name  # ... in every metric (no phantom zero candidate)
     assert set(mt["components"]) == set(get_task("eureqa").component_names)
-    from harness.core.metrics import METRIC_SEED
+    from vpo_harness.harness.core.metrics import METRIC_SEED
 
     assert raw["config"]["identity"]["metric_seed"] == METRIC_SEED
 

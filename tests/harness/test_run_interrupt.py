@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from harness.app.cli import main
-from harness.core.models import hf
-from harness.core.store import SAMPLES, iter_samples
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.models import hf
+from vpo_harness.harness.core.store import SAMPLES, iter_samples
 from tests.fakes.tiny_llama import one_torch_thread, tiny_llama_dir  # noqa: F401 (fixtures)
 
 MAX_TOKENS = 100
@@ -89,7 +89,7 @@ def test_sigint_mid_batch_keeps_finished_chains_and_rerun_completes(tiny_llama_d
 def test_interrupt_before_any_row_ends_keeps_nothing_of_the_batch(tiny_llama_dir, monkeypatch) -> None:
     """An interrupt at the first decoding step: no row has ended, so none is handed on half-written."""
     backend = hf.HFBackend(str(tiny_llama_dir), batch_size=4, device="cpu")
-    from harness.core.models.base import GenRequest, SamplingConfig
+    from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
 
     real_call = hf.RowSampler.__call__
 

@@ -8,11 +8,11 @@ from typing import Iterator, Sequence
 
 import pytest
 
-from harness.app.cli import main
-from harness.core.models.base import GenRequest, Generation, SamplingConfig
-from harness.core.results import load_run
-from harness.eval.runner import RunConfig, run
-from harness.core.store import RESULTS, SAMPLES, RunStore, RunStoreError, iter_samples
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.models.base import GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.store import RESULTS, SAMPLES, RunStore, RunStoreError, iter_samples
 from tests.harness.scripted import ScriptedBackend
 
 
@@ -124,7 +124,7 @@ def test_unwritable_out_is_one_line(tmp_path: Path, capsys) -> None:
 
 def test_full_disk_is_one_line_and_keeps_rows(tmp_path: Path, monkeypatch, capsys) -> None:
     import errno
-    import harness.core.store as store_mod
+    import vpo_harness.harness.core.store as store_mod
 
     real_open = open
     writes = {"n": 0}
@@ -297,7 +297,7 @@ def test_reward_outside_unit_interval_is_an_error_row_naming_task_and_component(
                                                                                  monkeypatch) -> None:
     import numpy as np
 
-    from benchmarks.maze import Maze
+    from vpo_harness.benchmarks.maze import Maze
 
     real = Maze.score
 
@@ -324,8 +324,8 @@ def test_reward_outside_unit_interval_is_an_error_row_naming_task_and_component(
         return np.array(r, dtype=float) + np.array([0.0, 0.0, 1.5, 0.0]), det
 
     monkeypatch.setattr(Maze, "score", too_big)
-    from benchmarks import get_task
-    from benchmarks.scoring import score_generation
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.benchmarks.scoring import score_generation
 
     task = get_task("maze")
     prob = task.load("test", limit=1)[0]
@@ -351,7 +351,7 @@ class EventfulExecutor:
 
 
 def test_replica_events_are_recorded_in_config_json_and_shown(tmp_path: Path, capsys) -> None:
-    from harness.core.executors.local import LocalExecutor
+    from vpo_harness.harness.core.executors.local import LocalExecutor
 
     c = cfg(tmp_path)
     ex = EventfulExecutor(LocalExecutor(backend=ScriptedBackend()))
@@ -370,8 +370,8 @@ def test_replica_events_are_recorded_in_config_json_and_shown(tmp_path: Path, ca
 
 def test_ray_executor_reports_losses_and_restarts(tmp_path: Path) -> None:
     """RayExecutor._replace (what a dead actor triggers) emits the events, with no cluster needed."""
-    from harness.core.executors import BackendSpec, ExecutorConfig
-    from harness.core.executors.ray_executor import RayExecutor
+    from vpo_harness.harness.core.executors import BackendSpec, ExecutorConfig
+    from vpo_harness.harness.core.executors.ray_executor import RayExecutor
 
     ex = RayExecutor(BackendSpec("mock:moves", None, {}), ExecutorConfig(kind="ray", replicas=2, max_restarts=1))
     ex.actors, ex._generation = [object(), object()], [1, 1]

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.eval.runner import RunConfig, run
-from harness.core.results import load_run
-from harness.core.store import RunStore, RunStoreError
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.core.store import RunStore, RunStoreError
 from tests.harness.scripted import ScriptedBackend
 
 
@@ -83,7 +83,7 @@ def test_config_mismatch_is_refused(tmp_path: Path) -> None:
 def test_folder_without_rows_takes_the_corrected_command(tmp_path: Path) -> None:
     """A first attempt that failed before any chain was stored (a typo in --model) leaves a config.json;
     the corrected command must start the run there, not be refused as "a different run"."""
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     out = str(tmp_path / "run")
     assert main(["run", "--task", "maze", "--model", "mok:moves", "--limit", "2", "-n", "2", "--out", out,

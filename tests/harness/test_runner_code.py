@@ -5,11 +5,11 @@ import json
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from benchmarks import get_task
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
-from harness.core.paths import shared_data_dir
-from harness.eval.runner import RunConfig, run
-from harness.core.results import load_run
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.paths import shared_data_dir
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.results import load_run
 
 
 class FixedAnswers(Backend):

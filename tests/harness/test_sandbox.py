@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.sandbox import Limits, Sandbox, SandboxPool, SandboxUnavailable, detect_isolation
-from harness.core.sandbox.isolation import Isolation
-from harness.core.sandbox.sandbox import live_pids_of_uid, live_pids_with_tag
+from vpo_harness.harness.core.sandbox import Limits, Sandbox, SandboxPool, SandboxUnavailable, detect_isolation
+from vpo_harness.harness.core.sandbox.isolation import Isolation
+from vpo_harness.harness.core.sandbox.sandbox import live_pids_of_uid, live_pids_with_tag
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -163,7 +163,7 @@ def test_on_record_answers_on_fd4(sb):
 
 
 def test_on_record_stop_ends_the_run_at_once(sb):
-    from harness.core.sandbox import STOP
+    from vpo_harness.harness.core.sandbox import STOP
 
     drv = ("import time\ndef main(p, emit):\n    for i in range(5):\n        emit({'i': i})\n"
            "        time.sleep(0.5 if i < 2 else 100)\n")

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from harness.core.sandbox import Limits, Sandbox, SandboxUnavailable, cgroups, detect_isolation
-from harness.core.sandbox.cgroups import CandidateGroup, Part, Setup
+from vpo_harness.harness.core.sandbox import Limits, Sandbox, SandboxUnavailable, cgroups, detect_isolation
+from vpo_harness.harness.core.sandbox.cgroups import CandidateGroup, Part, Setup
 
 pytestmark = pytest.mark.timeout(120)
 MiB = 1 << 20
@@ -167,7 +167,7 @@ def test_memory_budget_counts_memfds_and_every_process(setup, attack):
 def test_zygote_killed_by_the_candidates_oom_is_a_verdict_not_a_crash():
     """The zygote shares the slot's group: if the OOM killer picks it, the run is the candidate's
     memory_limit (and the next run gets a new zygote); a zygote lost any other way is still an error."""
-    from harness.core.sandbox.zygote import ZygoteError
+    from vpo_harness.harness.core.sandbox.zygote import ZygoteError
 
     class FakeGroup:
         def __init__(self, kills: int):
@@ -191,9 +191,9 @@ def test_zygote_killed_by_the_candidates_oom_is_a_verdict_not_a_crash():
 def test_livecodebench_memory_mb_sets_the_candidates_budget(setup):
     """``--task-args memory_mb=`` reaches the cgroup (and RLIMIT_AS): two processes of 150 MiB each
     pass under the default 1 GiB and spend a 192 MiB budget; the record says which was in force."""
-    from benchmarks.base import Problem
-    from benchmarks.livecodebench import LiveCodeBench
-    from benchmarks.livecodebench_judge import MLE, PASS
+    from vpo_harness.benchmarks.base import Problem
+    from vpo_harness.benchmarks.livecodebench import LiveCodeBench
+    from vpo_harness.benchmarks.livecodebench_judge import MLE, PASS
 
     code = ("import os, time\npid = os.fork()\nb = bytearray(150 << 20)\n"
             "b[::4096] = b'1' * len(range(0, len(b), 4096))\n"

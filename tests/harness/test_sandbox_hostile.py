@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.livecodebench_judge import CE, MLE, RTE, TLE, WRONG, grade_program, run_limits
-from harness.core.sandbox import Limits, Sandbox, detect_isolation
-from harness.core.sandbox.sandbox import kill_uid, live_pids_of_uid
+from vpo_harness.benchmarks.livecodebench_judge import CE, MLE, RTE, TLE, WRONG, grade_program, run_limits
+from vpo_harness.harness.core.sandbox import Limits, Sandbox, detect_isolation
+from vpo_harness.harness.core.sandbox.sandbox import kill_uid, live_pids_of_uid
 
 TIMEOUT_S = 1.0
 MARGIN_S = 4.0  # process start-up + namespace teardown on a loaded 2-core machine
@@ -503,7 +503,7 @@ def test_signal_ignoring_program_is_killed_by_the_parent(budget_results, name):
 def test_signal_ignoring_program_on_three_tests_is_killed_per_test():
     """Full mode, 3 tests at 1 s: each test is killed 1.5 s after it started (a fresh process for
     the next), where the run's wall limit alone took (1 + 1) x 3 + 5 s for the first test."""
-    from benchmarks.livecodebench_judge import KILL_FACTOR
+    from vpo_harness.benchmarks.livecodebench_judge import KILL_FACTOR
 
     uid = UID_BASE + SLOTS + 1
     tests = [{"input": str(i), "output": "x"} for i in range(3)]

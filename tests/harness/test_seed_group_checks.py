@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.cli import main
-from harness.core.results import load_run
-from harness.core.seeds import MARKER
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.core.seeds import MARKER
 
 from tests.harness.test_seeds import seedy  # noqa: F401 (fixture: replies right with probability P)
 
@@ -95,14 +95,14 @@ def test_a_missing_empty_or_unfinished_seed_marks_the_group_partial(group: Path,
     assert main(readers["compare"] + ["--json"]) == 0
     assert label in json.loads(capsys.readouterr().out)["partial"]["group"]
     assert label in load_run(group).summary.seeds_label
-    from reports.plots import best_at_k_figure
+    from vpo_harness.reports.plots import best_at_k_figure
 
     assert label in best_at_k_figure([load_run(group)]).axes[0].get_legend_handles_labels()[1][0]
     assert main(readers["report"]) == 0
     html = (tmp_path / "r.html").read_text()
     assert label in html and "partial seed group" in html
 
-    from reports.view.catalog import Catalog
+    from vpo_harness.reports.view.catalog import Catalog
 
     rows = [e.row for e in Catalog([group.parent]).entries()]
     seeds = [r for r in rows if Path(r["path"]).parent == group]
@@ -115,7 +115,7 @@ def test_a_complete_group_is_not_partial_anywhere(group: Path, tmp_path: Path, c
     assert main(_readers(group, tmp_path)["show"]) == 0
     out = capsys.readouterr().out
     assert "group (3 seeds)" in out and "partial" not in out
-    from reports.view.catalog import Catalog
+    from vpo_harness.reports.view.catalog import Catalog
 
     rows = [e.row for e in Catalog([group.parent]).entries() if Path(e.row["path"]).parent == group]
     assert len(rows) == 3 and all(r["group"] == {"name": "group", "label": "3 seeds", "partial": False,

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from harness.app.cli import main
-from harness.core.metrics import Estimate, mean_over_seeds
-from harness.core.models import register_backend
-from harness.core.seeds import MARKER, parse_seeds
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.metrics import Estimate, mean_over_seeds
+from vpo_harness.harness.core.models import register_backend
+from vpo_harness.harness.core.seeds import MARKER, parse_seeds
 from tests.fakes.scripted_backend import ScriptedBackend
 
 LIMIT, N, SEEDS = 8, 4, (0, 1, 2)
@@ -117,8 +117,8 @@ def test_run_seeds_then_show_prints_mean_over_seeds_checked_by_numpy(tmp_path, s
 
 
 def test_plot_and_report_read_a_group(tmp_path, seedy) -> None:
-    from harness.core.results import load_run
-    from reports.plots import best_at_k_figure
+    from vpo_harness.harness.core.results import load_run
+    from vpo_harness.reports.plots import best_at_k_figure
 
     parent = tmp_path / "group"
     assert _run(parent) == 0
@@ -218,8 +218,8 @@ def test_mean_over_seeds_matches_numpy() -> None:
 
 
 def test_protocol_paper_sets_the_authors_seed_count(capsys) -> None:
-    from harness.app.commands.run import resolve_seeds
-    from harness.eval.protocols import eval_seeds
+    from vpo_harness.harness.app.commands.run import resolve_seeds
+    from vpo_harness.harness.eval.protocols import eval_seeds
 
     assert eval_seeds("paper", "eureqa") == 4 and eval_seeds("paper", "toolrl") == 4
     assert eval_seeds("paper", "maze") == 1 and eval_seeds(None, "eureqa") == 1
@@ -232,7 +232,7 @@ def test_protocol_paper_sets_the_authors_seed_count(capsys) -> None:
 
 
 def _vpo(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.app.cli", *args], stdout=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
 

@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pytest
 
-from harness.eval import selection
-from harness.eval.selection import Pool, answer_key, selected_at_k, visible_mask
+from vpo_harness.harness.eval import selection
+from vpo_harness.harness.eval.selection import Pool, answer_key, selected_at_k, visible_mask
 
 
 def brute(pool: Pool, k: int, strategy: str) -> float:

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.cli import main
-from harness.core.models import model_defaults
-from harness.core.models.base import GenRequest, SamplingConfig
-from harness.core.models.openai_server import OpenAIServerBackend
-from harness.core.models.served_defaults import ContextOverflow, check_fit, publish, read
-from harness.core.models.zoo import TINY_MAZE_DEFAULTS, GenerationDefaults
-from search.serve import ModelServer
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.models import model_defaults
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
+from vpo_harness.harness.core.models.served_defaults import ContextOverflow, check_fit, publish, read
+from vpo_harness.harness.core.models.zoo import TINY_MAZE_DEFAULTS, GenerationDefaults
+from vpo_harness.search.serve import ModelServer
 from tests.fakes.scripted_backend import ScriptedBackend
 from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401 (fixture)
 
@@ -167,7 +167,7 @@ def _rows(folder: Path) -> list[tuple]:
 @pytest.mark.integration  # a real `vpo serve` child and two short runs of the bundled policy (~40 s)
 @pytest.mark.parametrize("m", [1, 3])
 def test_served_zoo_model_samples_what_the_local_run_samples(tmp_path: Path, m: int, capsys) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "search.serve", "--model", "hf:maze-tiny-vpo", "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "vpo_harness.search.serve", "--model", "hf:maze-tiny-vpo", "--port", "0",
                              "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = proc.stdout.readline()  # "vpo serve: ready maze-tiny-vpo at URL (...)"
@@ -194,7 +194,7 @@ def test_served_zoo_model_samples_what_the_local_run_samples(tmp_path: Path, m: 
 
 def test_vpo_evolve_takes_the_served_defaults_too(server) -> None:
     """One rule for both commands: an evolve run's flags left open take the served model's defaults."""
-    from search.evolve import EvolveConfig
+    from vpo_harness.search.evolve import EvolveConfig
 
     srv, _ = server()
     cfg = EvolveConfig(task="maze", model="openai:tiny", base_url=srv.url, m=3,

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from harness.app.cli import build_parser
-from harness.core.models import kv_arg
+from vpo_harness.harness.app.cli import build_parser
+from vpo_harness.harness.core.models import kv_arg
 
 KV_FLAGS = ("model_args", "task_args", "chat_template_args", "trl_args", "lora")
 
@@ -38,7 +38,7 @@ def test_bad_entry_is_one_usage_line() -> None:
 
 
 def test_build_config_reads_the_flags_only(capsys: pytest.CaptureFixture) -> None:
-    from harness.app.commands.run import build_config
+    from vpo_harness.harness.app.commands.run import build_config
 
     args = build_parser().parse_args(["run", "--task", "maze", "--model", "hf:maze-tiny-vpo", "--protocol", "paper",
                                       "--task-args", "parse=lenient"])

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.results import load_run
-from search.serve import default_threads
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.search.serve import default_threads
 
 
 @pytest.mark.integration
 def test_smollm2_maze_run_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "smol"
-    cmd = [sys.executable, "-m", "harness.app.cli", "run", "--task", "maze", "--model", "hf:smollm2-135m",
+    cmd = [sys.executable, "-m", "vpo_harness.harness.app.cli", "run", "--task", "maze", "--model", "hf:smollm2-135m",
            "--limit", "2", "-n", "2", "-m", "3", "--k", "1,2,6", "--max-tokens", "64", "--no-progress",
            "--model-args", "batch_size=4", "--out", str(out)]
     # `vpo serve`'s thread count (one on 2 cores): torch's every-core default spin-waits whenever another

@@ -18,13 +18,13 @@ from typing import Any, Awaitable, Callable
 
 import pytest
 
-from harness.core.models import transport
-from harness.core.models.base import SamplingConfig
-from harness.core.models.endpoints import ServerUnreachable, connect_failure
-from harness.core.models.openai_server import OpenAIServerBackend
-from harness.core.models.transport import (ConnectError, JSONClient, RemoteProtocolError, ReplyTooLarge,
+from vpo_harness.harness.core.models import transport
+from vpo_harness.harness.core.models.base import SamplingConfig
+from vpo_harness.harness.core.models.endpoints import ServerUnreachable, connect_failure
+from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
+from vpo_harness.harness.core.models.transport import (ConnectError, JSONClient, RemoteProtocolError, ReplyTooLarge,
                                            StatusError, Timeout)
-from harness.core.printable import printable
+from vpo_harness.harness.core.printable import printable
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -152,7 +152,7 @@ class ThreadedLoopback:
 
 
 def dead_url() -> str:
-    from search.server_process import free_port
+    from vpo_harness.search.server_process import free_port
 
     return f"http://127.0.0.1:{free_port()}/v1"
 
@@ -389,8 +389,8 @@ def test_vpo_run_rows_never_carry_another_problems_answer(extra: str, tmp_path: 
     """End to end: a server that echoes each request's question, then sends more on the kept-alive
     connection. Every row's answer is its own problem's echo (an error would be allowed; a shifted
     answer is not)."""
-    from harness import load_run
-    from harness.app.cli import main
+    from vpo_harness.harness import load_run
+    from vpo_harness.harness.app.cli import main
 
     def reply(req: Request) -> bytes:
         return response(body=chat("ECHO " + digest(req))) + EXTRAS[extra]()
@@ -437,7 +437,7 @@ def test_a_bad_api_key_is_one_line_naming_its_source(where: str, value: str, exp
 
 
 def test_a_bad_header_via_the_cli_is_one_line_and_no_request(tmp_path: Path, capsys: Any) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     with ThreadedLoopback(lambda req: response(body=chat("x"))) as srv:
         rc = main(["run", "--task", "maze", "--model", "openai:x", "--base-url", srv.url + "/v1", "--limit", "1",
@@ -600,7 +600,7 @@ def test_a_server_that_keeps_failing_is_given_up_on_as_a_whole(capsys: Any) -> N
 def test_evolve_start_up_check_has_the_request_deadline() -> None:
     """A server that trickles a byte at a time never trips the per-read timeout; the check is bounded
     by the backend's deadline like every request."""
-    from search.llm import ChatLLM, LLMUnreachable
+    from vpo_harness.search.llm import ChatLLM, LLMUnreachable
 
     async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
@@ -626,7 +626,7 @@ def test_evolve_start_up_check_has_the_request_deadline() -> None:
 
 
 def test_evolve_start_up_check_says_the_server_answered(capsys: Any) -> None:
-    from search.llm import ChatLLM
+    from vpo_harness.search.llm import ChatLLM
 
     async def main() -> list[str]:
         async with Loopback(reply=lambda req: response(404, {"error": "no such route"}, reason="Not Found")) as srv:
@@ -642,7 +642,7 @@ def test_evolve_start_up_check_says_the_server_answered(capsys: Any) -> None:
 
 @pytest.mark.integration
 def test_run_and_evolve_against_a_dead_server_say_the_same(tmp_path: Path, capsys: Any) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     url = dead_url()
     shapes = {}

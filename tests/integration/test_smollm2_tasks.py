@@ -6,7 +6,7 @@ computed, and (code) no sandbox process survives the run.
 
 One model load serves the four tasks (a module-scoped backend handed to the runner, as `vpo run`
 builds it): loading SmolLM2 in a fresh interpreter per task cost more than the tasks' generation on
-a loaded 2-core machine. The model runs on `vpo serve`'s thread count (``search.serve.default_threads``:
+a loaded 2-core machine. The model runs on `vpo serve`'s thread count (``vpo_harness.search.serve.default_threads``:
 one on 2 cores), because torch's default of every core spin-waits whenever another process holds one, and
 then each decoding step took ~9x the CPU time. The command line itself, with the same zoo model, is what
 ``tests/harness/test_smollm2_run.py`` runs.
@@ -19,8 +19,8 @@ from typing import Iterator
 
 import pytest
 
-from harness.core.models.base import Backend
-from harness.core.results import load_run
+from vpo_harness.harness.core.models.base import Backend
+from vpo_harness.harness.core.results import load_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "benchmarks" / "fixtures"
 SPEC, MODEL_ARGS = "hf:smollm2-135m", {"batch_size": 5}
@@ -54,8 +54,8 @@ def smollm2() -> Iterator[Backend]:
     """SmolLM2 loaded once for every task of this module (the runner borrows it, never closes it)."""
     import torch
 
-    from harness.core.models import load_backend
-    from search.serve import default_threads
+    from vpo_harness.harness.core.models import load_backend
+    from vpo_harness.search.serve import default_threads
 
     threads = torch.get_num_threads()
     torch.set_num_threads(default_threads())
@@ -70,8 +70,8 @@ def smollm2() -> Iterator[Backend]:
 @pytest.mark.integration
 @pytest.mark.parametrize("task", sorted(CASES))
 def test_smollm2_five_items_m3(task: str, smollm2: Backend, tmp_path: Path) -> None:
-    from benchmarks import get_task
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.eval.runner import RunConfig, run
 
     split, data_path, max_tokens = CASES[task]
     cfg = RunConfig.of(task=task, split=split, data_path=data_path, model=SPEC, model_args=MODEL_ARGS, limit=LIMIT,

@@ -116,7 +116,7 @@ class TestVLLMServer:
             client.close()
 
     def test_openai_backend_maze_run(self, server: VLLMServer, model_dir: Path, tmp_path: Path) -> None:
-        from harness.eval.runner import RunConfig, run
+        from vpo_harness.harness.eval.runner import RunConfig, run
 
         t0 = time.monotonic()
         folder = run(RunConfig.of(task="maze", split="test", limit=N_PROBLEMS, n=N_CHAINS, m=1,
@@ -179,7 +179,7 @@ def test_vllm_offline_backend_maze_run(vllm_py: Path, model_dir: Path, tmp_path:
 @pytest.mark.integration
 @pytest.mark.timeout(600)
 def test_hf_backend_maze_run_same_model(model_dir: Path, tmp_path: Path) -> None:
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.harness.eval.runner import RunConfig, run
 
     folder = run(RunConfig.of(task="maze", split="test", limit=N_PROBLEMS, n=N_CHAINS, m=1, model=f"hf:{model_dir}",
                            max_tokens=32, out=str(tmp_path / "run"), progress=False))

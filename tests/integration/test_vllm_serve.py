@@ -20,10 +20,10 @@ from pathlib import Path
 import openai
 import pytest
 
-from harness.core.paths import REPO_ROOT
-from harness.core.results import load_run
-from harness.eval.runner import RunConfig, run
-from search.server_process import free_port
+from vpo_harness.harness.core.paths import REPO_ROOT
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.search.server_process import free_port
 from tests.integration.vllm_server import VLLM_DTYPE, cpu_env, group_members, require_vllm_python
 
 SPEC = "vllm:maze-tiny-vpo"
@@ -36,7 +36,7 @@ def test_vpo_serve_vllm_spec_runs_vllms_own_server(tmp_path: Path) -> None:
     py = require_vllm_python()
     port, log = free_port(), tmp_path / "vllm.log"
     env = {**cpu_env(), "VPO_VLLM_PYTHON": str(py), "PYTHONPATH": str(REPO_ROOT)}
-    cmd = [sys.executable, "-m", "harness.app.cli", "serve", "--model", SPEC, "--port", str(port), "--log", str(log),
+    cmd = [sys.executable, "-m", "vpo_harness.harness.app.cli", "serve", "--model", SPEC, "--port", str(port), "--log", str(log),
            "--model-args", f"max_model_len=512,enforce_eager=true,dtype={VLLM_DTYPE},seed=0",
            "--chat-template-args", "enable_thinking=false"]
     out = open(tmp_path / "serve.out", "w+")
@@ -58,7 +58,7 @@ def test_vpo_serve_vllm_spec_runs_vllms_own_server(tmp_path: Path) -> None:
         assert argv[argv.index(b"--served-model-name") + 1] == SPEC.encode()
         assert argv[argv.index(b"--max-model-len") + 1] == b"512" and b"--no-enable-chunked-prefill" in argv
 
-        from benchmarks import get_task
+        from vpo_harness.benchmarks import get_task
 
         task = get_task("maze")
         msgs = task.prompt(task.load("test", limit=1)[0], style="compact")

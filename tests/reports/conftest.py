@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 if TYPE_CHECKING:
-    from reports.view.api import ViewData
+    from vpo_harness.reports.view.api import ViewData
 
 
 
@@ -18,15 +18,15 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
               problem_offset: int = 0, run_seed: int = 0, **cfg_extra) -> Path:
     """A maze run folder scored by the real Maze task (so answers, rewards and scalars agree);
     ``run_seed``: the sampling seed its identity records (a seed group's seed-N holds N)."""
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     task = get_task("maze", **cfg_extra.pop("task_options", {}))
     problems = task.load("test", limit=n_problems + problem_offset)[problem_offset:]
-    from benchmarks.maze import MazeInstance, best_route
+    from vpo_harness.benchmarks.maze import MazeInstance, best_route
 
-    from harness.core.config import RunConfig
-    from harness.core.models.base import SamplingConfig
-    from harness.eval.runner import build_config_record, compute_results
+    from vpo_harness.harness.core.config import RunConfig
+    from vpo_harness.harness.core.models.base import SamplingConfig
+    from vpo_harness.harness.eval.runner import build_config_record, compute_results
 
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
@@ -57,7 +57,7 @@ def write_run(folder: Path, model: str, n: int, m: int, n_problems: int, spread:
                          "rewards": r.tolist(), "scalars": np.atleast_1d(task.scalar(r)).tolist(),
                          "passed": np.atleast_1d(task.passed(r)).tolist(), "error": None})
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    from harness.core.store import RunStore
+    from vpo_harness.harness.core.store import RunStore
 
     RunStore(folder).write_results(compute_results(folder, task, problems, cfg, record))  # as the runner does
     return folder
@@ -82,7 +82,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def data(runs) -> ViewData:
     """The view's data layer over the folder holding :func:`runs`."""
-    from reports.view.api import ViewData
+    from vpo_harness.reports.view.api import ViewData
 
     return ViewData([runs["vpo"].parent])
 
@@ -93,8 +93,8 @@ def maze_mixed_responder(problems, good: float, m: int):
     so the problem is solved), otherwise random moves. Scores then vary within and across problems."""
     import random
 
-    from benchmarks import get_task
-    from benchmarks.maze import MazeInstance, best_route
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.benchmarks.maze import MazeInstance, best_route
 
     task = get_task("maze")
     keys = {p.id: (task.prompt(p, style="compact")[-1]["content"].split("Budget")[0].strip(),
@@ -123,8 +123,8 @@ def write_evolve(folder: Path, good: float, limit: int = 4, iterations: int = 3,
                  baseline: bool = True) -> Path:
     """A real `vpo evolve` folder (task prompt mode) against a loopback server that answers with
     ``maze_mixed_responder``, with its plain-sampling ``baseline/``."""
-    from benchmarks import get_task
-    from search.evolve import EvolveConfig, run_evolve
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.search.evolve import EvolveConfig, run_evolve
     from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
     problems = get_task("maze").load("test", limit=limit)

@@ -14,11 +14,11 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from harness.core.results import load_run  # noqa: E402
-from reports import report  # noqa: E402
-from reports.axes import ZERO_NOTE, ZERO_YLIM  # noqa: E402
-from reports.colours import run_styles  # noqa: E402
-from reports.plots import best_at_k_figure, load_plot_runs, metric_figure  # noqa: E402
+from vpo_harness.harness.core.results import load_run  # noqa: E402
+from vpo_harness.reports import report  # noqa: E402
+from vpo_harness.reports.axes import ZERO_NOTE, ZERO_YLIM  # noqa: E402
+from vpo_harness.reports.colours import run_styles  # noqa: E402
+from vpo_harness.reports.plots import best_at_k_figure, load_plot_runs, metric_figure  # noqa: E402
 
 
 def _colours_by_label(fig: Any, labels: list[str]) -> dict[str, set[str]]:
@@ -91,8 +91,8 @@ def test_bars_keep_a_runs_colour_when_an_evolve_run_comes_first(evolve_runs, dem
 
 def test_an_all_zero_evolve_panel_gets_the_unit_axis(tmp_path: Path) -> None:
     """A search that never solves a problem: its solved panel reads 0 on a 0..1 axis with a note,
-    in `vpo plot` as in the report (both draw with reports.evolve.draw)."""
-    from reports.evolve import draw, load_evolve
+    in `vpo plot` as in the report (both draw with vpo_harness.reports.evolve.draw)."""
+    from vpo_harness.reports.evolve import draw, load_evolve
     from tests.reports.conftest import write_evolve
 
     folder = write_evolve(tmp_path / "evo-none", 0.0, limit=2, iterations=2)

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.core.metrics import best_at_k
-from reports.compare import compare_runs, format_table, paired_bootstrap, to_csv, to_json
-from reports.pools import RunPools
+from vpo_harness.harness.core.metrics import best_at_k
+from vpo_harness.reports.compare import compare_runs, format_table, paired_bootstrap, to_csv, to_json
+from vpo_harness.reports.pools import RunPools
 
 
 def make_run(name: str, scores: list[np.ndarray], ids: list[str] | None = None, answers=None, **cfg) -> RunPools:

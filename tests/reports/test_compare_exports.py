@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.core import metrics
-from harness.app.cli import main
-from reports.compare import compare_runs, display_name, latex_escape, to_csv, to_json, to_latex, to_markdown
-from reports.pools import common_budgets, load_pools
+from vpo_harness.harness.core import metrics
+from vpo_harness.harness.app.cli import main
+from vpo_harness.reports.compare import compare_runs, display_name, latex_escape, to_csv, to_json, to_latex, to_markdown
+from vpo_harness.reports.pools import common_budgets, load_pools
 from tests.harness.test_metrics_field import brute_best_of_chains
 from tests.harness.test_pools import FIXTURE, EntityBackend
 from tests.reports.test_compare import make_run
@@ -127,8 +127,8 @@ def test_new_metric_rows_names(comp) -> None:
 
 def test_token_budget_rows_match_brute_force(tmp_path: Path) -> None:
     """Runs of 3-answer chains and of single answers compared at equal completion-token budgets."""
-    from benchmarks import get_task
-    from harness.eval.runner import RunConfig, run
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.eval.runner import RunConfig, run
 
     gold = {p.id: list(p.data["entities"]) for p in get_task("eureqa").load("test", path=str(FIXTURE))}
     folders, backends = [], []

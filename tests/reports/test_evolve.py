@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.app.cli import main
+from vpo_harness.harness.app.cli import main
 
 TOL = 1e-6
 
@@ -104,7 +104,7 @@ def test_show_marks_an_unfinished_search_partial(evolve_runs, tmp_path, capsys) 
     other = next(r["problem_id"] for r in rows if r["problem_id"] != pid)
     keep = [r for r in keep if not (r["problem_id"] == other and r["iteration"] == 1 and r["answer_index"] == 1)]
     (cut / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
-    from reports.evolve import load_evolve
+    from vpo_harness.reports.evolve import load_evolve
 
     got = load_evolve(cut)
     assert got.candidates[other][0].size == 2 and got.candidates[pid][0].size == 6
@@ -216,7 +216,7 @@ def test_figure_draws_solved_and_best_with_integer_candidate_ticks(evolve_runs) 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from reports.evolve import curves, draw, load_evolve
+    from vpo_harness.reports.evolve import curves, draw, load_evolve
 
     runs = [load_evolve(p) for p in evolve_runs]
     fig, axes = plt.subplots(1, 2)
@@ -233,7 +233,7 @@ def test_figure_draws_solved_and_best_with_integer_candidate_ticks(evolve_runs) 
     assert list(line.get_ydata()) == pytest.approx([_search_truth(runs[1].path, c)[1] for c in range(1, 9)])
     plt.close(fig)
     # two candidates: matplotlib alone would tick 0.5, 1.0, 1.5, ...
-    from reports.evolve import EvolveRun
+    from vpo_harness.reports.evolve import EvolveRun
 
     small = EvolveRun(Path("small"), {}, ["a", "b"], {"a": (np.array([0.1, 0.7]), np.array([0, 1], bool)),
                                                       "b": (np.array([0.2, 0.3]), np.zeros(2, bool))},

@@ -7,16 +7,16 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from harness.core.results import load_run
-from harness.eval.runner import RunConfig, run
-from reports.plots import best_at_k_figure, plot_best_at_k, plot_diversity
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.reports.plots import best_at_k_figure, plot_best_at_k, plot_diversity
 from tests.harness.scripted import ScriptedBackend
 from tests.harness.test_pools import FIXTURE, EntityBackend
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> list:
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     gold = {p.id: list(p.data["entities"]) for p in get_task("eureqa").load("test", path=str(FIXTURE))}
     out = []

@@ -10,10 +10,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from harness.app.cli import main
-from harness.core.results import load_run
-from harness.eval.runner import RunConfig, run
-from reports.plots import PLOT_METRICS, expand_metrics, load_plot_runs, metric_figure
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.results import load_run
+from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.reports.plots import PLOT_METRICS, expand_metrics, load_plot_runs, metric_figure
 from tests.harness.scripted import ScriptedBackend
 from tests.harness.test_pools import FIXTURE, EntityBackend
 
@@ -21,7 +21,7 @@ from tests.harness.test_pools import FIXTURE, EntityBackend
 @pytest.fixture(scope="module")
 def eureqa_runs(tmp_path_factory) -> list[Path]:
     """Two EUREQA runs (chains of 3 answers vs single answers) with varied scores, passes and tokens."""
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     gold = {p.id: list(p.data["entities"]) for p in get_task("eureqa").load("test", path=str(FIXTURE))}
     out = []
@@ -81,7 +81,7 @@ def test_every_line_metric_plots_the_runs_own_numbers(eureqa_runs) -> None:
 def test_bar_metrics_and_components(eureqa_runs) -> None:
     runs = load_plot_runs(eureqa_runs)
     names = expand_metrics("diversity,pareto,objective,mean,components", runs)
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     comps = list(get_task("eureqa").component_names)
     assert names[4:] == [f"component:{c}" for c in comps]

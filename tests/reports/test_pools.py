@@ -1,7 +1,7 @@
 """run_facts: the provenance reports print, from config.json records of both ages."""
 from __future__ import annotations
 
-from reports.pools import run_facts
+from vpo_harness.reports.pools import run_facts
 
 
 def test_template_args_protocol_and_base_url_from_execution() -> None:

@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from harness.app.cli import main
-from reports.report import _view, choose_problems, project, top_components
-from reports.pools import load_pools
+from vpo_harness.harness.app.cli import main
+from vpo_harness.reports.report import _view, choose_problems, project, top_components
+from vpo_harness.reports.pools import load_pools
 
 
 def _data(html: str) -> dict:
@@ -93,7 +93,7 @@ def test_compare_cli_refuses_other_reward_mode(demo_like_runs, tmp_path, capsys)
 def test_report_of_a_real_evolve_run(demo_like_runs, tmp_path):
     """A `vpo evolve` folder (loopback scripted server) next to evaluation runs: its solved curves and
     the plain-sampling baseline appear in the report."""
-    from search.evolve import EvolveConfig, run_evolve
+    from vpo_harness.search.evolve import EvolveConfig, run_evolve
     from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
     with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:

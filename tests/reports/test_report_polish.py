@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from harness.app.cli import main  # noqa: E402
-from reports.report import BAND_LABEL, FONT_SCALE, _polish  # noqa: E402
+from vpo_harness.harness.app.cli import main  # noqa: E402
+from vpo_harness.reports.report import BAND_LABEL, FONT_SCALE, _polish  # noqa: E402
 
 
 def test_all_zero_panel_gets_a_unit_axis_and_a_note() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.seeds import register_seeds
+from vpo_harness.harness.core.seeds import register_seeds
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def group(tmp_path_factory) -> Path:
 
 
 def test_oracle_selection_prints_best_at_k_of_a_seed_group(group: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.app.commands import show
+    from vpo_harness.harness.app.commands import show
 
     show.run(argparse.Namespace(runs=[str(group)], json=False, ks=None, taus=None, select="random"))
     out = capsys.readouterr().out
@@ -38,8 +38,8 @@ def test_oracle_selection_prints_best_at_k_of_a_seed_group(group: Path, capsys: 
 
 
 def test_a_seed_group_is_a_row_of_its_own_with_its_curves(group: Path) -> None:
-    from harness.core.results import results_at
-    from reports.view.api import ViewData
+    from vpo_harness.harness.core.results import results_at
+    from vpo_harness.reports.view.api import ViewData
 
     view = ViewData([group.parent])
     rows = {r["id"]: r for r in view.runs()["runs"]}
@@ -47,7 +47,7 @@ def test_a_seed_group_is_a_row_of_its_own_with_its_curves(group: Path) -> None:
     g = rows[str(group)]
     assert g["kind"] == "seeds" and g["seeds"] == [0, 1, 2] and g["status"] == "complete"
     want = results_at(group).best[1]
-    from reports.tables import format_estimate
+    from vpo_harness.reports.tables import format_estimate
 
     assert g["metrics"]["best@1"] == {"mean": want.mean, "stderr": want.stderr, "n": want.n,
                                       "seed_stderr": want.seed_stderr, "n_seeds": 3, "text": format_estimate(want)}

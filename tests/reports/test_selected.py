@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.app.cli import main
-from harness.eval.selection import selected_at_k
-from reports.pools import load_pools
+from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.eval.selection import selected_at_k
+from vpo_harness.reports.pools import load_pools
 
 
 def write_code_run(folder: Path, visible_tests: str | None, seed: int = 0) -> Path:
@@ -78,10 +78,10 @@ def test_plot_selected_and_bad_strategy(demo_like_runs, tmp_path, capsys):
 def test_public_tests_with_private_tests_ranks_on_the_public_ones(tmp_path):
     """test_source=all: the kept tests are sorted by size, so public and private ones interleave;
     the selection must follow each test's origin, not its position."""
-    from benchmarks import get_task
-    from harness.core.config import RunConfig
-    from harness.core.models.base import SamplingConfig
-    from harness.eval.runner import build_config_record
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.core.config import RunConfig
+    from vpo_harness.harness.core.models.base import SamplingConfig
+    from vpo_harness.harness.eval.runner import build_config_record
 
     def tests(sizes):
         return json.dumps([{"input": "x" * s, "output": "1", "testtype": "stdin"} for s in sizes])

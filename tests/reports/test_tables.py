@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from harness.core.metrics import Estimate
-from reports.tables import Cell, SEED_LEGEND, format_estimate, format_number, write_table
+from vpo_harness.harness.core.metrics import Estimate
+from vpo_harness.reports.tables import Cell, SEED_LEGEND, format_estimate, format_number, write_table
 
 ONE = Estimate(0.5124, 0.0101, 10)
 SEEDED = Estimate(0.5124, 0.0101, 10, 0.0042, 3)

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.core.results import read_results
-from harness.core.store import dumps
-from reports.view import make_server
-from reports.view.api import NotFound, ViewData, diff
-from reports.view.catalog import find_run_folders, to_json_text
-from reports.view.samples import SampleIndex
+from vpo_harness.harness.core.results import read_results
+from vpo_harness.harness.core.store import dumps
+from vpo_harness.reports.view import make_server
+from vpo_harness.reports.view.api import NotFound, ViewData, diff
+from vpo_harness.reports.view.catalog import find_run_folders, to_json_text
+from vpo_harness.reports.view.samples import SampleIndex
 from tests.reports.view_runs import HOSTILE, samples_of
 
 
@@ -239,7 +239,7 @@ def test_loopback_only():
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     assert main(["view", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -263,7 +263,7 @@ def test_vpo_view_serves_until_interrupted(runs):
     import sys
 
     repo = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "harness.app.cli", "view", str(runs["vpo"].parent), "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", "view", str(runs["vpo"].parent), "--port", "0"],
                             cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)}, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from reports.view import make_server
+from vpo_harness.reports.view import make_server
 from tests.reports.view_runs import HOSTILE, big_lineage_run, live_row, live_run
 
 pytestmark = pytest.mark.integration
@@ -233,7 +233,7 @@ def test_problem_shows_reward_vector_and_hostile_text_stays_inert(site, browser,
     assert "lone surrogate & <b>bold</b>" in raw
     assert browser.js(f"{card}.querySelector('pre.answer').textContent").startswith("<script>")
     assert browser.js("typeof window.__pwned") == "undefined"
-    from reports.view.server import SCRIPTS
+    from vpo_harness.reports.view.server import SCRIPTS
 
     # only the app's own scripts, none made from the text
     assert browser.js("[...document.querySelectorAll('script')].map(s => s.getAttribute('src'))") == list(SCRIPTS)
@@ -276,7 +276,7 @@ def test_side_by_side(site, browser, runs):
 
 
 def test_lineage_tree_node_and_diff(site, browser, runs):
-    from reports.view.api import ViewData
+    from vpo_harness.reports.view.api import ViewData
 
     rows = [json.loads(ln) for ln in (runs["evolve"] / "samples.jsonl").read_text().splitlines()]
     pid = rows[0]["problem_id"]
@@ -439,7 +439,7 @@ def test_overlaid_curves_keep_each_runs_colour(site, browser, runs):
     assert browser.js("document.querySelectorAll('#curve-diversity circle').length") == 2
     assert browser.js("document.querySelectorAll('#curve-solved-vs-candidates polyline').length") == 1  # evolve only
     # best@k of a run is drawn from its results: the first point's height matches best@1 on the axis
-    from harness.core.results import read_results
+    from vpo_harness.harness.core.results import read_results
 
     ks = sorted(read_results(runs["vpo"]).best)
     pts = browser.js(f"document.querySelector('#curve-best-k polyline[data-run=\"{runs['vpo'].name}\"]').getAttribute('points')")
@@ -502,8 +502,8 @@ def test_a_200_iteration_lineage_draws_every_node(live_site, browser):
 
 
 def test_exported_pages_open_from_disk(runs, browser, tmp_path):
-    from reports.view.api import ViewData
-    from reports.view.export import choose, export_site
+    from vpo_harness.reports.view.api import ViewData
+    from vpo_harness.reports.view.export import choose, export_site
 
     data = ViewData([runs["vpo"].parent])
     export_site(data, choose(data, ["maze-vpo", "maze-grpo", "evolve"]), tmp_path / "site")
@@ -512,7 +512,7 @@ def test_exported_pages_open_from_disk(runs, browser, tmp_path):
     assert browser.js("location.protocol") == "file:"
     assert len(browser.js("[...document.querySelectorAll('#runs tbody tr')]")) == 3
     # dom.js hashes a key as export.py does (the page it asked for was found)
-    from reports.view.export import key_hash
+    from vpo_harness.reports.view.export import key_hash
 
     assert browser.js("window.VPO.keyHash('problem?page=0&pid=p%261')") == key_hash("problem?page=0&pid=p%261")
     browser.js(f"document.querySelector('#runs tr[data-run=\"{runs['vpo']}\"] a').click()")

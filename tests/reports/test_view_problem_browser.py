@@ -9,8 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from reports.view import make_server
-from reports.view.api import ViewData
+from vpo_harness.reports.view import make_server
+from vpo_harness.reports.view.api import ViewData
 from tests.reports.test_view_browser import CHROMIUM, Browser, _href
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ CLIPPED = r"""(() => {
 @pytest.fixture(scope="module")
 def many(tmp_path_factory, evolve_runs):
     """Five maze runs, a seed group of two (three rows), two evolve runs with their baselines: twelve."""
-    from harness.core.seeds import register_seeds
+    from vpo_harness.harness.core.seeds import register_seeds
     from tests.reports.conftest import write_run
 
     root = tmp_path_factory.mktemp("many")
@@ -113,8 +113,8 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
         # a seed group's page lists its seeds
         browser.open(srv.url + _href("run", id=str(mazes[0].parent / "group")), "run")
         assert browser.js("document.querySelectorAll('#seed-runs li').length") == 2
-        from harness.core.results import results_at
-        from reports.tables import format_estimate
+        from vpo_harness.harness.core.results import results_at
+        from vpo_harness.reports.tables import format_estimate
 
         printed = format_estimate(results_at(mazes[0].parent / "group").best[1])  # what `vpo show` prints
         assert " s±" in printed
@@ -147,8 +147,8 @@ def test_the_viewer_shows_what_was_asked(many, browser, width):
 @pytest.fixture(scope="module")
 def task_site(tmp_path_factory):
     """One-chain runs of LiveCodeBench, MuSiQue and ToolRL on a real problem of each (local data)."""
-    from benchmarks import get_task
-    from harness.core.store import RunStore
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.core.store import RunStore
 
     root = tmp_path_factory.mktemp("tasks")
     out = {}
@@ -203,8 +203,8 @@ def test_each_task_shows_its_problem(task_site, browser):
 
 def get_prompt(folder, problem) -> str:
     """The last message the runner sends for the run's problem."""
-    from harness.core.store import RunStore
-    from reports.view.problems import find_problem, prompt_of
+    from vpo_harness.harness.core.store import RunStore
+    from vpo_harness.reports.view.problems import find_problem, prompt_of
 
     config = RunStore(folder).read_config()
     task, p = find_problem(config, problem.id)

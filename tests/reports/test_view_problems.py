@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import get_task
-from benchmarks.maze_env import simulate
-from reports.colours import DASHES, PALETTE, StyleBook, run_styles
-from reports.view.api import ViewData
-from reports.view.problems import problem_view
-from harness.core.config import RunConfig
-from harness.eval.runner import make_prompt
+from vpo_harness.benchmarks import get_task
+from vpo_harness.benchmarks.maze_env import simulate
+from vpo_harness.reports.colours import DASHES, PALETTE, StyleBook, run_styles
+from vpo_harness.reports.view.api import ViewData
+from vpo_harness.reports.view.problems import problem_view
+from vpo_harness.harness.core.config import RunConfig
+from vpo_harness.harness.eval.runner import make_prompt
 
 
 def _config(task: str, m: int = 1, style: str = "full", **options) -> dict:
@@ -137,8 +137,8 @@ def test_an_evolve_baseline_records_every_budget(evolve_runs) -> None:
 
 def test_eureqa_shows_its_narrative_and_gold_entities() -> None:
     """No EUREQA data on this machine: the display is checked on a problem record of its shape."""
-    from benchmarks.base import Problem
-    from reports.view.problems import DISPLAYS
+    from vpo_harness.benchmarks.base import Problem
+    from vpo_harness.reports.view.problems import DISPLAYS
 
     p = Problem(id="questions_hard_5-0", data={"narrative": "A met B in C.", "masks": ["A", "B"],
                                                "entities": ["Ada", "Bob"]})

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from harness.core.store import RunStore, dumps
-from reports.colours import PALETTE, run_colour
-from reports.view.api import ViewData
-from reports.view.export import ExportError, choose, export_site, key_hash, page_key
-from reports.view.samples import SampleIndex
-from reports.view.search import QueryError, parse_query, search
-from reports.view.server import CSP, META_CSP
+from vpo_harness.harness.core.store import RunStore, dumps
+from vpo_harness.reports.colours import PALETTE, run_colour
+from vpo_harness.reports.view.api import ViewData
+from vpo_harness.reports.view.export import ExportError, choose, export_site, key_hash, page_key
+from vpo_harness.reports.view.samples import SampleIndex
+from vpo_harness.reports.view.search import QueryError, parse_query, search
+from vpo_harness.reports.view.server import CSP, META_CSP
 from tests.reports.view_runs import HOSTILE, samples_of
 
 NAMES = ["completion", "gold", "diamond", "avoid_lava"]
@@ -126,7 +126,7 @@ def test_progress_counts_rows_against_the_expected_and_follows_appends(tmp_path)
 
 
 def test_curve_series_are_the_run_metrics(data, runs):
-    from harness.core.results import read_results
+    from vpo_harness.harness.core.results import read_results
 
     c = data.curve(str(runs["vpo"]))
     res = read_results(runs["vpo"])
@@ -190,7 +190,7 @@ def test_export_writes_every_page_escaped_under_the_csp(data, runs, tmp_path):
 
 
 def test_cli_export_prints_its_size_and_bad_names_are_one_line(runs, tmp_path, capsys):
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     assert main(["view", str(runs["vpo"].parent), "--export", str(tmp_path / "s"), "--run", "maze-grpo"]) == 0
     err = capsys.readouterr().err.strip().splitlines()

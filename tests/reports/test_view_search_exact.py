@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.store import dumps
-from reports.view.samples import SampleIndex
-from reports.view.search import parse_query, search
-from reports.view.search_fields import ANSWERS, LATER, afind, locate, locate_many, plain_lines
+from vpo_harness.harness.core.store import dumps
+from vpo_harness.reports.view.samples import SampleIndex
+from vpo_harness.reports.view.search import parse_query, search
+from vpo_harness.reports.view.search_fields import ANSWERS, LATER, afind, locate, locate_many, plain_lines
 
 NAMES = ["c0", "c1"]
 # pieces of text chosen to trip the byte path: escapes and runs of backslashes, quotes, keys and

@@ -8,7 +8,7 @@ import json
 import random
 from pathlib import Path
 
-from harness.core.store import RunStore, dumps
+from vpo_harness.harness.core.store import RunStore, dumps
 
 #: a completion that would script the page if it were ever parsed as HTML
 HOSTILE = ('<script>window.__pwned = 1</script><img src="/x-hostile" onerror="window.__pwned = 2">'
@@ -85,8 +85,8 @@ def damaged_runs(root: Path) -> tuple[Path, Path]:
 def _maze_responder(m: int):
     """Task-mode replies: for the problem in the prompt, m routes drawn from its optimal routes for
     several weightings, a truncated one and a random walk, so scores vary and improve by chance."""
-    from benchmarks import get_task
-    from benchmarks.maze import MazeInstance, best_route
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.benchmarks.maze import MazeInstance, best_route
 
     task = get_task("maze")
     table = []
@@ -112,7 +112,7 @@ def _maze_responder(m: int):
 
 def evolve_run(root: Path, iterations: int = 5, m: int = 2, limit: int = 2) -> Path:
     """A real `vpo evolve` run (OpenEvolve database, islands, parents) against a scripted server."""
-    from search.evolve import EvolveConfig, run_evolve
+    from vpo_harness.search.evolve import EvolveConfig, run_evolve
     from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(_maze_responder(m)) as srv:

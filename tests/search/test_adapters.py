@@ -2,9 +2,9 @@
 found by task name; a task without an entry reads its answers as words."""
 from __future__ import annotations
 
-from benchmarks import REGISTRY, get_task
-from benchmarks.toolrl import QWEN3_NO_THINK_PREFIX
-from search.adapters import ADAPTERS, CodeSteps, WordSteps, adapter_for
+from vpo_harness.benchmarks import REGISTRY, get_task
+from vpo_harness.benchmarks.toolrl import QWEN3_NO_THINK_PREFIX
+from vpo_harness.search.adapters import ADAPTERS, CodeSteps, WordSteps, adapter_for
 
 
 def test_adapters_are_keyed_by_registered_task_names() -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from search.config import build_config, effective_dict, read_yaml
+from vpo_harness.search.config import build_config, effective_dict, read_yaml
 
 
 def _build(user: dict, **kw):

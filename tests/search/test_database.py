@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from search.database import OrderedProgramDatabase, SortedIdMap, SortedIdSet
+from vpo_harness.search.database import OrderedProgramDatabase, SortedIdMap, SortedIdSet
 
 
 def test_sorted_set_iterates_by_content_not_history() -> None:

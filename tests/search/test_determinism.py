@@ -18,9 +18,9 @@ from typing import Any, Callable
 
 import pytest
 
-from search.evolve import EvolveConfig, run_evolve
-from harness.core.store import latest_rows
-from search.engine import schedule
+from vpo_harness.search.evolve import EvolveConfig, run_evolve
+from vpo_harness.harness.core.store import latest_rows
+from vpo_harness.search.engine import schedule
 from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,9 +32,9 @@ PARENT = re.compile(r"^Parent: (.*?) \|", re.M)  # the Maze task's own mutation 
 
 def _mazes() -> list[tuple[str, list[list[str]]]]:
     """(rendered grid, best routes for a few reward weightings) of the test split's first mazes."""
-    from benchmarks import get_task
-    from benchmarks.maze import best_route
-    from benchmarks.maze_env import MazeInstance
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.benchmarks.maze import best_route
+    from vpo_harness.benchmarks.maze_env import MazeInstance
 
     out = []
     for p in get_task("maze").load("test", limit=3):
@@ -109,7 +109,7 @@ def assert_same(a: dict, b: dict) -> None:
 
 
 def cli(url: str, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
+    return [sys.executable, "-m", "vpo_harness.harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
             "--base-url", url, "--limit", "2", "--iterations", "14", "-m", "1", "--prompt-mode", "evolve",
             "--prompt-style", "compact", "--out", str(out), "--no-progress", "--no-baseline", "--lag", "4", *extra]
 
@@ -230,7 +230,7 @@ def test_parallel_keeps_w_requests_in_flight_within_the_cap(tmp_path: Path) -> N
 
 
 def test_parallel_above_the_lag_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     rc = main(["evolve", "--task", "maze", "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1",
                "--lag", "2", "--parallel", "3", "--out", str(tmp_path / "e"), "--no-progress"])

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import Problem, get_task
-from benchmarks.maze_env import MazeInstance
-from benchmarks.maze_search import best_route_detail
-from harness.core.paths import shared_data_dir
-from search.evaluator import TaskEvaluator, default_feature_dimensions
-from search.solved import maze_optimal_scalar, solved_fn
+from vpo_harness.benchmarks import Problem, get_task
+from vpo_harness.benchmarks.maze_env import MazeInstance
+from vpo_harness.benchmarks.maze_search import best_route_detail
+from vpo_harness.harness.core.paths import shared_data_dir
+from vpo_harness.search.evaluator import TaskEvaluator, default_feature_dimensions
+from vpo_harness.search.solved import maze_optimal_scalar, solved_fn
 
 LCB_SOLUTIONS = shared_data_dir() / "livecodebench" / "graded_solutions.jsonl"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from search.engine import ProblemEvolution
-from search.evolve import EvolveConfig, run_evolve
+from vpo_harness.search.engine import ProblemEvolution
+from vpo_harness.search.evolve import EvolveConfig, run_evolve
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from harness.core.paths import BUNDLED_CHECKPOINTS
-from search.evolve import EvolveConfig, run_evolve
+from vpo_harness.harness.core.paths import BUNDLED_CHECKPOINTS
+from vpo_harness.search.evolve import EvolveConfig, run_evolve
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 VPO = BUNDLED_CHECKPOINTS / "maze-tiny-vpo"
 
 
 class FakeServe:
-    """Stands in for search.server_process.ManagedServer: a scripted loopback server; counts starts."""
+    """Stands in for vpo_harness.search.server_process.ManagedServer: a scripted loopback server; counts starts."""
 
     starts: list[str] = []
 

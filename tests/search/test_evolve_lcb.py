@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.paths import shared_data_dir
-from search.evolve import EvolveConfig, run_evolve
+from vpo_harness.harness.core.paths import shared_data_dir
+from vpo_harness.search.evolve import EvolveConfig, run_evolve
 from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
 #: problems of the offline test split whose graded solutions include public-test failures and passes
@@ -36,7 +36,7 @@ def _problem_of(body: dict, contents: dict[str, str]) -> str:
 
 
 def _contents() -> dict[str, str]:
-    from benchmarks import get_task
+    from vpo_harness.benchmarks import get_task
 
     with get_task("livecodebench") as t:
         return {p.id: p.data["content"].strip() for p in t.load("test") if p.id in PROBLEMS}

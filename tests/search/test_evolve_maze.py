@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from search.evolve import EvolveConfig, run_evolve
+from vpo_harness.search.evolve import EvolveConfig, run_evolve
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,14 +72,14 @@ def test_task_mode_rows_checkpoints_and_curves(tmp_path: Path) -> None:
     assert res["baseline"]["pool"] == 21 and len(res["baseline"]["solved_vs_candidates"]["x"]) == 21
     assert (folder / "openevolve.yaml").exists() and (folder / "baseline" / "results.json").exists()
     # the baseline is a real `vpo run` folder: it ranks problems for a follow-up search
-    from benchmarks import get_task
-    from search.problems import select
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.search.problems import select
 
     probs = get_task("maze").load("test", limit=3)
     hardest = select(f"hardest:2@{folder / 'baseline'}", probs, "maze")
     assert len(hardest) == 2
     # `vpo show` reads it like any run folder
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     assert main(["show", str(folder)]) == 0
 
@@ -87,7 +87,7 @@ def test_task_mode_rows_checkpoints_and_curves(tmp_path: Path) -> None:
 def test_killed_run_resumes_without_double_counting(tmp_path: Path) -> None:
     out = tmp_path / "evo"
     with ScriptedOpenAIServer(maze_routes_responder(3), delay_s=0.03) as srv:
-        cmd = [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
+        cmd = [sys.executable, "-m", "vpo_harness.harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
                "--base-url", srv.base_url, "--limit", "3", "--iterations", "12", "-m", "3", "--prompt-mode",
                "task", "--prompt-style", "compact", "--out", str(out), "--no-progress", "--no-baseline",
                "--concurrency", "3"]
@@ -111,7 +111,7 @@ def test_killed_run_resumes_without_double_counting(tmp_path: Path) -> None:
         after = _rows(out)
         # nothing written before the kill is lost or changed
         assert after[: len(before)] == before
-        from harness.core.store import latest_rows
+        from vpo_harness.harness.core.store import latest_rows
 
         latest = latest_rows(out)
         assert len(latest) == 3 * 13 * 3
@@ -130,8 +130,8 @@ def test_killed_run_resumes_without_double_counting(tmp_path: Path) -> None:
 
 
 def test_unreachable_server_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from harness.app.cli import main
-    from search.server_process import free_port
+    from vpo_harness.harness.app.cli import main
+    from vpo_harness.search.server_process import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
     t0 = time.time()
@@ -174,7 +174,7 @@ def test_evolve_mode_uses_the_maze_mutation_prompt(tmp_path: Path, m: int) -> No
     """Maze in evolve mode: each request after the seeding iteration is the task's mutation prompt
     showing that iteration's recorded parent with its reward vector; children come back in the task's
     answer format and are scored by the task."""
-    from benchmarks.maze import Maze
+    from vpo_harness.benchmarks.maze import Maze
 
     with ScriptedOpenAIServer(_route_block) as srv:
         folder = run_evolve(_cfg(srv.base_url, tmp_path / "evo", prompt_mode="evolve", m=m, iterations=3,
@@ -212,7 +212,7 @@ def test_same_seed_same_run(tmp_path: Path) -> None:
 
 
 def test_plot_draws_evolve_runs(tmp_path: Path) -> None:
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     with ScriptedOpenAIServer(maze_routes_responder(3)) as srv:
         f1 = run_evolve(_cfg(srv.base_url, tmp_path / "a", limit=2, iterations=3))
@@ -225,7 +225,7 @@ def test_plot_draws_evolve_runs(tmp_path: Path) -> None:
 def test_server_errors_end_the_run_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """A server that keeps failing (HTTP 500 after the client's retries) stops the run with one
     line; the rows written before stay, and the same command resumes."""
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     state = {"n": 0}
     ok = maze_routes_responder(3)

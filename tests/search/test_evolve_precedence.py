@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from search.config import unused_keys, yaml_settings
-from search.evolve import DEFAULT_TIMEOUT_S, EvolveConfig, run_evolve, with_yaml
+from vpo_harness.search.config import unused_keys, yaml_settings
+from vpo_harness.search.evolve import DEFAULT_TIMEOUT_S, EvolveConfig, run_evolve, with_yaml
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 YAML = {"llm": {"temperature": 0.3, "top_p": 0.8, "max_tokens": 77, "timeout": 12},

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks import get_task
-from search.adapters import adapter_for
-from search.evolve import EvolveConfig, run_evolve
-from search.engine import complete_iterations
+from vpo_harness.benchmarks import get_task
+from vpo_harness.search.adapters import adapter_for
+from vpo_harness.search.evolve import EvolveConfig, run_evolve
+from vpo_harness.search.engine import complete_iterations
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, prefilled
 from tests.search.test_determinism import (MAZES, MOVES, REPO, assert_same, env, jitter, kill_9_then_resume,
                                            rows_of)
@@ -78,7 +78,7 @@ def cfg(url: str, out: Path, **kw: Any) -> EvolveConfig:
 
 
 def cli(url: str, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
+    return [sys.executable, "-m", "vpo_harness.harness.app.cli", "evolve", "--task", "maze", "--model", "openai:scripted",
             "--base-url", url, "--limit", "2", "--iterations", "14", "-m", "1", "--prompt-mode", "prefix",
             "--prompt-style", "compact", "--out", str(out), "--no-progress", "--no-baseline", "--lag", "4", *extra]
 
@@ -170,8 +170,8 @@ def test_plateau_cut_is_where_the_parents_reward_stopped_improving(tmp_path: Pat
 def test_maze_plateau_cut_rule() -> None:
     """Scored as if the route ended at E there: the cut is the first step at which that score is at
     its best (the last item collected); a route collecting nothing is cut at 0."""
-    from benchmarks.maze import best_route
-    from benchmarks.maze_env import MazeInstance
+    from vpo_harness.benchmarks.maze import best_route
+    from vpo_harness.benchmarks.maze_env import MazeInstance
 
     task = get_task("maze")
     p = task.load("test", limit=1)[0]
@@ -194,7 +194,7 @@ def test_maze_plateau_cut_rule() -> None:
 
 
 def test_default_answer_prefix_keeps_the_text_up_to_a_word() -> None:
-    from benchmarks.base import Benchmark
+    from vpo_harness.benchmarks.base import Benchmark
 
     class T(Benchmark):
         name, component_names = "t", ("a",)
@@ -276,7 +276,7 @@ def test_lcb_prefix_mode_continues_the_parents_program(tmp_path: Path) -> None:
 # ---- locality: child-parent vs child-other distance ----------------------------------------------------------
 
 def test_edit_distance_and_locality() -> None:
-    from search.metrics import edit_distance, locality, normalised_distance
+    from vpo_harness.search.metrics import edit_distance, locality, normalised_distance
 
     assert edit_distance("kitten", "sitting") == 3 and edit_distance([], ["a"]) == 1
     assert normalised_distance("ab", "ab") == 0.0 and normalised_distance("ab", "cd") == 1.0
@@ -297,7 +297,7 @@ def test_edit_distance_and_locality() -> None:
 def test_prefix_children_are_closer_to_their_parents(tmp_path: Path) -> None:
     """On the scripted policy the prefix mode's children share their parent's first moves: their
     distance to the parent is below their distance to other earlier candidates."""
-    from search.metrics import locality
+    from vpo_harness.search.metrics import locality
 
     task = get_task("maze")
     with ScriptedOpenAIServer(continue_route) as srv:

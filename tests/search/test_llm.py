@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from search.llm import ChatLLM
+from vpo_harness.search.llm import ChatLLM
 from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
 
@@ -30,7 +30,7 @@ def test_template_args_are_sent_as_chat_template_kwargs() -> None:
 
 def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
     import search.evolve
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     seen = []
 
@@ -50,7 +50,7 @@ def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None
 def test_an_evolve_run_sends_them_with_every_mutation_and_baseline_request(tmp_path) -> None:
     import json
 
-    from search.evolve import EvolveConfig, run_evolve
+    from vpo_harness.search.evolve import EvolveConfig, run_evolve
     from tests.fakes.scripted_openai import maze_routes_responder
 
     with ScriptedOpenAIServer(maze_routes_responder(1)) as srv:
@@ -69,8 +69,8 @@ def test_a_server_gone_mid_run_stops_the_loop_with_one_line_naming_it() -> None:
     """The loop's requests use the openai backend's policy: a refused connection is LLMUnreachable
     after one quick retry (counted), a server error after max_retries is LLMError; both name the URL."""
     from bench.loopback_openai import FakeOpenAIServer, FakeServerConfig
-    from search.llm import LLMError, LLMUnreachable
-    from search.server_process import free_port
+    from vpo_harness.search.llm import LLMError, LLMUnreachable
+    from vpo_harness.search.server_process import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(LLMUnreachable, match="connection refused") as err:

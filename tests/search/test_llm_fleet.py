@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from search.evolve import EvolveConfig, run_evolve
-from search.llm import ChatLLM, LLMUnreachable
-from search.server_process import free_port
+from vpo_harness.search.evolve import EvolveConfig, run_evolve
+from vpo_harness.search.llm import ChatLLM, LLMUnreachable
+from vpo_harness.search.server_process import free_port
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from search.metrics import baseline_curves, evolve_curves, sampling_curve
-from search.problems import select
+from vpo_harness.benchmarks import get_task
+from vpo_harness.search.metrics import baseline_curves, evolve_curves, sampling_curve
+from vpo_harness.search.problems import select
 
 
 def _fake_run(folder: Path, task: str, pools: dict[str, list[float]]) -> Path:

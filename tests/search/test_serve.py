@@ -9,8 +9,8 @@ import time
 import openai
 import pytest
 
-from harness.core.models.base import GenRequest, SamplingConfig
-from search.serve import ModelServer
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.search.serve import ModelServer
 from tests.fakes.scripted_backend import ScriptedBackend
 
 
@@ -80,13 +80,13 @@ def test_concurrent_requests_share_batches(served) -> None:
 def test_managed_server_real_checkpoint_and_cleanup() -> None:
     """`vpo evolve`'s child: the bundled maze policy served on a free loopback port, seeded sampling,
     and the process group gone after stop()."""
-    from search.server_process import ManagedServer
+    from vpo_harness.search.server_process import ManagedServer
 
     with ManagedServer("hf:maze-tiny-vpo") as srv:
         pid = srv.proc.pid
         client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=120)
         assert client.models.list().data[0].id == "hf:maze-tiny-vpo"
-        from benchmarks import get_task
+        from vpo_harness.benchmarks import get_task
 
         t = get_task("maze")
         msgs = t.prompt(t.load("test", limit=1)[0], style="compact")
@@ -101,7 +101,7 @@ def test_managed_server_real_checkpoint_and_cleanup() -> None:
 
 @pytest.mark.integration
 def test_managed_server_reports_a_failed_load(tmp_path) -> None:
-    from search.server_process import ManagedServer
+    from vpo_harness.search.server_process import ManagedServer
 
     t0 = time.time()
     with pytest.raises(RuntimeError, match="exited with code .* while loading: vpo serve: error: .*no-such-model"):
@@ -147,7 +147,7 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
 
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "evo"
-    cmd = [sys.executable, "-m", "harness.app.cli", "evolve", "--task", "maze", "--model", "mock:moves",
+    cmd = [sys.executable, "-m", "vpo_harness.harness.app.cli", "evolve", "--task", "maze", "--model", "mock:moves",
            "--model-args", "latency_s=0.05", "--limit", "2", "--iterations", "2000", "--no-baseline",
            "--no-progress", "--out", str(out)]
     # stderr to a file, not a pipe nobody reads: a full pipe would block the child's writes and with
@@ -161,7 +161,7 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
     deadline = time.time() + 120
     while time.time() < deadline and not ((out / "samples.jsonl").exists() and (out / "samples.jsonl").stat().st_size):
         time.sleep(0.1)
-    servers = [c for c in _children(proc.pid) if b"search.serve" in open(f"/proc/{c}/cmdline", "rb").read()]
+    servers = [c for c in _children(proc.pid) if b"vpo_harness.search.serve" in open(f"/proc/{c}/cmdline", "rb").read()]
     assert len(servers) == 1
     if how == "ctrl-c":
         proc.send_signal(signal.SIGINT)
@@ -201,7 +201,7 @@ class _Gated(ScriptedBackend):
 
 
 def _job(content: str, seed: int, n: int = 1, max_tokens: int = 9):
-    from search.serve_protocol import parse_body
+    from vpo_harness.search.serve_protocol import parse_body
 
     return parse_body({"model": "m", "messages": [{"role": "user", "content": content}], "seed": seed, "n": n,
                        "max_tokens": max_tokens}, "chat", model_name="m")
@@ -209,7 +209,7 @@ def _job(content: str, seed: int, n: int = 1, max_tokens: int = 9):
 
 def _batched(backend, jobs, first, wait_s: float = 300):
     """Run ``first`` alone (held at the gate), then ``jobs`` as the next batch; their results."""
-    from search.serve_batcher import Batcher
+    from vpo_harness.search.serve_batcher import Batcher
 
     b = Batcher(backend, max_batch=64)
     try:
@@ -247,9 +247,9 @@ def test_hf_replies_do_not_depend_on_batch_mates() -> None:
     with other prompts of other lengths (left padding), and equal seeds give equal texts."""
     import torch
 
-    from benchmarks import get_task
-    from harness.core.models import load_backend
-    from search.serve import default_threads
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.core.models import load_backend
+    from vpo_harness.search.serve import default_threads
 
     threads = torch.get_num_threads()
     torch.set_num_threads(default_threads())
@@ -273,7 +273,7 @@ def test_hf_replies_do_not_depend_on_batch_mates() -> None:
 def test_batcher_waits_for_requests_still_arriving() -> None:
     """While the server reports a request accepted but not yet queued, the batcher holds its batch open
     for it (up to gather_s) instead of starting without it; with nothing arriving it starts at once."""
-    from search.serve_batcher import Batcher
+    from vpo_harness.search.serve_batcher import Batcher
 
     backend = ScriptedBackend(_echo)
     arriving = [1]

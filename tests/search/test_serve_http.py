@@ -14,8 +14,8 @@ import httpx
 import openai
 import pytest
 
-from harness.core.models.base import GenRequest
-from search.serve import Limits, ModelServer, default_threads
+from vpo_harness.harness.core.models.base import GenRequest
+from vpo_harness.search.serve import Limits, ModelServer, default_threads
 from tests.fakes.scripted_backend import ScriptedBackend
 from tests.search.test_serve_protocol import BAD_CHAT, BAD_COMPLETION
 
@@ -278,11 +278,11 @@ def test_connections_beyond_the_bound_get_503() -> None:
 def test_default_threads_leave_a_core(monkeypatch) -> None:
     import os
 
-    monkeypatch.setattr("search.serve._cgroup_cpus", lambda: None)
+    monkeypatch.setattr("vpo_harness.search.serve._cgroup_cpus", lambda: None)
     for cores, workers, want in ((1, 1, 1), (2, 1, 1), (4, 1, 3), (16, 1, 15), (16, 4, 3), (2, 4, 1)):
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
         assert default_threads(workers) == want, (cores, workers)
-    monkeypatch.setattr("search.serve._cgroup_cpus", lambda: 2)  # a 2-CPU quota on a 16-core host
+    monkeypatch.setattr("vpo_harness.search.serve._cgroup_cpus", lambda: 2)  # a 2-CPU quota on a 16-core host
     assert default_threads() == 1
 
 

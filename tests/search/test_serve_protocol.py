@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from harness.core.models.base import SamplingConfig
-from search.serve_protocol import (
+from vpo_harness.harness.core.models.base import SamplingConfig
+from vpo_harness.search.serve_protocol import (
     DEFAULT_MAX_TOKENS,
     BadRequest,
     choice_seeds,

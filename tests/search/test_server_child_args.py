@@ -6,15 +6,15 @@ import argparse
 
 import pytest
 
-from search.serve import parser, structured_args
-from search.server_process import CHILD_ARGS_FLAG, ManagedServer
+from vpo_harness.search.serve import parser, structured_args
+from vpo_harness.search.server_process import CHILD_ARGS_FLAG, ManagedServer
 
 
 def test_child_gets_the_args_with_their_types() -> None:
     model_args = {"tag": "a,b", "flag": "true", "n": 2, "dtype": "float64"}
     template = {"enable_thinking": False, "style": "x=y"}
     cmd = ManagedServer("mock:echo", model_args=model_args, chat_template_args=template, port=8011).command()
-    assert cmd[1:3] == ["-m", "search.serve"] and CHILD_ARGS_FLAG in cmd
+    assert cmd[1:3] == ["-m", "vpo_harness.search.serve"] and CHILD_ARGS_FLAG in cmd
     got = structured_args(parser().parse_args(cmd[3:]))
     assert got == {"model_args": model_args, "chat_template_args": template}
     assert "--model-args" not in cmd and "--chat-template-args" not in cmd
@@ -36,12 +36,12 @@ def test_bad_child_json_is_one_usage_line(capsys: pytest.CaptureFixture) -> None
 
 
 def test_chat_template_args_is_one_flag_everywhere() -> None:
-    from harness.app.cli import build_parser
+    from vpo_harness.harness.app.cli import build_parser
 
     top = build_parser()
     subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
     flags = {name: next(a for a in sp._actions if "--chat-template-args" in a.option_strings)
-             for name, sp in {**subs, "python -m search.serve": parser()}.items()
+             for name, sp in {**subs, "python -m vpo_harness.search.serve": parser()}.items()
              if any("--chat-template-args" in a.option_strings for a in sp._actions)}
-    assert {"run", "evolve", "train", "serve", "python -m search.serve"} <= set(flags)
+    assert {"run", "evolve", "train", "serve", "python -m vpo_harness.search.serve"} <= set(flags)
     assert {(f.default, f.type) for f in flags.values()} == {(None, flags["run"].type)}

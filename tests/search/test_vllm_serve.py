@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.paths import REPO_ROOT
-from search import vllm_serve
-from search.server_process import ManagedServer
-from search.vllm_serve import find_vllm_python, flag_args, server_command
+from vpo_harness.harness.core.paths import REPO_ROOT
+from vpo_harness.search import vllm_serve
+from vpo_harness.search.server_process import ManagedServer
+from vpo_harness.search.vllm_serve import find_vllm_python, flag_args, server_command
 
 
 def test_model_args_become_vllm_flags() -> None:

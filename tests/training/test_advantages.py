@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.core import metrics
-from training import advantages as A
+from vpo_harness.harness.core import metrics
+from vpo_harness.training import advantages as A
 
 rng0 = np.random.default_rng(0)
 

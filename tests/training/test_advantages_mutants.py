@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from training import advantages as A
+from vpo_harness.training import advantages as A
 
 RNG = np.random.default_rng(7)
 REW = RNG.integers(0, 5, size=(3, 6, 2, 4)) / 4.0  # (groups, G, m, d): varied, ties included

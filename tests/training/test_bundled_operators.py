@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.base import Shown
-from benchmarks.maze import Maze
+from vpo_harness.benchmarks.base import Shown
+from vpo_harness.benchmarks.maze import Maze
 
 
 @pytest.mark.parametrize("name,m", [("maze-tiny-evo-vpo", 3), ("maze-tiny-evo-grpo", 1)])
 def test_operator_answers_a_mutation_prompt_with_parseable_routes(name, m):
-    from harness.core.models import GenRequest, SamplingConfig, load_backend
-    from harness.core.models.zoo import generation_defaults
+    from vpo_harness.harness.core.models import GenRequest, SamplingConfig, load_backend
+    from vpo_harness.harness.core.models.zoo import generation_defaults
 
     task = Maze()
     problems = task.load("val", limit=3)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.app.cli import main
+from vpo_harness.harness.app.cli import main
 
 
 def test_verl_launch_carries_the_template_args_into_verls_config(tmp_path: Path) -> None:
     from hydra import compose, initialize_config_dir
 
     import verl
-    from training.verl_export import VerlLaunch, overrides
+    from vpo_harness.training.verl_export import VerlLaunch, overrides
 
     ov = overrides(VerlLaunch(chat_template_args={"enable_thinking": False}))
     assert "+data.apply_chat_template_kwargs.enable_thinking=false" in ov
@@ -25,7 +25,7 @@ def test_verl_launch_carries_the_template_args_into_verls_config(tmp_path: Path)
 
 
 def test_trl_config_passes_chat_template_kwargs() -> None:
-    from training.trl_vpo import TRLVPOConfig, grpo_config
+    from vpo_harness.training.trl_vpo import TRLVPOConfig, grpo_config
 
     assert grpo_config(TRLVPOConfig(chat_template_args={"enable_thinking": False})).chat_template_kwargs == {
         "enable_thinking": False}
@@ -45,7 +45,7 @@ def test_vpo_train_verl_writes_the_flag_into_the_launch(tmp_path: Path) -> None:
 def test_native_trainer_flag_parses_like_model_args() -> None:
     import argparse
 
-    from training.rl import add_arguments
+    from vpo_harness.training.rl import add_arguments
 
     p = argparse.ArgumentParser()
     add_arguments(p)

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.paths import BUNDLED_CHECKPOINTS as BUNDLED
+from vpo_harness.harness.core.paths import BUNDLED_CHECKPOINTS as BUNDLED
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.mark.skipif(not (BUNDLED / "maze-tiny-vpo" / "config.json").exists(), reason="no bundled checkpoints")
 def test_demo_runs_on_bundled_checkpoints(tmp_path, capsys):
-    from harness.app.cli import main
+    from vpo_harness.harness.app.cli import main
 
     rc = main(["demo", "--limit", "2", "--out", str(tmp_path), "--only", "vpo", "grpo", "--batch-size", "30"])
     assert rc == 0

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from training.early_stop import EarlyStopping
-from training.validation import SELECTION, selection_objective
+from vpo_harness.training.early_stop import EarlyStopping
+from vpo_harness.training.validation import SELECTION, selection_objective
 
 
 def run(values, patience, every=10):
@@ -63,7 +63,7 @@ def test_selection_rule():
     assert selection_objective("vpo") == selection_objective("max_at_k") == "best_at_30"
     assert selection_objective("grpo") == "mean_scalar"
     assert selection_objective("multi_rlvr") == "multi_rlvr_objective"
-    from training.advantages import METHODS
+    from vpo_harness.training.advantages import METHODS
 
     assert set(SELECTION) == set(METHODS)
     with pytest.raises(ValueError, match="unknown method"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from safetensors import safe_open
 
-from training.model import build_model, build_tokenizer, load_checkpoint, save_checkpoint, store_fp16
+from vpo_harness.training.model import build_model, build_tokenizer, load_checkpoint, save_checkpoint, store_fp16
 
 
 def test_store_fp16_halves_the_file_and_rounds_the_weights(tmp_path):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks import get_task
-from harness.core.models.prompting import render_messages
-from training.generate import gumbel_noise, pick, sample_tokens
-from training.model import build_model, build_tokenizer
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.models.prompting import render_messages
+from vpo_harness.training.generate import gumbel_noise, pick, sample_tokens
+from vpo_harness.training.model import build_model, build_tokenizer
 
 TINY = dict(hidden=32, layers=2, heads=2, intermediate=64)
 
@@ -87,8 +87,8 @@ def test_a_rows_rollout_does_not_depend_on_the_other_rows(setup):
 def test_rollout_logprobs_are_the_update_forwards(setup):
     """The update takes PPO's old log-probabilities and the entropy from the sampler: they must be what a
     full forward over the finished sequences gives (temperature 1), on every completion token."""
-    from training.generate import rollouts
-    from training.rl import token_logprobs
+    from vpo_harness.training.generate import rollouts
+    from vpo_harness.training.rl import token_logprobs
 
     model, tok, enc = setup
     prompts = tok.batch_decode(enc["input_ids"], skip_special_tokens=False)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.cli import main
+from vpo_harness.harness.app.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "checkpoints" / "maze-tiny-vpo"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.maze import Maze, MazeInstance
-from training.data import search_targets
-from training.mutation_data import improving_targets, mutation_examples, perturb, random_walk
+from vpo_harness.benchmarks.maze import Maze, MazeInstance
+from vpo_harness.training.data import search_targets
+from vpo_harness.training.mutation_data import improving_targets, mutation_examples, perturb, random_walk
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_parent_generators_stay_within_budget():
 
 
 def test_rl_mutation_prompt_shows_a_seeded_parent_with_its_true_reward(setup):
-    from training.mutation_data import mutation_prompt
+    from vpo_harness.training.mutation_data import mutation_prompt
 
     task, problems, targets = setup
     p = problems[1]
@@ -84,7 +84,7 @@ def test_rl_mutation_prompt_shows_a_seeded_parent_with_its_true_reward(setup):
 
 
 def test_sft_mutation_dataset_mixes_chains_and_single_answers(tmp_path):
-    from training.sft import SFTConfig, build_dataset
+    from vpo_harness.training.sft import SFTConfig, build_dataset
 
     cfg = SFTConfig(out=str(tmp_path), limit=3, augment=False, prompt_mode="mutation", parents_per_maze=4)
     ex = build_dataset(cfg, tmp_path)

@@ -6,13 +6,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from benchmarks import get_task
-from harness.core.models.base import GenRequest, SamplingConfig
-from search.engine import ProblemEvolution
-from training import data as D
-from training.prefix import cut_route, draws_prefix, prefill_at, render_prompt
-from training.model import build_tokenizer
-from search.adapters import adapter_for
+from vpo_harness.benchmarks import get_task
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.search.engine import ProblemEvolution
+from vpo_harness.training import data as D
+from vpo_harness.training.prefix import cut_route, draws_prefix, prefill_at, render_prompt
+from vpo_harness.training.model import build_tokenizer
+from vpo_harness.search.adapters import adapter_for
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,8 @@ def test_cut_is_uniform_over_the_routes_steps(maze, problem_and_route):
 
 
 def test_rendered_prompt_is_the_hf_backends_for_a_prefilled_request(maze, problem_and_route):
-    from harness.core.models.hf import HFBackend
-    from harness.core.paths import REPO_ROOT
+    from vpo_harness.harness.core.models.hf import HFBackend
+    from vpo_harness.harness.core.paths import REPO_ROOT
 
     p, answer = problem_and_route
     msgs = maze.multi_prompt(p, 3, style="compact")

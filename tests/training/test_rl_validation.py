@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from training.model import build_model, build_tokenizer, save_checkpoint
-from training.model_card import validation_section
+from vpo_harness.training.model import build_model, build_tokenizer, save_checkpoint
+from vpo_harness.training.model_card import validation_section
 
 TINY = dict(hidden=32, layers=1, heads=2, intermediate=64)
 
@@ -28,7 +28,7 @@ def test_card_says_when_the_warm_start_was_not_beaten(tmp_path):
 
 @pytest.mark.integration
 def test_rl_with_prefixes_and_validation_keeps_the_best_step(tmp_path):
-    from training.rl import RLConfig, train_rl
+    from vpo_harness.training.rl import RLConfig, train_rl
 
     tok = build_tokenizer()
     init = save_checkpoint(build_model(tok, seed=0, **TINY), tok, tmp_path / "init")
@@ -56,9 +56,9 @@ def test_prefilled_rollouts_are_graded_with_their_prefix(tmp_path, monkeypatch):
     """The bundled GRPO policy continues a prefilled <answer> in its format (bench/prefix_parse_rate.py:
     1.000), so its prefilled rollouts parse when they are graded as prefix + continuation; the texts
     the trainer grades (seen through a wrapper around its scorer) carry the prefix."""
-    from harness.core.paths import REPO_ROOT
-    from training import rl
-    from training.rl import RLConfig, train_rl
+    from vpo_harness.harness.core.paths import REPO_ROOT
+    from vpo_harness.training import rl
+    from vpo_harness.training.rl import RLConfig, train_rl
 
     graded: list[str] = []
     real = rl.score_chain

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness.app.cli import main
+from vpo_harness.harness.app.cli import main
 
 
 @pytest.mark.parametrize("argv, msg", [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.models import zoo
+from vpo_harness.harness.core.models import zoo
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,7 @@ def test_plan_covers_the_row_with_one_warm_start_per_seed(tz, tmp_path):
         assert float(_value(s.argv, "--prefix-fraction")) > 0
     cards = {_value(s.argv, "--dest") for s in steps if s.name.endswith("-card")}
     assert cards == {str(tmp_path / "ck" / zoo.policy_folder_name(m, sd)) for m in zoo.ROW_METHODS for sd in (0, 1, 2)}
-    assert all(s.shown().startswith(("vpo train ", "python -m training.model_card ")) for s in steps)
+    assert all(s.shown().startswith(("vpo train ", "python -m vpo_harness.training.model_card ")) for s in steps)
 
 
 def _fake(tmp_path, name, needs=(), ok=True):

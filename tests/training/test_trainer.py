@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import get_task
-from training import data as D
-from training.model import PHRASES, build_model, build_tokenizer, load_checkpoint, save_checkpoint
+from vpo_harness.benchmarks import get_task
+from vpo_harness.training import data as D
+from vpo_harness.training.model import PHRASES, build_model, build_tokenizer, load_checkpoint, save_checkpoint
 
 TINY = dict(hidden=32, layers=1, heads=2, intermediate=64)
 
@@ -22,7 +22,7 @@ def maze():
 def test_tokenizer_roundtrip_chat_template_and_phrases(tmp_path, maze):
     from transformers import AutoTokenizer
 
-    from harness.core.models.prompting import render_messages
+    from vpo_harness.harness.core.models.prompting import render_messages
 
     tok = build_tokenizer()
     p = maze.load("train", limit=1)[0]
@@ -78,7 +78,7 @@ def test_examples_formats(maze):
 
 
 def _sft(tmp_path, steps, **kw):
-    from training.sft import SFTConfig, train_sft
+    from vpo_harness.training.sft import SFTConfig, train_sft
 
     cfg = SFTConfig(out=str(tmp_path / "sft"), limit=4, augment=False, copies=8, steps=steps, batch_size=8,
                     lr=3e-3, warmup=2, save_every=5, log_every=1, threads=2, **TINY, **kw)
@@ -98,7 +98,7 @@ def test_sft_lowers_loss_and_resumes(tmp_path):
 
 
 def test_ppo_loss_moves_probability_towards_positive_advantages():
-    from training.rl import ppo_loss, sample, token_logprobs
+    from vpo_harness.training.rl import ppo_loss, sample, token_logprobs
 
     torch.manual_seed(0)
     tok = build_tokenizer()
@@ -127,9 +127,9 @@ def test_ppo_loss_moves_probability_towards_positive_advantages():
 
 @pytest.mark.parametrize("method", ["grpo", pytest.param("vpo", marks=pytest.mark.integration)])
 def test_rl_steps_checkpoint_loads_in_hf_backend_and_is_deterministic(tmp_path, method):
-    from harness.core.models.base import GenRequest, SamplingConfig
-    from harness.core.models.hf import HFBackend
-    from training.rl import RLConfig, train_rl
+    from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+    from vpo_harness.harness.core.models.hf import HFBackend
+    from vpo_harness.training.rl import RLConfig, train_rl
 
     ckpt, _ = _sft(tmp_path, 3)
 
@@ -172,7 +172,7 @@ def test_save_checkpoint_is_small_safetensors(tmp_path):
 
 
 def test_cli_registers_train_and_demo():
-    from harness.app.cli import build_parser
+    from vpo_harness.harness.app.cli import build_parser
 
     p = build_parser()
     a = p.parse_args(["train", "--method", "max_at_k", "--rl-steps", "3"])

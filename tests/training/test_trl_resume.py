@@ -16,7 +16,7 @@ import torch
 
 pytest.importorskip("trl")
 
-from harness.app.cli import main  # noqa: E402
+from vpo_harness.harness.app.cli import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # lr 1e-4 so four steps move the weights well past float noise (the equality below is then meaningful)
@@ -27,8 +27,8 @@ ARGS = ["train", "--engine", "trl", "--task", "maze", "--method", "grpo", "--ini
 KILLER = """
 import os, signal, sys
 from transformers import TrainerCallback
-import training.trl_vpo as T
-from harness.app.cli import main
+import vpo_harness.training.trl_vpo as T
+from vpo_harness.harness.app.cli import main
 
 class Kill(TrainerCallback):          # kill -9 after step 3: checkpoint-2 is on disk, step 3 is lost
     def on_step_end(self, args, state, control, **kw):
@@ -45,7 +45,7 @@ def _count_steps(fn) -> list[int]:
     """Global steps that ``fn``'s TRL run executed (a resumed run starts after its checkpoint)."""
     from transformers import TrainerCallback
 
-    import training.trl_vpo as T
+    import vpo_harness.training.trl_vpo as T
 
     seen: list[int] = []
 
@@ -97,7 +97,7 @@ def test_resume_with_other_settings_and_bad_trl_args_are_one_line(tmp_path, caps
     (out / "trl" / "checkpoint-2").mkdir(parents=True)
     for f in ("trainer_state.json", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
         (out / "trl" / "checkpoint-2" / f).write_text("{}")
-    from training.trl_vpo import TRLVPOConfig
+    from vpo_harness.training.trl_vpo import TRLVPOConfig
 
     (out / "trl_vpo_config.json").write_text(json.dumps({**TRLVPOConfig().__dict__, "method": "vpo"}, default=str))
     for argv, msg in ((ARGS + ["--out", str(out)], "holds a TRL run with init="),
@@ -119,7 +119,7 @@ def test_bf16_accumulation_tensorboard_and_lora_on_cpu(tmp_path):
     pytest.importorskip("tensorboard")
     seen = {}
 
-    import training.trl_vpo as T
+    import vpo_harness.training.trl_vpo as T
 
     run = T.train_trl
 

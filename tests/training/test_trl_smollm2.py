@@ -12,11 +12,11 @@ pytest.importorskip("trl")
 
 @pytest.mark.integration
 def test_trl_vpo_on_toolrl_with_smollm2(tmp_path):
-    from benchmarks import get_task
-    from harness.app.cli import main
-    from training.trl_vpo import TRLVPOConfig, train_trl
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.harness.app.cli import main
+    from vpo_harness.training.trl_vpo import TRLVPOConfig, train_trl
 
-    from search.serve import default_threads
+    from vpo_harness.search.serve import default_threads
 
     # kept small for CI: 2 rounds of 1 prompt x G = 2 chains, no reference model (beta 0); `vpo serve`'s
     # thread count (one on 2 cores): torch's every-core default spin-waits for a core another process holds

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import get_task
-from training import advantages as A
-from training.model import build_model, build_tokenizer, save_checkpoint
+from vpo_harness.benchmarks import get_task
+from vpo_harness.training import advantages as A
+from vpo_harness.training.model import build_model, build_tokenizer, save_checkpoint
 
 pytest.importorskip("trl")
 
@@ -38,7 +38,7 @@ def maze():
 @pytest.fixture(scope="module")
 def routes(maze):
     """Per problem, a few distinct real routes (optimal for different weightings) plus junk."""
-    from training.data import search_targets
+    from vpo_harness.training.data import search_targets
 
     ps = maze.load("train", limit=2)
     t = search_targets(maze, ps, n_random=3, seed=1)
@@ -47,8 +47,8 @@ def routes(maze):
 
 def _script(method: str, problem_ids: list[str], routes: dict, rng: np.random.Generator) -> list[tuple[str, bool]]:
     """(text, truncated) per rollout: chains with duplicates and missing answers, some cut (the answer
-    format is the warm start's, training.data, so it follows the task's parser)."""
-    from training.data import chain_completion, single_completion
+    format is the warm start's, vpo_harness.training.data, so it follows the task's parser)."""
+    from vpo_harness.training.data import chain_completion, single_completion
 
     out = []
     for pid in problem_ids:
@@ -71,7 +71,7 @@ def _trainer(method: str, policy, tmp_path):
     from datasets import Dataset
     from transformers import AutoTokenizer
 
-    from training import trl_vpo as T
+    from vpo_harness.training import trl_vpo as T
 
     cfg = T.TRLVPOConfig(init=str(policy), out=str(tmp_path / method), task="maze", method=method, limit=2,
                          prompt_style="compact", m=3, group_size=G, prompts_per_step=2, steps=1,
@@ -137,13 +137,13 @@ def test_trl_advantages_equal_training_advantages(method, tiny_policy, maze, rou
 
 
 def test_component_rewards_are_answer_means(maze, routes):
-    from training.trl_vpo import TaskScorer
-    from training.rollouts import problem_to_json
+    from vpo_harness.training.trl_vpo import TaskScorer
+    from vpo_harness.training.rollouts import problem_to_json
 
     p = maze.load("train", limit=1)[0]
     r1, r2 = routes[p.id][0], routes[p.id][1]
     scorer = TaskScorer(maze, "vpo", 3, eos_token_ids=[99])
-    from training.data import chain_completion, route_words
+    from vpo_harness.training.data import chain_completion, route_words
 
     texts = [chain_completion([r1, r2]), chain_completion([r1])]
     funcs = scorer.reward_funcs()
@@ -157,7 +157,7 @@ def test_component_rewards_are_answer_means(maze, routes):
 
 
 def test_bad_config_is_one_clear_error():
-    from training.trl_vpo import TRLVPOConfig
+    from vpo_harness.training.trl_vpo import TRLVPOConfig
 
     with pytest.raises(ValueError, match="unknown method"):
         TRLVPOConfig(method="ppo").validate()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.app.cli import main
-from training import verl_plan as V
+from vpo_harness.harness.app.cli import main
+from vpo_harness.training import verl_plan as V
 
 REPO = Path(__file__).resolve().parents[2]
 EUREQA = REPO / "tests" / "benchmarks" / "fixtures" / "eureqa_synthetic.jsonl"
@@ -51,7 +51,7 @@ def test_launch_keeps_every_prompt_and_validates_on_other_problems(task, tmp_pat
                  "--verl-args", "trainer.save_freq=7,trainer.logger=[console,tensorboard]"]) == 0
     printed = capsys.readouterr().out
     assert "token limits: data.max_prompt_length=" in printed and how in printed
-    from training.verl_export import VerlLaunch, overrides
+    from vpo_harness.training.verl_export import VerlLaunch, overrides
 
     launch = VerlLaunch(**json.loads((out / "launch.json").read_text()))
     cfg = V.compose(overrides(launch))

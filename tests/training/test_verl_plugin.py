@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("verl")
 import torch  # noqa: E402
 
-from benchmarks import get_task  # noqa: E402
-from training import advantages as A  # noqa: E402
-from training import rollouts as R  # noqa: E402
-from training import verl_plugin as P  # noqa: E402
-from training.verl_export import VerlExport, problem_row  # noqa: E402
+from vpo_harness.benchmarks import get_task  # noqa: E402
+from vpo_harness.training import advantages as A  # noqa: E402
+from vpo_harness.training import rollouts as R  # noqa: E402
+from vpo_harness.training import verl_plugin as P  # noqa: E402
+from vpo_harness.training.verl_export import VerlExport, problem_row  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("VPO_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -141,8 +141,8 @@ def _jsonl(path: Path) -> list[dict]:
 def _real_items():
     """(task, problem, method, texts) per task: Maze routes from exact search, the authors' scored outputs
     (MuSiQue, ToolRL), the synthetic EUREQA fixture, LiveCodeBench solutions graded by LCB itself."""
-    from benchmarks.maze import best_route
-    from training.data import task_instance
+    from vpo_harness.benchmarks.maze import best_route
+    from vpo_harness.training.data import task_instance
 
     out = []
     maze = get_task("maze")
@@ -207,8 +207,8 @@ def test_reward_manager_scores_real_items_of_every_task():
 
 
 def test_truncated_rollout_scores_zero_and_method_mismatch_is_refused():
-    from benchmarks.maze import best_route
-    from training.data import task_instance
+    from vpo_harness.benchmarks.maze import best_route
+    from vpo_harness.training.data import task_instance
 
     maze = get_task("maze")
     p = maze.load("test", limit=1)[0]
@@ -238,7 +238,7 @@ def test_launch_overrides_compose_with_verls_own_config(method):
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     import verl
-    from training.verl_export import VerlLaunch, overrides
+    from vpo_harness.training.verl_export import VerlLaunch, overrides
 
     cdir = str(Path(verl.__file__).parent / "trainer" / "config")
     with initialize_config_dir(config_dir=cdir, version_base=None):

@@ -16,7 +16,7 @@ COMMANDS: tuple[str, ...] = ("run", "ls", "show", "plot", "compare", "report", "
 
 
 def load(name: str) -> ModuleType:
-    return importlib.import_module(f"harness.app.commands.{name}")
+    return importlib.import_module(f"vpo_harness.harness.app.commands.{name}")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.core.models import add_chat_template_args as add_model_chat_template_args, kv_arg
+from vpo_harness.harness.core.models import add_chat_template_args as add_model_chat_template_args, kv_arg
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -42,13 +42,13 @@ def add_unsafe_sandbox(p: argparse.ArgumentParser) -> None:
 
 def apply_unsafe_sandbox(args: argparse.Namespace) -> None:
     if getattr(args, "unsafe_sandbox", False):
-        from harness.core.sandbox import allow_unsafe
+        from vpo_harness.harness.core.sandbox import allow_unsafe
 
         allow_unsafe(True)
 
 
 def add_chat_template_args(p: argparse.ArgumentParser) -> None:
-    """The shared ``--chat-template-args`` (harness.core.models), recorded as part of the run."""
+    """The shared ``--chat-template-args`` (vpo_harness.harness.core.models), recorded as part of the run."""
     add_model_chat_template_args(p, ". Part of the run")
 
 

@@ -37,8 +37,8 @@ def _size(n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.gencache import CacheError, GenerationCache, remove_cache_file
-    from harness.core.paths import generations_dir
+    from vpo_harness.harness.core.gencache import CacheError, GenerationCache, remove_cache_file
+    from vpo_harness.harness.core.paths import generations_dir
 
     if args.model is not None and args.action != "clear":
         raise ValueError("--model selects what `vpo cache clear` removes; `vpo cache` shows every model")
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 def _damaged(args: argparse.Namespace, folder: Path, why: str, remove: Any) -> int:
     """A file SQLite cannot read: `vpo cache` reports it (exit 1), `vpo cache clear` removes it and
     opens an empty one (a damaged file cannot be cleared of one model's entries only: all go)."""
-    from harness.core.gencache import GenerationCache
+    from vpo_harness.harness.core.gencache import GenerationCache
 
     if args.action != "clear":
         if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.app.commands._args import int_list, tau_list
+from vpo_harness.harness.app.commands._args import int_list, tau_list
 
 
 EXAMPLES = """\
@@ -41,10 +41,10 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.eval.selection import get_strategy
-    from harness.core.metrics import DEFAULT_TAUS
-    from reports.compare import compare_runs, format_table, to_csv, to_json, to_latex, to_markdown
-    from reports.pools import load_pools
+    from vpo_harness.harness.eval.selection import get_strategy
+    from vpo_harness.harness.core.metrics import DEFAULT_TAUS
+    from vpo_harness.reports.compare import compare_runs, format_table, to_csv, to_json, to_latex, to_markdown
+    from vpo_harness.reports.pools import load_pools
 
     if len(args.runs) < 2:
         raise ValueError("compare needs at least two run folders (the first is the baseline)")
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 def _compare_evolve(args: argparse.Namespace, ks: list[int] | None) -> tuple | None:
     """(comparison, formatter) when the runs are evolve runs, or an evolve run and its own
     ``baseline/``; None for sampling runs; a sampling run next to an evolve run is refused."""
-    from reports import evolve as ev
+    from vpo_harness.reports import evolve as ev
 
     own = ev.own_baseline_pair(args.runs)
     if own is not None:  # the search minus plain sampling at the same budget
@@ -96,7 +96,7 @@ def _readable(runs: list) -> list:
             why = "holds no rows yet (nothing sampled)" if not r.problem_ids else \
                 f"has no scored candidate ({r.n_errors} error rows; re-run with --retry-errors)"
             raise ValueError(f"{r.path}: samples.jsonl {why}: nothing to compare")
-    from reports.compare import pair_keys
+    from vpo_harness.reports.compare import pair_keys
 
     keys = pair_keys(runs)  # (problem, seed) when a seed group is among them
     for r, k in zip(runs[1:], keys[1:]):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.app.commands._args import add_cache_flag
-from harness.core.paths import BUNDLED_CHECKPOINTS
+from vpo_harness.harness.app.commands._args import add_cache_flag
+from vpo_harness.harness.core.paths import BUNDLED_CHECKPOINTS
 
 
 EXAMPLES = """\
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from harness.app.demo import run_demo
+    from vpo_harness.harness.app.demo import run_demo
 
     torch.set_num_threads(args.threads)
     run_demo(Path(args.checkpoints), Path(args.out), limit=args.limit, batch_size=args.batch_size,

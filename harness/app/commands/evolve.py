@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, Sequence
 
-from harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
+from vpo_harness.harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from search.evolve import EvolveConfig, run_evolve
+    from vpo_harness.search.evolve import EvolveConfig, run_evolve
 
     apply_unsafe_sandbox(args)
     cfg = EvolveConfig(task=args.task, model=args.model, problems=args.problems, iterations=args.iterations,
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 def format_summary(results: Sequence[dict[str, Any]]) -> str:
     """Solved fraction of evolve runs next to plain sampling at the same budget."""
-    from reports.tables import as_estimate, write_table
+    from vpo_harness.reports.tables import as_estimate, write_table
 
     head = ["model", "mode", "m", "iterations", "candidates", "solved (evolve)", "solved (sampling)"]
     lines = []

@@ -8,8 +8,8 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from harness.app.commands._args import kv
-    from training.advantages import METHODS
+    from vpo_harness.harness.app.commands._args import kv
+    from vpo_harness.training.advantages import METHODS
 
     p = sub.add_parser("export-verl", help="write a task split in verl's parquet format (for `vpo train --engine verl`)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from training.verl_export import VerlExport, export
+    from vpo_harness.training.verl_export import VerlExport, export
 
     path = export(VerlExport(task=args.task, split=args.split, out=args.out, method=args.method, m=args.m, K=args.K,
                              alpha=args.alpha, sobol=args.sobol, seed=args.seed, limit=args.limit,

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchmarks.base import Benchmark
+    from vpo_harness.benchmarks.base import Benchmark
 
 EXAMPLES = """\
 vpo ls
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def list_models(as_json: bool) -> int:
-    from harness.core.models.zoo import trained_policies
+    from vpo_harness.harness.core.models.zoo import trained_policies
 
     rows = trained_policies()
     if as_json:
@@ -55,7 +55,7 @@ def _sizes(release: int | None, here: int | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchmarks import get_task, task_names
+    from vpo_harness.benchmarks import get_task, task_names
 
     if getattr(args, "models", False):
         return list_models(args.json)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.app.commands._args import tau_list
+from vpo_harness.harness.app.commands._args import tau_list
 
 
 EXAMPLES = """\
@@ -36,10 +36,10 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.results import check_same_task
-    from reports.evolve import refuse_mixed
-    from harness.core.results import is_evolve_run
-    from reports.evolve_plots import plot_evolve
+    from vpo_harness.harness.core.results import check_same_task
+    from vpo_harness.reports.evolve import refuse_mixed
+    from vpo_harness.harness.core.results import is_evolve_run
+    from vpo_harness.reports.evolve_plots import plot_evolve
 
     check_same_task(args.runs)  # one figure, one task and split
     refuse_mixed(args.runs, "plot")
@@ -51,19 +51,19 @@ def run(args: argparse.Namespace) -> int:
                           title=args.title)
         print(f"wrote {out}")
         return 0
-    from harness.core.results import load_run
-    from reports.plots import plot_best_at_k
+    from vpo_harness.harness.core.results import load_run
+    from vpo_harness.reports.plots import plot_best_at_k
 
     labels = args.labels.split(",") if args.labels else None
     if args.metric.startswith("selected:"):
-        from harness.eval.selection import get_strategy
-        from reports.selected import plot_selected
+        from vpo_harness.harness.eval.selection import get_strategy
+        from vpo_harness.reports.selected import plot_selected
 
         strategy = get_strategy(args.metric.split(":", 1)[1]).name
         print(f"wrote {plot_selected(args.runs, args.out, strategy, labels=labels, title=args.title)}")
         return 0
     if args.metric not in ("best", "pass") or args.style != "default" or args.taus or args.free_y:
-        from reports.plots import plot_metrics
+        from vpo_harness.reports.plots import plot_metrics
 
         out = plot_metrics(args.runs, args.out, args.metric, labels=labels, title=args.title, style=args.style,
                            taus=args.taus, share_y=not args.free_y)

@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.eval.selection import get_strategy
-    from reports.report import build_report
+    from vpo_harness.harness.eval.selection import get_strategy
+    from vpo_harness.reports.report import build_report
 
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     for s in strategies:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.app.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, kv
+from vpo_harness.harness.app.commands._args import add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 
 EXAMPLES = """\
@@ -24,12 +24,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.app.rescore import rescore
-    from harness.core.results import load_run
+    from vpo_harness.harness.app.rescore import rescore
+    from vpo_harness.harness.core.results import load_run
 
     apply_unsafe_sandbox(args)
     folder = rescore(args.run, args.out, args.task_args, workers=args.workers, progress=not args.no_progress)
-    from harness.app.commands.show import format_table
+    from vpo_harness.harness.app.commands.show import format_table
 
     print(format_table([load_run(folder)]))
     print(f"\nrescored run folder: {folder} (source: {args.run})")

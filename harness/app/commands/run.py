@@ -4,11 +4,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from harness.app.commands._args import (add_cache_flag, add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox,
+from vpo_harness.harness.app.commands._args import (add_cache_flag, add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox,
                                         int_list, kv)
 
 if TYPE_CHECKING:
-    from harness.core.config import RunConfig
+    from vpo_harness.harness.core.config import RunConfig
 
 EXAMPLES = """\
 vpo run --task maze --model mock:moves --limit 5 -n 4 -m 3          # no model: exercises the harness
@@ -71,22 +71,22 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_cache_flag(p)
     add_unsafe_sandbox(p)
-    from harness.core.executors.cli_args import add_executor_arguments
+    from vpo_harness.harness.core.executors.cli_args import add_executor_arguments
 
     add_executor_arguments(p)  # --executor local|ray, --replicas, --score-on, ...
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.app.commands.show import format_table
-    from harness.core.results import load_run
-    from harness.eval.runner import run as run_eval
+    from vpo_harness.harness.app.commands.show import format_table
+    from vpo_harness.harness.core.results import load_run
+    from vpo_harness.harness.eval.runner import run as run_eval
 
     apply_unsafe_sandbox(args)
     seeds = resolve_seeds(args)
     cfg = build_config(args)
-    from harness.core.seeds import is_seed_group, seed_runs
-    from harness.eval.runner import run_seeds
+    from vpo_harness.harness.core.seeds import is_seed_group, seed_runs
+    from vpo_harness.harness.eval.runner import run_seeds
 
     # --seeds, or --seed S with --out naming a group (the runner adds the seed to it)
     folder = run_seeds(cfg, seeds) if seeds is not None else run_eval(cfg)
@@ -105,8 +105,8 @@ def resolve_seeds(args: argparse.Namespace) -> list[int] | None:
     seed count (seeds 0..S-1) when ``--seed`` is not given."""
     import sys
 
-    from harness.core.seeds import parse_seeds
-    from harness.eval.protocols import eval_seeds
+    from vpo_harness.harness.core.seeds import parse_seeds
+    from vpo_harness.harness.eval.protocols import eval_seeds
 
     if args.seeds is not None:
         if args.seed is not None:
@@ -131,12 +131,12 @@ def build_config(args: argparse.Namespace) -> "RunConfig":
     builds its RunConfig in Python) and this command name the same run for the same settings."""
     import sys
 
-    from harness.core.executors.cli_args import executor_config
-    from harness.core.metrics import default_ks
-    from harness.core.models import model_defaults
-    from harness.core.models.zoo import prompt_settings
-    from harness.eval.protocols import departures, describe, resolve
-    from harness.eval.runner import RunConfig
+    from vpo_harness.harness.core.executors.cli_args import executor_config
+    from vpo_harness.harness.core.metrics import default_ks
+    from vpo_harness.harness.core.models import model_defaults
+    from vpo_harness.harness.core.models.zoo import prompt_settings
+    from vpo_harness.harness.eval.protocols import departures, describe, resolve
+    from vpo_harness.harness.eval.runner import RunConfig
 
     got = resolve(args.protocol, args.task, m=args.m, n=args.n, temperature=args.temperature, top_p=args.top_p,
                   max_tokens=args.max_tokens, chat_template_args=args.chat_template_args, task_args=args.task_args,
@@ -168,7 +168,7 @@ def report_failures(folder) -> int:
     (a server that is down, a wrong URL or model name) instead of a table of "-" and exit 0."""
     import sys
 
-    from harness.core.store import latest_rows
+    from vpo_harness.harness.core.store import latest_rows
 
     rows = latest_rows(folder)
     failed = [r for r in rows if r.get("error")]

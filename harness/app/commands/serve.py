@@ -2,7 +2,7 @@
 
 The server is search/serve.py; ``vllm:`` specs get vLLM's own server (search/vllm_serve.py).
 
-Its flags and ``python -m search.serve`` (the child `vpo evolve` starts) live in search/serve.py too;
+Its flags and ``python -m vpo_harness.search.serve`` (the child `vpo evolve` starts) live in search/serve.py too;
 this module only registers them."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from search.serve import add_serve_arguments
+    from vpo_harness.search.serve import add_serve_arguments
 
     p = sub.add_parser("serve", help="serve a local model over an OpenAI-compatible HTTP API")
     add_serve_arguments(p)
@@ -18,6 +18,6 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from search.serve import serve_args
+    from vpo_harness.search.serve import serve_args
 
     return serve_args(args)

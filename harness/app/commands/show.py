@@ -8,7 +8,7 @@ from pathlib import Path
 from dataclasses import replace
 from typing import Any, Sequence
 
-from harness.app.commands._args import int_list, tau_list
+from vpo_harness.harness.app.commands._args import int_list, tau_list
 
 EXAMPLES = """\
 vpo show runs/smol runs/other
@@ -34,8 +34,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def format_table(runs: Sequence[Any]) -> str:
     """best@k / pass@k / diversity of runs (LoadedRun) side by side (mean ± standard error; a seed
-    group adds the between-seed s.e., reports.tables)."""
-    from reports.tables import write_table
+    group adds the between-seed s.e., vpo_harness.reports.tables)."""
+    from vpo_harness.reports.tables import write_table
 
     if not runs:
         return "(no runs)"
@@ -62,12 +62,12 @@ def format_table(runs: Sequence[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.results import is_evolve_run, load_run
+    from vpo_harness.harness.core.results import is_evolve_run, load_run
 
-    from harness.core.store import CONFIG
+    from vpo_harness.harness.core.store import CONFIG
 
     # `vpo show runs/demo/*` also matches plots and notes: skip what is not a run folder, say so
-    from harness.core.seeds import is_seed_group
+    from vpo_harness.harness.core.seeds import is_seed_group
 
     paths = [r for r in args.runs if (Path(r) / CONFIG).is_file() or is_seed_group(r)]
     for r in args.runs:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     evolve_paths = [r for r in paths if is_evolve_run(r)]
     paths = [r for r in paths if r not in evolve_paths]
     loaded = [load_run(r) for r in paths]
-    from harness.core.results import results_at
+    from vpo_harness.harness.core.results import results_at
 
     for i, r in enumerate(loaded):
         if r.summary is not None and r.summary.raw.get("stale_results"):
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if loaded:
         blocks.append(format_table(loaded))
     if evolved:  # the search's own table at candidate budgets, next to plain sampling (its baseline/)
-        from reports.evolve import format_budget_table
+        from vpo_harness.reports.evolve import format_budget_table
 
         blocks += [format_budget_table(e, args.ks) for e in evolved]
     events = [ln for r in [*loaded, *evolved] for f in _folders(r.path) for ln in format_events(f)]
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         blocks.append("\n".join(events))
     strategies = [x.strip() for x in (args.select or "").split(",") if x.strip()]
     if strategies and loaded:  # selection without an oracle, next to best@k (reports/selected.py)
-        from reports.selected import format_selected
+        from vpo_harness.reports.selected import format_selected
 
         blocks.append(format_selected([r.path for r in loaded], strategies, ks=args.ks))
     print("\n\n".join(blocks))
@@ -120,13 +120,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _folders(path: str | Path) -> list[Path]:
     """The run folders behind a path: each seed of a seed group, else the path itself."""
-    from harness.core.seeds import is_seed_group, seed_runs
+    from vpo_harness.harness.core.seeds import is_seed_group, seed_runs
 
     return [f for _, f in seed_runs(path)] if is_seed_group(path) else [Path(path)]
 
 
 def _load_evolve(paths: Sequence[str], alone: bool = False) -> list[Any]:
-    from reports.evolve import load_evolve, require_candidates
+    from vpo_harness.reports.evolve import load_evolve, require_candidates
 
     runs = [load_evolve(p) for p in paths]
     if alone:  # one search that has evaluated nothing: one line, not a table of dashes
@@ -137,9 +137,9 @@ def _load_evolve(paths: Sequence[str], alone: bool = False) -> list[Any]:
 def _evolve_json(run: Any, ks: Sequence[int] | None) -> dict[str, Any]:
     """results.json of an evolve run (when written, and computed from the rows now stored) with the
     budget table computed from its rows."""
-    from harness.core.results import results_stale
-    from harness.core.store import RESULTS
-    from reports.evolve import budget_table
+    from vpo_harness.harness.core.results import results_stale
+    from vpo_harness.harness.core.store import RESULTS
+    from vpo_harness.reports.evolve import budget_table
 
     path = Path(run.path) / RESULTS
     stale = results_stale(run.path)
@@ -154,7 +154,7 @@ def _evolve_json(run: Any, ks: Sequence[int] | None) -> dict[str, Any]:
 
 def format_events(folder: str | Path) -> list[str]:
     """Lines for the execution events config.json records (Ray replicas lost and restarted)."""
-    from harness.core.store import RunStore
+    from vpo_harness.harness.core.store import RunStore
 
     events = RunStore(folder).events()
     if not events:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 
-from harness.app.commands._args import kv
+from vpo_harness.harness.app.commands._args import kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from training.advantages import METHODS  # numpy only: cheap, and the choices stay one fact
-    from training.engines import ENGINES  # no heavy import at module level
+    from vpo_harness.training.advantages import METHODS  # numpy only: cheap, and the choices stay one fact
+    from vpo_harness.training.engines import ENGINES  # no heavy import at module level
 
     p = sub.add_parser("train", help="train a tiny policy (SFT warm start, then RL with one estimator)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="native: fraction of RL prompt groups that continue a prefilled, uniformly cut route")
     p.add_argument("--sft-prefix-fraction", type=float, default=0.0,
                    help="native: fraction of SFT examples that continue a prefilled, uniformly cut route")
-    from harness.app.commands._args import add_chat_template_args
+    from vpo_harness.harness.app.commands._args import add_chat_template_args
 
     add_chat_template_args(p)  # rollout prompts rendered as `vpo run --chat-template-args` renders them
     # engines: native | trl | verl
@@ -95,6 +95,6 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch to the engine (training/engines.py holds the orchestration)."""
-    from training.engines import train
+    from vpo_harness.training.engines import train
 
     return train(args)

@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports.view import make_server
-    from reports.view.catalog import find_run_folders
+    from vpo_harness.reports.view import make_server
+    from vpo_harness.reports.view.catalog import find_run_folders
 
     missing = [d for d in args.dirs if not Path(d).is_dir()]
     if missing:
@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from reports.view import ViewData
-    from reports.view.export import ExportError, choose, export_site
+    from vpo_harness.reports.view import ViewData
+    from vpo_harness.reports.view.export import ExportError, choose, export_site
 
     data = ViewData(args.dirs)
     try:

@@ -3,10 +3,10 @@ default) or ``ray`` (N replicas on a Ray cluster). The runner only asks an execu
 rows and appends them; see ``base.py`` for the contract and ``docs/ray.md`` for clusters."""
 from __future__ import annotations
 
-from harness.core.executors.base import BackendSpec, Batch, ChainScorer, Executor, ScoringPool, make_batches
-from harness.core.executors.config import EXECUTORS, SCORE_ON, ExecutorConfig
-from harness.core.executors.local import LocalExecutor
-from harness.core.models.base import Backend
+from vpo_harness.harness.core.executors.base import BackendSpec, Batch, ChainScorer, Executor, ScoringPool, make_batches
+from vpo_harness.harness.core.executors.config import EXECUTORS, SCORE_ON, ExecutorConfig
+from vpo_harness.harness.core.executors.local import LocalExecutor
+from vpo_harness.harness.core.models.base import Backend
 
 __all__ = ["BackendSpec", "Batch", "ChainScorer", "EXECUTORS", "Executor", "ExecutorConfig", "LocalExecutor",
            "SCORE_ON", "ScoringPool", "make_batches", "make_executor"]
@@ -20,6 +20,6 @@ def make_executor(config: ExecutorConfig, spec: BackendSpec, backend: Backend | 
         return LocalExecutor(spec, backend=backend, score_workers=score_workers)
     if backend is not None:
         raise ValueError("a prebuilt backend cannot be shipped to Ray replicas; pass a model spec instead")
-    from harness.core.executors.ray_executor import RayExecutor
+    from vpo_harness.harness.core.executors.ray_executor import RayExecutor
 
     return RayExecutor(spec, config)

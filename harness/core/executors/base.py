@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
 
 Key = tuple[str, int]  # (problem_id, chain_index): the store's row key
 
@@ -32,7 +32,7 @@ class BackendSpec:
         return self.model.split(":", 1)[0].strip().lower()
 
     def build(self) -> Backend:
-        from harness.core.models import load_backend
+        from vpo_harness.harness.core.models import load_backend
 
         return load_backend(self.model, base_url=self.base_url, model_args=dict(self.model_args))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.core.executors.config import EXECUTORS, SCORE_ON, ExecutorConfig
+from vpo_harness.harness.core.executors.config import EXECUTORS, SCORE_ON, ExecutorConfig
 
 
 def add_executor_arguments(p: argparse.ArgumentParser) -> None:

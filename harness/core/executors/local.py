@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from harness.core.executors.base import BackendSpec, ChainScorer, Executor, ScoringPool, seeds_of
-from harness.core.models.base import Backend, GenRequest, SamplingConfig, check_prefill
+from vpo_harness.harness.core.executors.base import BackendSpec, ChainScorer, Executor, ScoringPool, seeds_of
+from vpo_harness.harness.core.models.base import Backend, GenRequest, SamplingConfig, check_prefill
 
 
 class LocalExecutor(Executor):

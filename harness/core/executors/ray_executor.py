@@ -22,10 +22,10 @@ import time
 import uuid
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from harness.core.executors.base import BackendSpec, ChainScorer, Executor, ScoringPool, make_batches, seeds_of
-from harness.core.executors.config import ExecutorConfig
-from harness.core.executors.workqueue import WorkQueue
-from harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.executors.base import BackendSpec, ChainScorer, Executor, ScoringPool, make_batches, seeds_of
+from vpo_harness.harness.core.executors.config import ExecutorConfig
+from vpo_harness.harness.core.executors.workqueue import WorkQueue
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
 
 INSTALL_HINT = "--executor ray needs Ray: pip install 'vpo-harness[ray]'"
 
@@ -135,7 +135,7 @@ class RayExecutor(Executor):
         t0 = time.perf_counter()
         ray = self._connect()
         self._ray = ray
-        from harness.core.executors.replica import Replica
+        from vpo_harness.harness.core.executors.replica import Replica
 
         cluster_gpus = float(ray.cluster_resources().get("GPU", 0.0))
         self._gpus = (self.config.gpus_per_replica if self.config.gpus_per_replica is not None

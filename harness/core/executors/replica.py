@@ -8,8 +8,8 @@ import os
 import socket
 from typing import Any, Mapping, Sequence
 
-from harness.core.executors.base import BackendSpec, ChainScorer, seeds_of
-from harness.core.models.base import GenRequest, SamplingConfig
+from vpo_harness.harness.core.executors.base import BackendSpec, ChainScorer, seeds_of
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
 
 
 class Replica:
@@ -26,7 +26,7 @@ class Replica:
     def run(self, requests: Sequence[GenRequest], sampling: SamplingConfig,
             problems: Mapping[str, Any] | None = None) -> list[Any]:
         """Sample one batch; returns Generations, or scored rows when this replica scores."""
-        from harness.core.models.base import check_prefill
+        from vpo_harness.harness.core.models.base import check_prefill
 
         check_prefill(self.backend, requests)
         gens = list(self.backend.generate(requests, sampling))

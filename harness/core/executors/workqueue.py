@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Hashable, Iterable
 
-from harness.core.executors.base import Batch, Key
+from vpo_harness.harness.core.executors.base import Batch, Key
 
 
 class WorkQueue:

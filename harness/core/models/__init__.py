@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, check_args
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, check_args
 
 if TYPE_CHECKING:
     import argparse
@@ -66,13 +66,13 @@ def deterministic(spec: str, args: dict[str, Any] | None = None) -> bool:
 
 
 def _hf_runtime(args: dict[str, Any]) -> dict[str, Any]:
-    from harness.core.models.hf import runtime_key
+    from vpo_harness.harness.core.models.hf import runtime_key
 
     return runtime_key(args)
 
 
 def _vllm_runtime(args: dict[str, Any]) -> dict[str, Any]:
-    from harness.core.models.vllm_offline import runtime_key
+    from vpo_harness.harness.core.models.vllm_offline import runtime_key
 
     return runtime_key(args)
 
@@ -170,20 +170,20 @@ def accepted_args(cls: type, exclude: tuple[str, ...] = ("self", "model", "model
 
 
 def _make_hf(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
-    from harness.core.models.hf import HFBackend
+    from vpo_harness.harness.core.models.hf import HFBackend
 
     check_args("hf", args, accepted_args(HFBackend))
     return HFBackend(model, **args)
 
 
 def _make_vllm(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
-    from harness.core.models.vllm_offline import VLLMOfflineBackend
+    from vpo_harness.harness.core.models.vllm_offline import VLLMOfflineBackend
 
     return VLLMOfflineBackend(model, model_args=args)
 
 
 def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
-    from harness.core.models.openai_server import OpenAIServerBackend
+    from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
 
     url = base_url or args.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL")
     if not url:
@@ -196,7 +196,7 @@ def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Back
 
 
 def _make_mock(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
-    from harness.core.models.mock import MockBackend
+    from vpo_harness.harness.core.models.mock import MockBackend
 
     check_args("mock", args, accepted_args(MockBackend, ("self", "mode")))
     return MockBackend(model, **args)
@@ -245,9 +245,9 @@ def model_defaults(spec: str, *, base_url: str | None = None,
     """(the model's trained prompt style and token budgets, where they came from) or None, for any
     spec: a local checkpoint's from its training record (:func:`zoo.generation_defaults`), a served
     model's from its server's ``/v1/models`` entry, which `vpo serve` fills from that same record
-    (:mod:`harness.core.models.served_defaults`). A server that cannot be asked publishes nothing:
+    (:mod:`vpo_harness.harness.core.models.served_defaults`). A server that cannot be asked publishes nothing:
     the run then fails on its first request with the backend's own message."""
-    from harness.core.models import zoo
+    from vpo_harness.harness.core.models import zoo
 
     if spec.partition(":")[0].strip().lower() != "openai":
         return zoo.generation_defaults(spec)  # a bad spec is the backend factory's error, later

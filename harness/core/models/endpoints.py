@@ -77,7 +77,7 @@ class Endpoint:
 
 def counts_against_endpoint(exc: BaseException) -> bool:
     """Transport-level failures: the server (not the request) is at fault."""
-    from harness.core.models.transport import TRANSPORT_ERRORS
+    from vpo_harness.harness.core.models.transport import TRANSPORT_ERRORS
 
     if isinstance(exc, (*TRANSPORT_ERRORS, asyncio.TimeoutError)):
         return True
@@ -93,7 +93,7 @@ def connect_failure(exc: BaseException) -> str | None:
     failure is something else. These fail in milliseconds and the same way on every retry, unlike a
     timeout or a dropped connection, so the backend gives up on them quickly instead of backing off
     for a minute. A connect *timeout* is not one of them: a loaded server may accept the next try."""
-    from harness.core.models.transport import ConnectError
+    from vpo_harness.harness.core.models.transport import ConnectError
 
     seen: set[int] = set()
     link: BaseException | None = exc

@@ -3,7 +3,7 @@
 Per-chain determinism (why the sampler is ours): ``generate(do_sample=True)`` draws every row from
 one global RNG, so a chain's text would depend on which other chains shared its batch, on the batch
 size and on resume order. Instead each batch row (one chain) owns a ``torch.Generator`` seeded with
-that chain's seed (from ``harness.core.seeding.derive_seed``). A logits processor applies temperature and
+that chain's seed (from ``vpo_harness.harness.core.seeding.derive_seed``). A logits processor applies temperature and
 top-p, draws one uniform per step from the row's generator and picks the token by inverse CDF; it
 returns a one-hot score so ``generate`` runs greedy (``do_sample=False``) and simply takes that token.
 So chain c of problem p gives the same text alone, in any batch, or after a resume (up to
@@ -20,11 +20,11 @@ from __future__ import annotations
 import time
 from typing import Any, Iterator, Sequence
 
-from harness.core.models import zoo
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
-from harness.core.models.prefill import join
-from harness.core.models.prompting import rendered
-from harness.core.progress import step
+from vpo_harness.harness.core.models import zoo
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from vpo_harness.harness.core.models.prefill import join
+from vpo_harness.harness.core.models.prompting import rendered
+from vpo_harness.harness.core.progress import step
 
 
 def resolve_model_path(model: str) -> str:

@@ -28,7 +28,7 @@ import re
 import time
 from typing import Any, Iterator, Sequence
 
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig
 
 VOCABS = {"moves": ("UP", "DOWN", "LEFT", "RIGHT"),
           "words": ("alpha", "bravo", "paris", "1912", "yes", "no", "river", "blue", "seven", "42")}

@@ -15,7 +15,7 @@ Why it looks the way it does:
 - ``generate`` serves the synchronous runner; :meth:`OpenAIServerBackend.generate_one` sends one
   request from the caller's own event loop (the evolve loop) through the same request, retry and
   endpoint code, so one run has one policy.
-- Requests are JSON posts through :class:`harness.core.models.transport.JSONClient` (httpx, one
+- Requests are JSON posts through :class:`vpo_harness.harness.core.models.transport.JSONClient` (httpx, one
   client per server, keep-alive connections, guarded so that a reply always belongs to its request;
   that module's docstring says why httpx and what it adds). Its error classes say which failure it
   was, and the retry policy below is decided by them. Every retry prints one line to stderr (server,
@@ -64,14 +64,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
-from harness.core.models import served_defaults, token_counts, transport
-from harness.core.models.endpoints import (EndpointPool, ServerUnreachable, connect_failure, counts_against_endpoint,
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from vpo_harness.harness.core.models import served_defaults, token_counts, transport
+from vpo_harness.harness.core.models.endpoints import (EndpointPool, ServerUnreachable, connect_failure, counts_against_endpoint,
                                            split_urls, within)
-from harness.core.models.transport import JSONClient, check_header
-from harness.core.printable import printable
-from harness.core.models.prefill import join, prefill_fields
-from harness.core.models.prompting import render_messages
+from vpo_harness.harness.core.models.transport import JSONClient, check_header
+from vpo_harness.harness.core.printable import printable
+from vpo_harness.harness.core.models.prefill import join, prefill_fields
+from vpo_harness.harness.core.models.prompting import render_messages
 
 _DONE = object()
 DEFAULT_BASE_URL = "https://api.openai.com/v1"  # no --base-url and no OPENAI_BASE_URL: OpenAI's API
@@ -132,7 +132,7 @@ def _local_tokenizer(name: str) -> Any:
     converts: a served name is often just a label, e.g. ``policy``)."""
     from pathlib import Path
 
-    from harness.core.models import zoo
+    from vpo_harness.harness.core.models import zoo
 
     where = zoo.weights_location(name)
     local_dir = where is not None and Path(where).is_dir()
@@ -244,7 +244,7 @@ class OpenAIServerBackend(Backend):
         if tokenizer is not None:
             from transformers import AutoTokenizer  # lazy: only completions mode with a local template
 
-            from harness.core.models import zoo
+            from vpo_harness.harness.core.models import zoo
 
             self._tokenizer = AutoTokenizer.from_pretrained(zoo.resolve_local(tokenizer))
         self._counting: Any = _UNSET  # the tokenizer found for counting (counting_tokenizer), once looked up

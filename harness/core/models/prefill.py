@@ -1,7 +1,7 @@
 """Assistant prefill: the request fields that make a chat model continue the start of its own answer.
 
 One definition for every client that talks to an OpenAI-compatible chat server (the ``openai``
-backend of ``vpo run``, the evolve loop's :class:`search.llm.ChatLLM`) and for the local renderers:
+backend of ``vpo run``, the evolve loop's :class:`vpo_harness.search.llm.ChatLLM`) and for the local renderers:
 the prefix travels as a final assistant message, and the body asks the server to continue that
 message instead of opening a new one (``continue_final_message: true, add_generation_prompt: false``:
 the fields vLLM's chat endpoint and ``vpo serve`` read; both true is a 400 there). The server returns

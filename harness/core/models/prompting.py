@@ -21,7 +21,7 @@ def render_messages(messages: list[dict[str, str]], tokenizer: Any | None = None
         if not prefix:
             return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                                  **(template_args or {}))
-        from harness.core.models.prefill import prefill_messages
+        from vpo_harness.harness.core.models.prefill import prefill_messages
 
         try:
             return tokenizer.apply_chat_template(prefill_messages(messages, prefix), tokenize=False,

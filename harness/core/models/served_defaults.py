@@ -1,7 +1,7 @@
 """A served model's generation defaults, carried in its ``/v1/models`` entry.
 
 Why: a local checkpoint brings the prompt style and token budgets it was trained with (its
-``vpo_training.json``, read by :func:`harness.core.models.zoo.generation_defaults`), and a local run
+``vpo_training.json``, read by :func:`vpo_harness.harness.core.models.zoo.generation_defaults`), and a local run
 uses them. The same checkpoint behind `vpo serve` used to be sampled with the fallbacks (the full
 prompt, 1024 tokens) and overflowed its 512-token context on every chain. `vpo serve` now writes the
 values of that one rule into its model entry (:func:`publish`), and the openai backend reads them back
@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from harness.core.models.base import GenRequest, SamplingConfig, template_kwargs
-from harness.core.models.prompting import prompt_tokens
-from harness.core.models.zoo import GenerationDefaults
+from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig, template_kwargs
+from vpo_harness.harness.core.models.prompting import prompt_tokens
+from vpo_harness.harness.core.models.zoo import GenerationDefaults
 
 #: the extra fields of a model object in ``/v1/models`` (``max_model_len`` is vLLM's own name)
 PROMPT_STYLE = "prompt_style"

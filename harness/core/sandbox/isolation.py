@@ -84,7 +84,7 @@ def detect_isolation() -> Isolation:
     if unshare is None:
         return Isolation(can_drop_privileges=root, notes=("no unshare binary: no namespaces",))
     argv = _namespace_argv(root, unshare)
-    from harness.core.sandbox.zygote import probe_sealed  # late: zygote imports this module
+    from vpo_harness.harness.core.sandbox.zygote import probe_sealed  # late: zygote imports this module
 
     err = probe_sealed(argv)
     if err is None:

@@ -13,9 +13,9 @@ import queue
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence
 
-from harness.core.sandbox.isolation import Isolation, detect_isolation
-from harness.core.sandbox.limits import Limits
-from harness.core.sandbox.sandbox import Sandbox, SandboxResult
+from vpo_harness.harness.core.sandbox.isolation import Isolation, detect_isolation
+from vpo_harness.harness.core.sandbox.limits import Limits
+from vpo_harness.harness.core.sandbox.sandbox import Sandbox, SandboxResult
 
 #: pool slots get unnamed, unprivileged uids from this range, 64 per harness process, chosen by pid
 #: so that two harness processes on one machine (tests next to a run) do not share uids: a shared uid

@@ -27,11 +27,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness.core.sandbox import cgroups
-from harness.core.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, detect_isolation,
+from vpo_harness.harness.core.sandbox import cgroups
+from vpo_harness.harness.core.sandbox.isolation import (NOBODY, Isolation, SandboxUnavailable, detect_isolation,
                                        unavailable_message, unsafe_allowed)
-from harness.core.sandbox.limits import Limits
-from harness.core.sandbox.zygote import Zygote, ZygoteError, python_paths, recv_msg, send_msg
+from vpo_harness.harness.core.sandbox.limits import Limits
+from vpo_harness.harness.core.sandbox.zygote import Zygote, ZygoteError, python_paths, recv_msg, send_msg
 SAFE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
