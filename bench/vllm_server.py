@@ -25,6 +25,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Sequence
 
+from vpo_harness.harness.core.paths import child_pythonpath
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = "scripts/setup_vllm_cpu.sh"
 DEFAULT_VENV = Path.home() / ".cache" / "vpo-harness" / "venv-vllm"
@@ -237,10 +239,10 @@ class VLLMServer:
 
 def run_in_vllm_venv(python: Path | str, args: Sequence[str], log_path: Path | str, timeout_s: float,
                      env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``python args...`` with the repo on PYTHONPATH, in its own process group; the group is killed
+    """Run ``python args...`` with this checkout importable as vpo_harness, in its own process group; the group is killed
     afterwards (vLLM's EngineCore/worker children must not outlive a timed-out run)."""
     env = cpu_env() if env is None else dict(env)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = child_pythonpath(env)  # the venv has no vpo-harness: import this checkout
     with open(log_path, "ab") as log:
         proc = subprocess.Popen([str(python), *args], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, cwd=str(REPO_ROOT), start_new_session=True)

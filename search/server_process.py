@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from vpo_harness.harness.core.paths import REPO_ROOT
+from vpo_harness.harness.core.paths import child_pythonpath
 
 #: the child flag through which the served model gets its model and chat-template arguments as one
 #: JSON object, types as given: k=v text parsed again would turn the string "true" into True and
@@ -113,7 +113,7 @@ class ManagedServer:
         cmd = self.command()  # before opening the log: a missing vllm is one error, no empty file
         env = dict(os.environ if self.env is None else self.env)
         if not is_vllm(self.spec):  # vLLM runs from its own environment and needs none of this repo
-            env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+            env["PYTHONPATH"] = child_pythonpath(env)
         self._log = open(self.log_file, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env, start_new_session=True, preexec_fn=_die_with_parent)

@@ -9,6 +9,10 @@ layer are siblings and import neither each other.
 resolved lazily; it sits on the layer of what it hands out. Every import counts, including the lazy
 ones inside functions: a lazy import is still an arrow, it only moves the cost. ``tests`` may import
 anything; nothing outside tests may import ``tests``.
+
+The folders install under one namespace, ``vpo_harness.<folder>``, and every import names it that way
+(checked below); the layers are named here by their folders, so an import's ``vpo_harness.`` is
+dropped before it is judged.
 """
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "benchmarks", "training", "search", "reports", "bench")
+#: the folders that install as vpo_harness.<folder> (setup.py), and that namespace
+NAMESPACED = ("harness", "benchmarks", "training", "search", "reports")
+NS = "vpo_harness"
 
 DOC = ROOT / "docs" / "layers.md"
 #: a row of the doc's table: ``| 3 consumers | `training/`, `search/` | what lives there | ... |``
@@ -70,16 +77,32 @@ def is_module(name: str) -> bool:
     return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
 
 
+def folder_name(module: str) -> str:
+    """``vpo_harness.search.engine`` -> ``search.engine``: the layers are named by their folders."""
+    return module[len(NS) + 1:] if module.startswith(NS + ".") else module
+
+
+def absolute_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module as written) of every absolute import statement in the file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.append((node.lineno, node.module))
+    return out
+
+
 def imports_of(path: Path) -> list[tuple[int, str]]:
-    """(line, imported module) for every import in the file, relative ones resolved."""
+    """(line, imported module by folder name) for every import in the file, relative ones resolved."""
     mod = module_name(path)
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
+            out += [(node.lineno, folder_name(a.name)) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
+            base = folder_name(node.module or "")
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
@@ -256,6 +279,16 @@ def test_find_cycle_finds_cycles() -> None:
 def test_judge(src: str, dst: str, ok: bool) -> None:
     """The checker itself: known arrows are judged as the docstring says."""
     assert (judge(src, dst) is None) is ok
+
+
+def test_every_import_names_the_namespace() -> None:
+    """The project's modules are imported as vpo_harness.<folder>.<module> everywhere, tests and
+    benches included: a bare ``import search`` would find a user's own ``search/`` folder first (or,
+    from the checkout, load a second copy of our module beside the installed one)."""
+    files = project_files() + sorted((ROOT / "tests").rglob("*.py"))
+    bare = [f"{f.relative_to(ROOT)}:{line}: {name}" for f in files for line, name in absolute_imports(f)
+            if name.split(".")[0] in NAMESPACED]
+    assert not bare, "imports without the vpo_harness namespace:\n" + "\n".join(bare)
 
 
 def test_relative_imports_resolve() -> None:

@@ -22,6 +22,40 @@ DEPRECATED_GENERATIONS_ENV = "VPO_CACHE_DIR"
 _noted: set[str] = set()
 
 
+#: the folders that install as vpo_harness.<folder> (setup.py)
+NAMESPACED = ("harness", "benchmarks", "search", "training", "reports")
+
+
+def import_root() -> Path:
+    """A folder to put on a child interpreter's PYTHONPATH so that ``vpo_harness`` is this checkout.
+
+    The checkout's folders are installed as ``vpo_harness.<folder>`` (setup.py's package_dir), which no
+    PYTHONPATH entry of the checkout itself provides. A child that must run exactly this code (a served
+    model, a script in vLLM's own virtualenv, which has no vpo-harness installed) gets this folder:
+    ``vpo_harness/`` holding one symlink per top-level folder, made once per checkout under the cache.
+    """
+    import hashlib
+
+    root = cache_dir() / "import-roots" / hashlib.sha1(str(REPO_ROOT).encode()).hexdigest()[:12]
+    ns = root / "vpo_harness"
+    if all((ns / name).resolve() == REPO_ROOT / name for name in NAMESPACED):
+        return root
+    ns.mkdir(parents=True, exist_ok=True)
+    for name in NAMESPACED:
+        link = ns / name
+        tmp = ns / f".{name}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(REPO_ROOT / name, target_is_directory=True)
+        os.replace(tmp, link)  # atomic: concurrent callers each leave a correct link
+    return root
+
+
+def child_pythonpath(env: dict[str, str] | None = None) -> str:
+    """PYTHONPATH for a child that must import this checkout (:func:`import_root` first)."""
+    rest = (env if env is not None else os.environ).get("PYTHONPATH", "")
+    return os.pathsep.join([str(import_root())] + [p for p in rest.split(os.pathsep) if p])
+
+
 def shared_data_dir() -> Path:
     """Offline data slices: $VPO_SHARED_DATA, else ``../shared/data`` next to the checkout."""
     env = os.environ.get("VPO_SHARED_DATA")

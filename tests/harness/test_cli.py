@@ -8,6 +8,7 @@ import pytest
 
 from vpo_harness.harness.app.cli import main
 from vpo_harness.harness.eval.runner import RunConfig, run
+from vpo_harness.harness.core.paths import child_pythonpath
 from tests.harness.scripted import ScriptedBackend
 
 
@@ -158,7 +159,7 @@ def test_cli_import_is_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, vpo_harness.harness.app.cli; heavy = [m for m in ('torch', 'pandas', 'vpo_harness.harness.eval.runner', 'training', "
+    code = ("import sys, vpo_harness.harness.app.cli; heavy = [m for m in ('torch', 'pandas', 'vpo_harness.harness.eval.runner', 'vpo_harness.training', "
             "'vpo_harness.training.rl', 'transformers') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -184,7 +185,7 @@ def test_closed_pipe_ends_quietly() -> None:
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
     read_end, write_end = os.pipe()
     proc = subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", "ls"], stdout=write_end,
                             stderr=subprocess.PIPE, env=env)

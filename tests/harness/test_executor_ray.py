@@ -21,6 +21,7 @@ ray = pytest.importorskip("ray")
 from vpo_harness.harness.core.executors import BackendSpec, ExecutorConfig  # noqa: E402
 from vpo_harness.harness.core.executors.ray_executor import RayExecutor  # noqa: E402
 from vpo_harness.harness.eval.runner import RunConfig, run  # noqa: E402
+from vpo_harness.harness.core.paths import child_pythonpath
 
 pytestmark = pytest.mark.integration
 
@@ -133,8 +134,7 @@ def test_replica_killed_mid_run_loses_nothing(cluster: str, reference: dict, tmp
 
 
 def _vpo(args: list[str]) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in [str(Path(__file__).resolve().parents[2]),
-                                                                    os.environ.get("PYTHONPATH", "")] if p))
+    env = dict(os.environ, PYTHONPATH=child_pythonpath())
     return subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True, env=env)
 

@@ -20,7 +20,7 @@ from vpo_harness.harness.app.cli import main
 from vpo_harness.harness.core.gencache import CacheError, CachedChains, GenerationCache, cache_decision, chain_key
 from vpo_harness.harness.core.models.base import GenRequest, Generation, SamplingConfig
 from vpo_harness.harness.core.models.mock import MockBackend
-from vpo_harness.harness.core.paths import REPO_ROOT
+from vpo_harness.harness.core.paths import REPO_ROOT, child_pythonpath
 from vpo_harness.harness.eval import runner
 from vpo_harness.harness.eval.runner import RunConfig, run
 from tests.fakes.tiny_llama import tiny_llama_dir  # noqa: F401 (fixture)
@@ -136,7 +136,7 @@ while stop < 0 or i < stop:
 
 
 def _writer(folder: Path, start: int, stop: int, ready: int = 0) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
     return subprocess.Popen([sys.executable, "-c", _WRITER, str(folder), str(start), str(stop), str(ready)],
                             stdout=subprocess.PIPE, text=True, env=env)
 

@@ -22,6 +22,7 @@ from vpo_harness.harness.app.cli import main
 from vpo_harness.harness.core.metrics import Estimate, mean_over_seeds
 from vpo_harness.harness.core.models import register_backend
 from vpo_harness.harness.core.seeds import MARKER, parse_seeds
+from vpo_harness.harness.core.paths import child_pythonpath
 from tests.fakes.scripted_backend import ScriptedBackend
 
 LIMIT, N, SEEDS = 8, 4, (0, 1, 2)
@@ -234,7 +235,7 @@ def test_protocol_paper_sets_the_authors_seed_count(capsys) -> None:
 def _vpo(args: list[str]) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                            env={**os.environ, "PYTHONPATH": child_pythonpath()})
 
 
 def _keys(folder: Path) -> list[tuple[str, int]]:

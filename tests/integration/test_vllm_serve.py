@@ -24,6 +24,7 @@ from vpo_harness.harness.core.paths import REPO_ROOT
 from vpo_harness.harness.core.results import load_run
 from vpo_harness.harness.eval.runner import RunConfig, run
 from vpo_harness.search.server_process import free_port
+from vpo_harness.harness.core.paths import child_pythonpath
 from tests.integration.vllm_server import VLLM_DTYPE, cpu_env, group_members, require_vllm_python
 
 SPEC = "vllm:maze-tiny-vpo"
@@ -35,7 +36,7 @@ SPEC = "vllm:maze-tiny-vpo"
 def test_vpo_serve_vllm_spec_runs_vllms_own_server(tmp_path: Path) -> None:
     py = require_vllm_python()
     port, log = free_port(), tmp_path / "vllm.log"
-    env = {**cpu_env(), "VPO_VLLM_PYTHON": str(py), "PYTHONPATH": str(REPO_ROOT)}
+    env = {**cpu_env(), "VPO_VLLM_PYTHON": str(py), "PYTHONPATH": child_pythonpath()}
     cmd = [sys.executable, "-m", "vpo_harness.harness.app.cli", "serve", "--model", SPEC, "--port", str(port), "--log", str(log),
            "--model-args", f"max_model_len=512,enforce_eager=true,dtype={VLLM_DTYPE},seed=0",
            "--chat-template-args", "enable_thinking=false"]

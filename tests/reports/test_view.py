@@ -17,6 +17,7 @@ from vpo_harness.reports.view import make_server
 from vpo_harness.reports.view.api import NotFound, ViewData, diff
 from vpo_harness.reports.view.catalog import find_run_folders, to_json_text
 from vpo_harness.reports.view.samples import SampleIndex
+from vpo_harness.harness.core.paths import child_pythonpath
 from tests.reports.view_runs import HOSTILE, samples_of
 
 
@@ -264,7 +265,7 @@ def test_vpo_view_serves_until_interrupted(runs):
 
     repo = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", "view", str(runs["vpo"].parent), "--port", "0"],
-                            cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)}, stderr=subprocess.PIPE, text=True)
+                            cwd=repo, env={**os.environ, "PYTHONPATH": child_pythonpath()}, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
         m = re.search(r"(\d+) run folders under .*; serving (http://127\.0\.0\.1:\d+/)", line)

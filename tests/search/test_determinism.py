@@ -21,6 +21,7 @@ import pytest
 from vpo_harness.search.evolve import EvolveConfig, run_evolve
 from vpo_harness.harness.core.store import latest_rows
 from vpo_harness.search.engine import schedule
+from vpo_harness.harness.core.paths import child_pythonpath
 from tests.fakes.scripted_openai import ScriptedOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +116,7 @@ def cli(url: str, out: Path, *extra: str) -> list[str]:
 
 
 def env(hash_seed: int) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": str(hash_seed)}
+    return {**os.environ, "PYTHONPATH": child_pythonpath(), "PYTHONHASHSEED": str(hash_seed)}
 
 
 def kill_9_then_resume(command: Callable[..., list[str]], url: str, out: Path, config: Path,

@@ -45,11 +45,11 @@ class FakeServe:
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs land in tmp_path/runs; tmp_path/checkpoints is the bundled folder (a relative spelling)."""
-    import search.server_process
+    import vpo_harness.search.server_process as server_process
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "checkpoints").symlink_to(BUNDLED_CHECKPOINTS, target_is_directory=True)
-    monkeypatch.setattr(search.server_process, "ManagedServer", FakeServe)
+    monkeypatch.setattr(server_process, "ManagedServer", FakeServe)
     FakeServe.starts = []
     return tmp_path
 

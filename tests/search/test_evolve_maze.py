@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from vpo_harness.search.evolve import EvolveConfig, run_evolve
+from vpo_harness.harness.core.paths import child_pythonpath
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, maze_routes_responder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_killed_run_resumes_without_double_counting(tmp_path: Path) -> None:
                "--base-url", srv.base_url, "--limit", "3", "--iterations", "12", "-m", "3", "--prompt-mode",
                "task", "--prompt-style", "compact", "--out", str(out), "--no-progress", "--no-baseline",
                "--concurrency", "3"]
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": child_pythonpath()}
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 120
         while time.time() < deadline:

@@ -29,7 +29,7 @@ def test_template_args_are_sent_as_chat_template_kwargs() -> None:
 
 
 def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    import search.evolve
+    import vpo_harness.search.evolve as evolve_mod
     from vpo_harness.harness.app.cli import main
 
     seen = []
@@ -38,7 +38,7 @@ def test_evolve_flag_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None
         seen.append(cfg)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(search.evolve, "run_evolve", fake_run)
+    monkeypatch.setattr(evolve_mod, "run_evolve", fake_run)
     assert main(["evolve", "--task", "maze", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
                  "--chat-template-args", "enable_thinking=false,x=2"]) == 130
     cfg = seen[0]

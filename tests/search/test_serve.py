@@ -11,6 +11,7 @@ import pytest
 
 from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
 from vpo_harness.search.serve import ModelServer
+from vpo_harness.harness.core.paths import child_pythonpath
 from tests.fakes.scripted_backend import ScriptedBackend
 
 
@@ -155,7 +156,7 @@ def test_evolve_stops_its_server(tmp_path, how: str) -> None:
     err_log = open(tmp_path / "evolve.stderr", "wb")
     # a test run started in the background (`pytest &`) inherits SIGINT ignored, and so would the child:
     # give it the default disposition, as an interactive `vpo evolve` has
-    proc = subprocess.Popen(cmd, cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)},
+    proc = subprocess.Popen(cmd, cwd=repo, env={**os.environ, "PYTHONPATH": child_pythonpath()},
                             stdout=subprocess.DEVNULL, stderr=err_log,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120

@@ -17,6 +17,7 @@ import torch
 pytest.importorskip("trl")
 
 from vpo_harness.harness.app.cli import main  # noqa: E402
+from vpo_harness.harness.core.paths import child_pythonpath  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # lr 1e-4 so four steps move the weights well past float noise (the equality below is then meaningful)
@@ -71,7 +72,7 @@ def _weights(ckpt: Path) -> dict[str, torch.Tensor]:
 @pytest.mark.integration
 def test_killed_run_resumes_to_the_uninterrupted_weights(tmp_path):
     killed, clean = tmp_path / "killed", tmp_path / "clean"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
     proc = subprocess.run([sys.executable, "-c", KILLER, *ARGS, "--out", str(killed)], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stderr[-2000:]

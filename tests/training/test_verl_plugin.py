@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("verl")
 import torch  # noqa: E402
 
+from vpo_harness.harness.core.paths import child_pythonpath  # noqa: E402
 from vpo_harness.benchmarks import get_task  # noqa: E402
 from vpo_harness.training import advantages as A  # noqa: E402
 from vpo_harness.training import rollouts as R  # noqa: E402
@@ -83,7 +84,7 @@ def test_entry_point_registers_in_a_stock_verl_import(tmp_path):
             "from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls\n"
             "print(sorted(n for n in E if n in ('vpo','vpo_grpo','multi_rlvr','max_at_k','random_weight','goal_cond')))\n"
             "print(get_reward_manager_cls('vpo').__name__)\n")
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "VERL_USE_EXTERNAL_PLUGINS": "auto"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{child_pythonpath()}", "VERL_USE_EXTERNAL_PLUGINS": "auto"}
     env.pop("VERL_USE_EXTERNAL_MODULES", None)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -255,10 +256,10 @@ def test_plugin_import_failure_is_a_warning_in_a_stock_verl_import(tmp_path):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vpo-plugin-probe\nVersion: 0.0\n")
     (dist / "entry_points.txt").write_text("[verl.plugins]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
-    broken = tmp_path / "benchmarks"                 # shadows the project's package: its import fails
-    broken.mkdir()
+    broken = tmp_path / "vpo_harness" / "benchmarks"  # shadows the project's package: its import fails
+    broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('probe: a node without the task dependencies')\n")
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "VERL_USE_EXTERNAL_PLUGINS": "auto"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{child_pythonpath()}", "VERL_USE_EXTERNAL_PLUGINS": "auto"}
     env.pop("VERL_USE_EXTERNAL_MODULES", None)
     code = ("import verl\nfrom verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as E\n"
             "print('vpo' in E)\n")
