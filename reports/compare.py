@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate
-from vpo_harness.harness.core.seeds import unit_label, unit_seed as seed_of_unit
+from vpo_harness.harness.core.seed_groups import unit_label, unit_seed as seed_of_unit
 from vpo_harness.reports.tables import Cell, format_number, latex_escape, write_table
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 

@@ -66,7 +66,7 @@ class RunPools:
     n_errors: int = 0
     chain_sizes: list[np.ndarray] = field(default_factory=list)  # (chains_p,) answers per chain
     chain_tokens: list[np.ndarray] = field(default_factory=list)  # (chains_p,) completion tokens (NaN: unknown)
-    #: (problem id, sampling seed) of each entry. A seed group (harness.core.seeds) holds one entry
+    #: (problem id, sampling seed) of each entry. A seed group (harness.core.seed_groups) holds one entry
     #: per problem and seed, its ``problem_ids`` then being unit labels (``p3#seed-1``); comparisons
     #: involving a group pair entries by (problem, seed)
     units: list[tuple[str, int]] = field(default_factory=list)
@@ -154,7 +154,7 @@ def load_pools(folder: str | Path) -> RunPools:
     counted and left out of the pools."""
     from vpo_harness.harness.core.results import read_results
     from vpo_harness.harness.core.rows import ChainRow
-    from vpo_harness.harness.core.seeds import is_seed_group
+    from vpo_harness.harness.core.seed_groups import is_seed_group
     from vpo_harness.harness.core.store import CONFIG, RunStore, RunStoreError, latest_rows
 
     folder = Path(folder)
@@ -196,7 +196,7 @@ def load_pools(folder: str | Path) -> RunPools:
 
 def _load_group(parent: Path) -> RunPools:
     """A seed group as one run of (problem, seed) entries: every seed's pools one after the other."""
-    from vpo_harness.harness.core.seeds import group_state, unit_label
+    from vpo_harness.harness.core.seed_groups import group_state, unit_label
 
     state = group_state(parent)
     parts = [(seed, load_pools(f)) for seed, f in state.runs]

@@ -22,7 +22,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from vpo_harness.harness.core.record import lookup
+from vpo_harness.harness.core.config_schema import lookup
 from vpo_harness.harness.core.seeding import derive_seed
 
 

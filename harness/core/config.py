@@ -223,7 +223,7 @@ class RunConfig:
     def identity(self, seed: bool = True) -> dict[str, Any]:
         """The sections that make a run what it is (JSON-ready), less :data:`NOT_IDENTITY`.
         ``seed=False``: less the sampling seed too, what the runs of one seed group share
-        (``vpo_harness.harness.core.seeds``)."""
+        (``vpo_harness.harness.core.seed_groups``)."""
         from vpo_harness.harness.core.models import identity_args
 
         out = {sec: asdict(getattr(self, sec)) for sec in IDENTITY_SECTIONS}

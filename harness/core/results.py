@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vpo_harness.harness.core.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, mean_over_seeds, summarize
-from vpo_harness.harness.core.seeds import GroupState, group_label, group_state, is_seed_group, representative
+from vpo_harness.harness.core.seed_groups import GroupState, group_label, group_state, is_seed_group, representative
 from vpo_harness.harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 
 #: scalar summary metrics every run has besides best@k / pass@k
@@ -45,7 +45,7 @@ class RunResults:
     n_chains: int = 0
     n_errors: int = 0
     mean_completion_tokens: float | None = None
-    #: the sampling seeds aggregated (a seed group, harness.core.seeds); empty for a single run
+    #: the sampling seeds aggregated (a seed group, harness.core.seed_groups); empty for a single run
     seeds: list[int] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # results.json as read
 
@@ -64,7 +64,7 @@ class RunResults:
 
     @property
     def seeds_label(self) -> str:
-        """A seed group's ``3 seeds`` / ``2 of 3 seeds, partial: ...`` (:func:`vpo_harness.harness.core.seeds.group_label`);
+        """A seed group's ``3 seeds`` / ``2 of 3 seeds, partial: ...`` (:func:`vpo_harness.harness.core.seed_groups.group_label`);
         "" for a single run."""
         if not self.seeds:
             return ""
@@ -325,7 +325,7 @@ def load_run(path: str | Path) -> LoadedRun:
 
 
 # ---------------------------------------------------------------------------------------------------
-# seed groups: one run per sampling seed under a parent folder (harness.core.seeds)
+# seed groups: one run per sampling seed under a parent folder (harness.core.seed_groups)
 def aggregate_seeds(parts: Sequence[tuple[int, RunResults]], state: GroupState | None = None) -> RunResults | None:
     """The results of runs that differ only in their seed, as one: every metric the seeds share is
     :func:`~vpo_harness.harness.core.metrics.mean_over_seeds` (mean over seeds, within-run and between-seed

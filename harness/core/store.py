@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from vpo_harness.harness.core.config import NOT_IDENTITY, canonical_identity
-from vpo_harness.harness.core.record import check_config
+from vpo_harness.harness.core.config_schema import check_config
 from vpo_harness.harness.core.rows import check_row
 
 CONFIG, SAMPLES, RESULTS, LOCK = "config.json", "samples.jsonl", "results.json", ".lock"
@@ -156,7 +156,7 @@ class RunStore:
         return False
 
     def read_config(self) -> dict[str, Any]:
-        """config.json, its fields' types checked (:func:`vpo_harness.harness.core.record.check_config`): a wrong
+        """config.json, its fields' types checked (:func:`vpo_harness.harness.core.config_schema.check_config`): a wrong
         type is one line naming the file and the field, not a traceback in whichever reader meets it."""
         cfg_path = self.folder / CONFIG
         try:

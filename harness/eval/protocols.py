@@ -18,7 +18,7 @@ Qwen2.5-Coder) evaluated with the chat template rendered at ``enable_thinking=Fa
 - prompts: LiveCodeBench and EUREQA get the authors' text (``--prompt-style paper``);
 - ``eval_seeds``: how many evaluation seeds the authors average best@k over (``PAPER_REPRO.md`` section
   6: 4 for EUREQA and ToolRL, whose held-out sets are small; 1 elsewhere): ``vpo run --protocol
-  paper`` then runs one run per seed under one parent folder (:func:`eval_seeds`, vpo_harness.harness.core.seeds);
+  paper`` then runs one run per seed under one parent folder (:func:`eval_seeds`, vpo_harness.harness.core.seed_groups);
 - Maze, MuSiQue: temperature 0.7, top-p 1.0, 1024 tokens; MuSiQue on the 100 x {2,3,4}-hop split;
 - EUREQA: temperature 0.7, top-p 1.0, 512 tokens (the paper's text says top-p 0.95; its code, 1.0);
 - ToolRL: temperature 0.7, top-p 0.95, 1024 tokens, the task scalar on the authors' reporting scale

@@ -28,7 +28,7 @@ from vpo_harness.harness.core.provenance import git_hash, model_fingerprint, pro
 from vpo_harness.harness.core.results import summarize_rows
 from vpo_harness.harness.core.rows import ChainRow
 from vpo_harness.harness.core.seeding import derive_seed
-from vpo_harness.harness.core.seeds import is_seed_group, register_seeds, seed_folder
+from vpo_harness.harness.core.seed_groups import is_seed_group, register_seeds, seed_folder
 from vpo_harness.harness.core.store import RunStore, latest_rows
 
 DEFAULT_KS = metrics.DEFAULT_KS
@@ -108,7 +108,7 @@ def run(cfg: RunConfig, backend: Backend | None = None, problems: Sequence[Probl
 
 def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = None,
               problems: Sequence[Problem] | None = None, executor: Executor | None = None) -> Path:
-    """One run per sampling seed under one parent folder (``vpo_harness.harness.core.seeds``); returns the parent.
+    """One run per sampling seed under one parent folder (``vpo_harness.harness.core.seed_groups``); returns the parent.
 
     ``cfg.execution.out`` is the parent (default: named from the identity less the seed). The group
     is registered before anything is sampled, so an interrupted group is found again by the same

@@ -4,7 +4,7 @@ A run folder is any folder holding ``config.json`` (an evolve run's ``baseline/`
 summary comes from ``vpo_harness.harness.core.results`` (results.json when current, the stored rows otherwise) and is
 cached per folder until one of its files changes, so reloading the index of many runs is cheap.
 A folder that cannot be read becomes one entry with ``status: damaged`` and the reason in one line.
-A seed group (``seeds.json``: one run per sampling seed, vpo_harness.harness.core.seeds) is a row of its own, its
+A seed group (``seeds.json``: one run per sampling seed, vpo_harness.harness.core.seed_groups) is a row of its own, its
 metrics the seeds' combined by ``vpo_harness.harness.core.results`` (mean over seeds, within-run and
 between-seed standard errors), next to the rows of its seeds.
 """
@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from vpo_harness.harness.core.config import recorded_ks
 from vpo_harness.harness.core.metrics import Estimate, mean_se
 from vpo_harness.harness.core.results import RunResults, read_results, results_at
-from vpo_harness.harness.core.seeds import MARKER, group_state, is_seed_group, read_marker, seed_runs
+from vpo_harness.harness.core.seed_groups import MARKER, group_state, is_seed_group, read_marker, seed_runs
 from vpo_harness.harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
 from vpo_harness.reports.colours import StyleBook
 from vpo_harness.reports.tables import format_estimate

@@ -13,9 +13,9 @@ import pytest
 
 from vpo_harness.harness.app.cli import main
 from vpo_harness.harness.core.results import load_run
-from vpo_harness.harness.core.seeds import MARKER
+from vpo_harness.harness.core.seed_groups import MARKER
 
-from tests.harness.test_seeds import seedy  # noqa: F401 (fixture: replies right with probability P)
+from tests.harness.test_seed_groups import seedy  # noqa: F401 (fixture: replies right with probability P)
 
 BASE = ["--task", "musique", "--split", "validation", "--limit", "6", "-n", "2", "--no-progress", "--no-cache"]
 

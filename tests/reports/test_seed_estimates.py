@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vpo_harness.harness.core.seeds import register_seeds
+from vpo_harness.harness.core.seed_groups import register_seeds
 
 
 @pytest.fixture(scope="module")

@@ -295,7 +295,7 @@ def test_hand_edited_folders_are_one_line_each(tmp_path):
     data = ViewData([tmp_path])
     rows = {Path(r["id"]).name: r for r in data.runs()["runs"]}
     assert rows["shape"]["status"] == "damaged"
-    # the config check (harness/core/record.py) names the first wrong-typed field
+    # the config check (harness/core/config_schema.py) names the first wrong-typed field
     assert rows["shape"]["note"] == f"{tmp_path / 'shape' / 'config.json'}: field 'identity.task': expected an object, got [1]"
     assert rows["odd"]["status"] == "damaged" and "line 1: field 'chain_index' is not an integer" in rows["odd"]["note"]
     page = data.run(str(odd))

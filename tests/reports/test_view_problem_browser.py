@@ -41,7 +41,7 @@ CLIPPED = r"""(() => {
 @pytest.fixture(scope="module")
 def many(tmp_path_factory, evolve_runs):
     """Five maze runs, a seed group of two (three rows), two evolve runs with their baselines: twelve."""
-    from vpo_harness.harness.core.seeds import register_seeds
+    from vpo_harness.harness.core.seed_groups import register_seeds
     from tests.reports.conftest import write_run
 
     root = tmp_path_factory.mktemp("many")

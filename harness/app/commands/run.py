@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     apply_unsafe_sandbox(args)
     seeds = resolve_seeds(args)
     cfg = build_config(args)
-    from vpo_harness.harness.core.seeds import is_seed_group, seed_runs
+    from vpo_harness.harness.core.seed_groups import is_seed_group, seed_runs
     from vpo_harness.harness.eval.runner import run_seeds
 
     # --seeds, or --seed S with --out naming a group (the runner adds the seed to it)
@@ -105,7 +105,7 @@ def resolve_seeds(args: argparse.Namespace) -> list[int] | None:
     seed count (seeds 0..S-1) when ``--seed`` is not given."""
     import sys
 
-    from vpo_harness.harness.core.seeds import parse_seeds
+    from vpo_harness.harness.core.seed_groups import parse_seeds
     from vpo_harness.harness.eval.protocols import eval_seeds
 
     if args.seeds is not None:

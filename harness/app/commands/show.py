@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from vpo_harness.harness.core.store import CONFIG
 
     # `vpo show runs/demo/*` also matches plots and notes: skip what is not a run folder, say so
-    from vpo_harness.harness.core.seeds import is_seed_group
+    from vpo_harness.harness.core.seed_groups import is_seed_group
 
     paths = [r for r in args.runs if (Path(r) / CONFIG).is_file() or is_seed_group(r)]
     for r in args.runs:
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _folders(path: str | Path) -> list[Path]:
     """The run folders behind a path: each seed of a seed group, else the path itself."""
-    from vpo_harness.harness.core.seeds import is_seed_group, seed_runs
+    from vpo_harness.harness.core.seed_groups import is_seed_group, seed_runs
 
     return [f for _, f in seed_runs(path)] if is_seed_group(path) else [Path(path)]
 

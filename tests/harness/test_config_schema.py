@@ -1,4 +1,4 @@
-"""harness/core/record.py reads the identity sections' types from the dataclasses that write them: a
+"""harness/core/config_schema.py reads the identity sections' types from the dataclasses that write them: a
 new field is checked without an edit there, and the two can no longer disagree."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from vpo_harness.harness.core.config import SamplingSpec, TaskSpec
-from vpo_harness.harness.core.record import FIELDS, NULL_IN_OLDER_RECORDS, check_config, field_checks
+from vpo_harness.harness.core.config_schema import FIELDS, NULL_IN_OLDER_RECORDS, check_config, field_checks
 
 
 def test_every_identity_field_of_the_dataclasses_is_checked() -> None:

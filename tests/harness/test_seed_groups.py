@@ -21,7 +21,7 @@ from vpo_harness.benchmarks import get_task
 from vpo_harness.harness.app.cli import main
 from vpo_harness.harness.core.metrics import Estimate, mean_over_seeds
 from vpo_harness.harness.core.models import register_backend
-from vpo_harness.harness.core.seeds import MARKER, parse_seeds
+from vpo_harness.harness.core.seed_groups import MARKER, parse_seeds
 from vpo_harness.harness.core.paths import child_pythonpath
 from tests.fakes.scripted_backend import ScriptedBackend
 
