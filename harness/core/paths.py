@@ -36,7 +36,7 @@ def import_root() -> Path:
     """
     import hashlib
 
-    root = cache_dir() / "import-roots" / hashlib.sha1(str(REPO_ROOT).encode()).hexdigest()[:12]
+    root = _folder("import-roots") / hashlib.sha1(str(REPO_ROOT).encode()).hexdigest()[:12]
     ns = root / "vpo_harness"
     if all((ns / name).resolve() == REPO_ROOT / name for name in NAMESPACED):
         return root
