@@ -43,5 +43,10 @@ if [[ -n "$WHEELS" ]]; then
     fi
   done
 fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+# the repository is not installed there: its folders become importable as vpo_harness.<folder>
+# (the namespace setup.py installs) through a folder of symlinks, and the root for bench/
+NS_ROOT=$(mktemp -d)
+mkdir "$NS_ROOT/vpo_harness"
+for d in harness benchmarks search training reports; do ln -s "$PWD/$d" "$NS_ROOT/vpo_harness/$d"; done
+export PYTHONPATH="$NS_ROOT:$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 exec "$PY" bench/gpu_check.py ${ARGS[@]+"${ARGS[@]}"}

@@ -242,7 +242,8 @@ def run_in_vllm_venv(python: Path | str, args: Sequence[str], log_path: Path | s
     """Run ``python args...`` with this checkout importable as vpo_harness, in its own process group; the group is killed
     afterwards (vLLM's EngineCore/worker children must not outlive a timed-out run)."""
     env = cpu_env() if env is None else dict(env)
-    env["PYTHONPATH"] = child_pythonpath(env)  # the venv has no vpo-harness: import this checkout
+    # the venv has no vpo-harness: this checkout as vpo_harness, and its root for the drivers' tests/ and bench/
+    env["PYTHONPATH"] = os.pathsep.join([child_pythonpath(env), str(REPO_ROOT)])
     with open(log_path, "ab") as log:
         proc = subprocess.Popen([str(python), *args], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, cwd=str(REPO_ROOT), start_new_session=True)
