@@ -164,6 +164,18 @@ def run(coro: Awaitable[Any]) -> Any:
 # ---- what httpx gives ---------------------------------------------------------------------------------
 
 
+
+async def get_error(url: str, expected: type[BaseException], timeout: float = 5) -> BaseException:
+    """The ``expected`` error a client's ``GET /models`` at ``url`` ends in (AssertionError if none)."""
+    c = JSONClient(url, timeout=timeout)
+    try:
+        await c.get("/models")
+    except expected as exc:
+        return exc
+    finally:
+        await c.aclose()
+    raise AssertionError("no error")
+
 def test_post_sends_json_with_key_user_headers_and_accept_encoding() -> None:
     async def main() -> Any:
         async with Loopback(reply=lambda req: response(body={"echo": req.target})) as srv:
@@ -237,14 +249,7 @@ def test_two_sequential_requests_share_one_connection() -> None:
 
 def test_connection_refused_is_a_connect_error_with_its_reason() -> None:
     async def main() -> BaseException:
-        c = JSONClient(dead_url(), timeout=5)
-        try:
-            await c.get("/models")
-        except ConnectError as exc:
-            return exc
-        finally:
-            await c.aclose()
-        raise AssertionError("no error")
+        return await get_error(dead_url(), ConnectError)
 
     exc = run(main())
     assert connect_failure(exc) == "connection refused" and exc.method == "GET"
@@ -260,14 +265,7 @@ def test_a_broken_reply_is_a_protocol_error(partial: bytes) -> None:
 
     async def main() -> BaseException:
         async with Loopback(handler=handler) as srv:
-            c = JSONClient(srv.url, timeout=5)
-            try:
-                await c.get("/models")
-            except RemoteProtocolError as exc:
-                return exc
-            finally:
-                await c.aclose()
-        raise AssertionError("no error")
+            return await get_error(srv.url, RemoteProtocolError)
 
     assert connect_failure(run(main())) is None  # retried with backoff, not a fail-fast connect error
 
@@ -473,14 +471,7 @@ def test_a_body_over_the_cap_ends_the_attempt(length: bool, monkeypatch: pytest.
 
     async def main() -> BaseException:
         async with Loopback(reply=lambda req: response(body=big, length=length)) as srv:
-            c = JSONClient(srv.url, timeout=5)
-            try:
-                await c.get("/models")
-            except ReplyTooLarge as exc:
-                return exc
-            finally:
-                await c.aclose()
-        raise AssertionError("no error")
+            return await get_error(srv.url, ReplyTooLarge)
 
     exc = run(main())
     assert "10000-byte cap" in str(exc) and isinstance(exc, RemoteProtocolError)
@@ -491,14 +482,7 @@ def test_a_head_over_the_cap_ends_the_attempt(monkeypatch: pytest.MonkeyPatch) -
 
     async def main() -> BaseException:
         async with Loopback(reply=lambda req: response(headers={"X-Pad": "p" * 5_000})) as srv:
-            c = JSONClient(srv.url, timeout=5)
-            try:
-                await c.get("/models")
-            except ReplyTooLarge as exc:
-                return exc
-            finally:
-                await c.aclose()
-        raise AssertionError("no error")
+            return await get_error(srv.url, ReplyTooLarge)
 
     assert "head is over 2000 bytes" in str(run(main()))
 
@@ -513,14 +497,7 @@ def test_a_timeout_says_how_long_it_waited() -> None:
 
     async def main() -> BaseException:
         async with Loopback(handler=silent) as srv:
-            c = JSONClient(srv.url, timeout=0.2)
-            try:
-                await c.get("/models")
-            except Timeout as exc:
-                return exc
-            finally:
-                await c.aclose()
-        raise AssertionError("no error")
+            return await get_error(srv.url, Timeout, timeout=0.2)
 
     assert re.search(r"no reply from http://127\.0\.0\.1:\d+/models after \d+\.\d s \(timeout 0\.2 s per read\)",
                      str(run(main())))
