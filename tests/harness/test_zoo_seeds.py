@@ -59,3 +59,19 @@ def test_ls_models_lists_method_seed_and_presence(tmp_path, monkeypatch, capsys)
     assert main(["ls", "--models", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["present"] for r in rows].count(True) == 1
+
+
+def test_ls_models_says_which_present_policies_come_from_an_earlier_protocol(tmp_path, monkeypatch, capsys):
+    """The bundled seed-42 policies hold the seed-0 names until train_zoo.py retrains them: the listing
+    says so instead of a bare "present"; a policy whose record names its own seed gets no note."""
+    from vpo_harness.harness.app.cli import main
+
+    monkeypatch.setattr(paths, "BUNDLED_CHECKPOINTS", tmp_path)
+    for folder, seed in (("maze-tiny-vpo", 42), ("maze-tiny-vpo-s2", 2)):
+        _make(tmp_path / folder)
+        (tmp_path / folder / "vpo_training.json").write_text(json.dumps({"config": {"seed": seed}}))
+    assert main(["ls", "--models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    old = next(x for x in out if x.startswith("maze-tiny-vpo "))
+    assert "present (an earlier protocol's run, training seed 42" in old and "--methods vpo --seeds 0" in old
+    assert next(x for x in out if x.startswith("maze-tiny-vpo@2 ")).rstrip().endswith("present")

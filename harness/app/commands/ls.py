@@ -33,7 +33,7 @@ def list_models(as_json: bool) -> int:
         return 0
     print(f"{'zoo name':<26}{'method':<12}{'seed':<6}status")
     for r in rows:
-        status = "present" if r["present"] else f"missing ({r['how']})"
+        status = (f"present ({r['note']})" if r.get("note") else "present") if r["present"] else f"missing ({r['how']})"
         print(f"{r['name']:<26}{r['method']:<12}{r['seed']:<6}{status}")
     return 0
 

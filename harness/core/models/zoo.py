@@ -252,10 +252,24 @@ def trained_policies() -> list[dict[str, object]]:
     for method in ROW_METHODS:
         for seed in TRAINING_SEEDS:
             folder = _bundled_folder(policy_folder_name(method, seed))
-            rows.append({"name": policy_name(method, seed), "method": method, "seed": seed, "folder": str(folder),
-                         "present": (folder / "config.json").is_file(),
-                         **({} if (folder / "config.json").is_file() else {"how": train_hint(method, seed)})})
+            present = (folder / "config.json").is_file()
+            row = {"name": policy_name(method, seed), "method": method, "seed": seed, "folder": str(folder),
+                   "present": present, **({} if present else {"how": train_hint(method, seed)})}
+            trained = _trained_seed(folder) if present else None
+            if present and trained != seed:  # a checkpoint of an earlier protocol holds the name
+                what = "no training record" if trained is None else f"an earlier protocol's run, training seed {trained}"
+                row["note"] = f"{what}; retrain: python scripts/train_zoo.py --methods {method} --seeds {seed}"
+            rows.append(row)
     return rows
+
+
+def _trained_seed(folder: Path) -> int | None:
+    """The training seed a checkpoint's record names (``vpo_training.json`` config.seed), if any."""
+    try:
+        seed = json.loads((folder / "vpo_training.json").read_text(encoding="utf-8"))["config"]["seed"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return seed if isinstance(seed, int) else None
 
 
 ZOO: dict[str, ZooEntry] = {
