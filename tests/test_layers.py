@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from vpo_harness.harness.core.paths import NAMESPACED  # the one list of namespaced folders
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "benchmarks", "training", "search", "reports", "bench")
-#: the folders that install as vpo_harness.<folder> (setup.py), and that namespace
-NAMESPACED = ("harness", "benchmarks", "training", "search", "reports")
+#: the namespace the folders of harness.core.paths.NAMESPACED install under (setup.py)
 NS = "vpo_harness"
 
 DOC = ROOT / "docs" / "layers.md"
