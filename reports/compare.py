@@ -14,7 +14,7 @@ import numpy as np
 
 from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate
 from vpo_harness.harness.core.seed_groups import unit_label, unit_seed as seed_of_unit
-from vpo_harness.reports.tables import Cell, format_number, latex_escape, write_table
+from vpo_harness.reports.tables import TRAINING_SEED_LEGEND, Cell, format_number, latex_escape, legend_for, write_table
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
 #: config fields that must agree between compared runs (reward mode lives in the task options)
@@ -213,6 +213,11 @@ def pair_keys(runs: Sequence[RunPools]) -> list[list[str]]:
     among them (a single run then counts as its own seed)."""
     if not any(r.seeds for r in runs):
         return [list(r.problem_ids) for r in runs]
+    axes = {r.seed_axis or "single" for r in runs}
+    if "training" in axes and len(axes) > 1:  # (problem, seed) would pair a training seed with a sampling seed
+        other = next(r for r in runs if r.seed_axis != "training")
+        raise ValueError(f"{other.path}: is not a training-seed group, and the others are (`vpo demo` writes them "
+                         "under <out>/seeds/): compare training-seed groups only with each other")
     seed = lambda r: int(r.facts.get("seed") or 0)  # noqa: E731
     return [[unit_label(p, s) for p, s in (r.units or [(p, seed(r)) for p in r.problem_ids])] for r in runs]
 
@@ -302,10 +307,12 @@ def format_table(comp: Comparison) -> str:
              f"[{format_number(r.ci_low, sign=True)}, {format_number(r.ci_high, sign=True)}]",
              f"{r.wins}/{r.ties}/{r.losses}"] for r in comp.rows]
     base = comp.rows[0].baseline if comp.rows else "?"
-    pairs = "(problem, seed) pairs" if any(r.n_seeds > 1 for r in comp.rows) else "shared problems"
+    legend = legend_for(list(comp.groups.values()))
+    seed = "training seed" if legend == TRAINING_SEED_LEGEND else "seed"
+    pairs = f"(problem, {seed}) pairs" if any(r.n_seeds > 1 for r in comp.rows) else "shared problems"
     out = [f"baseline: {base}; differences are run - baseline, paired over {pairs}, "
            f"95% bootstrap CI ({comp.resamples} resamples, seed {comp.seed})", *comp.notes(),
-           write_table(head, rows, align="l" * 9)]
+           write_table(head, rows, align="l" * 9, seed_legend=legend)]
     for run, n in comp.shared.items():
         note = f"{run}: {n} shared problems (baseline has {comp.totals[base]}, run has {comp.totals[run]})"
         so = comp.solved_only[run]
@@ -363,7 +370,8 @@ def to_latex(comp: Comparison, nd: int = 3) -> str:
     head, rows, align = _paper_rows(comp, nd)
     note = (f"vpo compare: run - baseline over shared problems; 95% paired bootstrap CI ({comp.resamples} "
             f"resamples, seed {comp.seed}); bold: the CI excludes 0")
-    return write_table(head, rows, "latex", nd=nd, align=align, notes=[note, *comp.notes()])
+    return write_table(head, rows, "latex", nd=nd, align=align, notes=[note, *comp.notes()],
+                       seed_legend=legend_for(list(comp.groups.values())))
 
 
 def to_markdown(comp: Comparison, nd: int = 3) -> str:
@@ -371,4 +379,5 @@ def to_markdown(comp: Comparison, nd: int = 3) -> str:
     head, rows, align = _paper_rows(comp, nd)
     note = (f"Run minus baseline over shared problems; mean ± standard error; 95% paired bootstrap CI "
             f"({comp.resamples} resamples, seed {comp.seed}); bold: the CI excludes 0 (higher is better).")
-    return write_table(head, rows, "markdown", nd=nd, align=align, notes=[note, *comp.notes()])
+    return write_table(head, rows, "markdown", nd=nd, align=align, notes=[note, *comp.notes()],
+                       seed_legend=legend_for(list(comp.groups.values())))

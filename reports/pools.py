@@ -75,6 +75,9 @@ class RunPools:
     seeds_label: str = ""
     #: whether a group lacks a seed it lists, or one is empty or unfinished
     partial: bool = False
+    #: what a group's seeds vary: "sampling" (`vpo run --seeds`) or "training" (one policy per
+    #: training seed, `vpo demo`); "" for a single run
+    seed_axis: str = ""
     _pools: list[Pool] | None = field(default=None, repr=False)
     _metrics: dict[tuple, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
@@ -209,7 +212,7 @@ def _load_group(parent: Path) -> RunPools:
     return RunPools(parent, first.config, None, [unit_label(p, s) for p, s in units], cat("rewards"), cat("scalars"),
                     cat("passed"), cat("answers"), sum(r.n_errors for _, r in parts), chain_sizes=cat("chain_sizes"),
                     chain_tokens=cat("chain_tokens"), units=units, seeds=[s for s, _ in parts],
-                    seeds_label=state.label(), partial=state.partial)
+                    seeds_label=state.label(), partial=state.partial, seed_axis=state.axis)
 
 
 def strategies_for(runs: Sequence[RunPools], wanted: Sequence[str] = DEFAULT_STRATEGIES) -> list[str]:

@@ -31,6 +31,15 @@ _PM = {"text": "±", "html": "±", "markdown": " ± ", "latex": "\x00", "csv": "
 _LATEX_PM = " $\\pm$ "  # the LaTeX writer puts it in after escaping the cell (\x00 above stands for it)
 #: the legend line of a table holding seed-group cells
 SEED_LEGEND = "s±: standard error between seeds (runs that differ only in their sampling seed)"
+#: the legend line of a table of training-seed groups (`vpo demo --seeds`)
+TRAINING_SEED_LEGEND = ("±: standard error over problems; s±: standard error between training seeds "
+                        "(one policy per seed, same sampling settings)")
+
+
+def legend_for(seed_labels: "Sequence[str]") -> str:
+    """The seed legend of a table whose groups are named by ``seed_labels`` (``3 seeds``, ``3
+    training seeds``): the training one when a training-seed group is among them."""
+    return TRAINING_SEED_LEGEND if any("training seed" in str(x) for x in seed_labels) else SEED_LEGEND
 
 
 def format_number(x: float | None, nd: int = 3, sign: bool = False) -> str:
@@ -109,13 +118,14 @@ def latex_escape(text: str) -> str:
 
 
 def write_table(head: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "text", *, nd: int = 3,
-                align: str | None = None, notes: Sequence[str] = ()) -> str:
+                align: str | None = None, notes: Sequence[str] = (), seed_legend: str = SEED_LEGEND) -> str:
     """``rows`` under ``head`` in ``fmt`` (one of :data:`FORMATS`).
 
     ``align``: one letter per column, ``l`` or ``r`` (default: the first column left, the rest
     right) for Markdown and LaTeX; the terminal aligns every column left. ``notes``: lines
     printed under the table (LaTeX: as ``%`` comments above it; CSV: none, the file holds data
-    only); a table with a seed-group cell gets :data:`SEED_LEGEND` added."""
+    only); a table with a seed-group cell gets ``seed_legend`` added (:data:`SEED_LEGEND`, or
+    :data:`TRAINING_SEED_LEGEND` for training-seed groups)."""
     if fmt not in FORMATS:
         raise ValueError(f"table format {fmt!r}: expected one of {', '.join(FORMATS)}")
     ncol = len(head)
@@ -124,7 +134,7 @@ def write_table(head: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "
         raise ValueError(f"table row {bad} has {len(rows[bad])} cells for {ncol} columns")
     align = align or ("l" + "r" * (ncol - 1))
     seeded = any(_is_estimate(_parts(c).value) and _parts(c).value.n_seeds > 1 for r in rows for c in r)
-    notes = list(notes) + ([SEED_LEGEND] if seeded and fmt != "csv" else [])
+    notes = list(notes) + ([seed_legend] if seeded and fmt != "csv" else [])
     if fmt == "csv":
         return _csv(head, rows, nd)
     cells = [[_text(c, fmt, nd) for c in r] for r in rows]

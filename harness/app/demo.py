@@ -1,24 +1,55 @@
-"""The demo protocol: every bundled Maze checkpoint evaluated the paper's way, side by side.
+"""The demo protocol: the paper's Maze row, every trained policy evaluated the paper's way, side by side.
 
-Shared by `vpo demo` and ``harness/app/val_eval.py`` (the validation pick of the bundled RL step), so
-the two can never drift apart.
+Shared by `vpo demo` and ``harness/app/val_eval.py`` (validation picks with the same protocol), so the
+two can never drift apart.
+
+Layout of ``<out>`` (each run an ordinary run folder, resumable, and reused by the generation cache):
+
+    <out>/maze-tiny-<method>            training seed 0 (the zoo's bare name)
+    <out>/maze-tiny-<method>@<seed>     the other training seeds
+    <out>/seeds/maze-tiny-<method>/     a training-seed group over those runs (harness.core.seed_groups):
+                                        `vpo compare` of two groups pairs (maze, training seed)
+    <out>/demo_table.md, demo_metrics.json, best_at_k.png, diversity.png, report.html
 """
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from vpo_harness.harness.core.config import RunConfig
 from vpo_harness.harness.core.metrics import DEFAULT_KS as DEMO_KS
-from vpo_harness.harness.core.models.zoo import BUNDLED_POLICIES, TINY_MAZE_DEFAULTS
+from vpo_harness.harness.core.models.zoo import (ROW_METHODS, TINY_MAZE_DEFAULTS, policy_folder_name, policy_name,
+                                                 train_hint)
 from vpo_harness.harness.core.results import RunResults
 from vpo_harness.training.advantages import MULTI_ANSWER
 
 DEMO_POOL = DEMO_KS[-1]  # candidates per maze: 10 chains x 3 answers, or 30 samples
-#: table label of a bundled policy (by training method)
-LABELS: dict[str, str] = {"max_at_k": "Max@k"}
+#: the ks of the printed table (every k of DEMO_KS is in demo_metrics.json and the plot)
+TABLE_KS = (1, 8, DEMO_POOL)
+#: table label of each method of the paper's Maze row, in the paper's order
+LABELS: dict[str, str] = {"grpo": "GRPO", "max_at_k": "Max-at-K", "multi_rlvr": "Multi-RLVR", "vpo": "VPO"}
+#: the paper's Maze best@30 of each method (arXiv 2605.22817, Maze row), printed beside ours
+PAPER_BEST30: dict[str, float] = {"grpo": 0.432, "max_at_k": 0.577, "multi_rlvr": 0.436, "vpo": 0.593}
+#: how a user may spell a method on ``--only``
+_ALIASES = {"max@k": "max_at_k", "max-at-k": "max_at_k", "maxatk": "max_at_k", "multi-rlvr": "multi_rlvr",
+            "multirlvr": "multi_rlvr"}
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One (method, training seed) of the demo: its policy folder and the run that evaluates it."""
+
+    method: str
+    train_seed: int
+    checkpoint: Path
+    cfg: RunConfig
+
+    @property
+    def label(self) -> str:
+        return LABELS.get(self.method, self.method.upper())
 
 
 def demo_config(ckpt: Path | str, multi: bool, out: Path | str, limit: int | None, batch_size: int,
@@ -35,69 +66,132 @@ def demo_config(ckpt: Path | str, multi: bool, out: Path | str, limit: int | Non
         model=f"hf:{ckpt}", model_args={"batch_size": batch_size}, out=str(out), limit=limit, progress=True)
 
 
+def parse_methods(only: Sequence[str] | None) -> list[str]:
+    """``--only`` to methods of the row, in the paper's order (None, [] or "all": every one); an
+    unknown name is a ValueError naming the flag and the known names."""
+    if not only or "all" in [o.lower() for o in only]:
+        return list(ROW_METHODS)
+    wanted = set()
+    for o in only:
+        for part in (x.strip().lower() for x in o.split(",")):
+            if not part:
+                continue
+            name = _ALIASES.get(part, part)
+            if name not in ROW_METHODS:
+                raise ValueError(f"--only: unknown method {part!r}; the row's methods are {', '.join(ROW_METHODS)} "
+                                 "(or all)")
+            wanted.add(name)
+    return [m for m in ROW_METHODS if m in wanted]
+
+
 def demo_configs(checkpoints: Path, out: Path, limit: int | None, batch_size: int, seed: int = 0,
-                 only: Sequence[str] | None = None) -> list[tuple[str, RunConfig]]:
-    """The demo protocol for every bundled checkpoint found under ``checkpoints`` (``only``: methods
-    to keep, None or containing "all" for every one)."""
-    keep = None if not only or "all" in only else {o.lower().replace("max@k", "max_at_k") for o in only}
-    cfgs = []
-    for name in BUNDLED_POLICIES:
-        if keep is not None and name not in keep:
-            continue
-        ck = checkpoints / f"maze-tiny-{name}"
-        if (ck / "config.json").exists():
-            cfgs.append((LABELS.get(name, name.upper()), demo_config(ck, name in MULTI_ANSWER, out / f"maze-tiny-{name}", limit,
-                                            batch_size, seed)))
-    return cfgs
+                 only: Sequence[str] | None = None,
+                 train_seeds: Sequence[int] = (0,)) -> tuple[list[DemoRun], list[str]]:
+    """The demo protocol for every (method, training seed) asked for: the runs whose policy folder
+    is under ``checkpoints``, and one line for each that is not (with the command that trains it)."""
+    runs, missing = [], []
+    for method in parse_methods(only):
+        for ts in train_seeds:
+            ck = Path(checkpoints) / policy_folder_name(method, ts)
+            if not (ck / "config.json").is_file():
+                missing.append(f"{policy_name(method, ts)}: no policy at {ck}; {train_hint(method, ts)}")
+                continue
+            cfg = demo_config(ck, method in MULTI_ANSWER, Path(out) / policy_name(method, ts), limit, batch_size, seed)
+            runs.append(DemoRun(method, int(ts), ck, cfg))
+    return runs, missing
 
 
-def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = DEMO_KS) -> str:
-    """Markdown table: best@k at every k, pass@1 and pass@k_max, diversity, mean task scalar."""
-    from vpo_harness.reports.tables import write_table
+def group_folder(out: Path, method: str) -> Path:
+    """The training-seed group of one method under the demo's folder."""
+    return Path(out) / "seeds" / f"maze-tiny-{method}"
 
-    head = ["model"] + [f"best@{k}" for k in ks] + ["pass@1", f"pass@{ks[-1]}", "diversity", "mean"]
-    lines = [[name] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
-                                                        res.diversity, res.mean_scalar] for name, res in rows]
-    return write_table(head, [[("-" if c is None else c) for c in ln] for ln in lines], "markdown")
+
+def write_groups(out: Path, done: Sequence[tuple[DemoRun, Path]]) -> dict[str, Path]:
+    """One training-seed group per method over its finished runs (method -> group folder)."""
+    from vpo_harness.harness.core.seed_groups import register_training_seeds
+    from vpo_harness.harness.core.store import RunStore
+
+    groups: dict[str, Path] = {}
+    for method in dict.fromkeys(r.method for r, _ in done):
+        mine = [(r, f) for r, f in done if r.method == method]
+        ident = {r.train_seed: RunStore(f).read_config()["identity"] for r, f in mine}
+        first = ident[mine[0][0].train_seed]
+        register_training_seeds(group_folder(out, method), {r.train_seed: f for r, f in mine},
+                                {s: i["model"]["spec"] for s, i in ident.items()}, first)
+        groups[method] = group_folder(out, method)
+    return groups
+
+
+def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TABLE_KS,
+                 paper: dict[str, float | None] | None = None, fmt: str = "markdown") -> str:
+    """best@k at ``ks``, pass@1 and pass@k_max and diversity, each mean ± s.e.
+    over mazes (and s± between training seeds when a row aggregates several), then the paper's
+    best@k_max of the row's method when ``paper`` (label -> value) is given."""
+    from vpo_harness.reports.tables import TRAINING_SEED_LEGEND, write_table
+
+    head = (["model", "training seeds"] + [f"best@{k}" for k in ks] + ["pass@1", f"pass@{ks[-1]}", "diversity"]
+            + ([f"paper best@{ks[-1]}"] if paper is not None else []))
+    lines = []
+    for name, res in rows:
+        seeds = ",".join(str(s) for s in res.seeds) if res.seeds else "-"
+        cells = [name, seeds] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
+                                                                 res.diversity]
+        if paper is not None:
+            val = paper.get(name)
+            cells.append(float("nan") if val is None else float(val))
+        lines.append([("-" if c is None else c) for c in cells])
+    return write_table(head, lines, fmt, seed_legend=TRAINING_SEED_LEGEND)
 
 
 def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_size: int = 200, seed: int = 0,
-             only: Sequence[str] | None = ("vpo", "grpo"), cache: bool | None = None) -> Path:
-    """Evaluate the bundled checkpoints, print the table, write demo_table.md, demo_metrics.json, plots.
-    ``cache``: the generation cache (``--cache/--no-cache``; None: on, the checkpoints are seeded hf)."""
+             only: Sequence[str] | None = None, cache: bool | None = None,
+             train_seeds: Sequence[int] = (0,)) -> Path:
+    """Evaluate the row's policies for each training seed, print the table (mean over the training
+    seeds, s.e. over mazes and between seeds, the paper's best@30 beside ours), write
+    demo_table.md, demo_metrics.json, the plots and the report. ``cache``: the generation cache
+    (``--cache/--no-cache``; None: on, the checkpoints are seeded hf)."""
     from vpo_harness.harness.core.results import load_run
     from vpo_harness.harness.eval.runner import run
 
-    cfgs = demo_configs(checkpoints, out, limit, batch_size, seed, only)
+    cfgs, missing = demo_configs(checkpoints, out, limit, batch_size, seed, only, train_seeds)
+    for line in missing:
+        print(f"vpo demo: skipped {line}")
     if not cfgs:
-        raise SystemExit(f"vpo demo: no bundled checkpoints ({', '.join(only or ['all'])}) under {checkpoints}")
-    runs, rows = [], []
+        raise SystemExit(f"vpo demo: none of the asked policies is under {checkpoints} "
+                         f"(methods {', '.join(parse_methods(only))}, training seeds {', '.join(map(str, train_seeds))})")
+    done: list[tuple[DemoRun, Path]] = []
     t0 = time.time()
-    for name, cfg in cfgs:
+    for i, d in enumerate(cfgs, 1):
         t = time.time()
-        cfg.execution.cache = cache
-        folder = run(cfg)
-        loaded = load_run(folder)
-        runs.append((name, loaded))
-        rows.append((name, loaded.summary))
-        print(f"{name}: {folder} ({time.time() - t:.0f}s)")
-    table = format_table(rows)
+        d.cfg.execution.cache = cache
+        folder = run(d.cfg)
+        done.append((d, folder))
+        print(f"[{i}/{len(cfgs)}] {d.label} training seed {d.train_seed}: {folder} ({time.time() - t:.0f}s)", flush=True)
+    groups = write_groups(out, done)
+    loaded = [(LABELS.get(m, m.upper()), load_run(g)) for m, g in groups.items()]
+    rows = [(name, r.summary) for name, r in loaded]
+    paper = {LABELS[m]: PAPER_BEST30.get(m) for m in groups}
+    n_mazes = min(r.n_problems for _, r in rows)
+    table = format_table(rows, paper=paper)
+    print(f"Maze test, {n_mazes} mazes, pool of {DEMO_POOL} (10 x 3 for the set methods, 30 x 1 for the others)")
     print(table)
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_table.md").write_text(table + "\n")
     (out / "demo_metrics.json").write_text(json.dumps({n: r.raw["metrics"] for n, r in rows}, indent=2))
     from vpo_harness.reports.plots import plot_best_at_k, plot_diversity
 
-    labels = [n for n, _ in runs]
-    p1 = plot_best_at_k([r for _, r in runs], out / "best_at_k.png", labels=labels,
-                        title=f"Maze test ({len(runs[0][1].chains.problem_id.unique())} mazes), pool of 30")
-    p2 = plot_diversity([r for _, r in runs], out / "diversity.png", labels=labels)
+    labels = [n for n, _ in loaded]
+    p1 = plot_best_at_k([r for _, r in loaded], out / "best_at_k.png", labels=labels,
+                        title=f"Maze test ({n_mazes} mazes), pool of {DEMO_POOL}")
+    p2 = plot_diversity([r for _, r in loaded], out / "diversity.png", labels=labels)
     print(f"plots: {p1} {p2}")
     from vpo_harness.reports.report import build_report
 
-    # GRPO first: the report's paired comparison is every run minus the first one
-    order = sorted(range(len(runs)), key=lambda i: runs[i][0] != "GRPO")
-    rep = build_report([runs[i][1].path for i in order], out / "report.html", labels=[labels[i] for i in order])
+    # GRPO first (the paper's order): the report's paired comparison is every run minus the first one
+    rep = build_report([g for g in groups.values()], out / "report.html", labels=labels)
     print(f"report: {rep}")
+    if len(groups) > 1:
+        names = list(groups.values())
+        print(f"paired differences over (maze, training seed): vpo compare {' '.join(str(g) for g in names)}")
     print(f"demo wall time: {time.time() - t0:.0f}s")
     return out

@@ -69,7 +69,7 @@ class RunResults:
         if not self.seeds:
             return ""
         return group_label(len(self.seeds), self.raw.get("seeds_expected") or self.seeds,
-                           self.raw.get("seeds_incomplete") or {})
+                           self.raw.get("seeds_incomplete") or {}, str(self.raw.get("seed_axis") or "sampling"))
 
     def get(self, name: str) -> Estimate | None:
         """A summary metric by name (``"diversity"``, ``"mean_scalar"``, ...), None when absent."""
@@ -358,6 +358,7 @@ def aggregate_seeds(parts: Sequence[tuple[int, RunResults]], state: GroupState |
            "mean_completion_tokens": float(np.mean(tokens)) if tokens else None,
            "partial": any(r.raw.get("partial") for r in runs) or bool(state and state.partial),
            "seeds_expected": list(state.seeds) if state else seeds,
+           "seed_axis": state.axis if state else "sampling",
            "seeds_incomplete": {str(k): v for k, v in (state.incomplete if state else {}).items()},
            "stale_results": any(r.raw.get("stale_results") for r in runs),
            "per_seed": {str(s): r.raw for s, r in parts}}

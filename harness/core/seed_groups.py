@@ -12,6 +12,17 @@ and the identity they share less the seed, so a later ``vpo run --seed 5 --out P
 a seed of the same run. Readers (``vpo_harness.harness.core.results.load_run``, ``vpo_harness.reports.pools.load_pools``)
 aggregate the seeds, after :func:`group_state` checked each seed folder against the group: another
 run in a seed folder is refused, a missing, empty or unfinished seed makes the group partial.
+
+A *training-seed* group (``"kind": "training-seeds"``, written by ``vpo demo``) has the same marker
+file and readers, but its members are runs of different policies, one per training seed, under the
+same sampling settings and seed:
+
+    PARENT/seeds.json     ``{"kind": "training-seeds", "seeds": [0, 1, 2], "members": {"0": "../../maze-tiny-vpo",
+                          ...}, "models": {"0": "hf:maze-tiny-vpo", ...}, "identity": {... less the model}}``
+
+The members stay where the demo wrote them (a seed-0 run is also the plain `vpo demo` run); the marker
+names each one and the model it must hold, so a comparison of two groups pairs (problem, training
+seed) and a run of another policy cannot pass for a member.
 """
 from __future__ import annotations
 
@@ -24,6 +35,8 @@ from vpo_harness.harness.core.store import CONFIG, RunStoreError, _short, identi
 
 MARKER = "seeds.json"
 KIND = "seeds"
+#: the marker kind of a group over training seeds (members are other policies' runs)
+TRAINING_KIND = "training-seeds"
 
 
 def seed_folder(parent: str | Path, seed: int) -> Path:
@@ -74,14 +87,51 @@ def read_marker(parent: str | Path) -> dict[str, Any]:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RunStoreError(f"{path}: not a readable seed-group marker ({exc})") from None
-    if not isinstance(d, dict) or d.get("kind") != KIND:
-        raise RunStoreError(f"{path}: field 'kind': expected {KIND!r}, got {d.get('kind') if isinstance(d, dict) else d!r}")
+    if not isinstance(d, dict) or d.get("kind") not in (KIND, TRAINING_KIND):
+        raise RunStoreError(f"{path}: field 'kind': expected {KIND!r} or {TRAINING_KIND!r}, "
+                            f"got {d.get('kind') if isinstance(d, dict) else d!r}")
     seeds = d.get("seeds")
     if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise RunStoreError(f"{path}: field 'seeds': expected a list of integers, got {seeds!r}")
     if not isinstance(d.get("identity", {}), dict):
         raise RunStoreError(f"{path}: field 'identity': expected an object, got {d.get('identity')!r}")
+    if d["kind"] == TRAINING_KIND:
+        for name in ("members", "models"):
+            val = d.get(name)
+            if not isinstance(val, dict) or any(not isinstance(val.get(str(s)), str) for s in seeds):
+                raise RunStoreError(f"{path}: field {name!r}: expected an object giving a string for every seed "
+                                    f"{seeds}, got {val!r}")
     return d
+
+
+def axis(parent: str | Path) -> str:
+    """``"training"`` for a training-seed group, ``"sampling"`` for a `vpo run --seeds` group."""
+    return "training" if read_marker(parent)["kind"] == TRAINING_KIND else "sampling"
+
+
+def register_training_seeds(parent: str | Path, members: dict[int, Path], models: dict[int, str],
+                            shared: dict[str, Any]) -> None:
+    """Write the marker of a training-seed group: ``members`` (training seed -> run folder),
+    ``models`` (training seed -> the model spec its run must hold), ``shared``: the identity every
+    member has less its model section. The marker is rewritten each time (the caller decides the
+    members); refused when ``parent`` is a run folder or a sampling-seed group."""
+    import os
+
+    parent = Path(parent)
+    if (parent / CONFIG).is_file():
+        raise RunStoreError(f"{parent}: is a single run folder (it has {CONFIG}); a training-seed group needs its own folder")
+    if is_seed_group(parent) and read_marker(parent)["kind"] != TRAINING_KIND:
+        raise RunStoreError(f"{parent / MARKER}: is a `vpo run --seeds` group over sampling seeds; use another folder")
+    parent.mkdir(parents=True, exist_ok=True)
+    seeds = sorted(int(s) for s in members)
+    rel = {str(s): os.path.relpath(Path(members[s]).resolve(), parent.resolve()) for s in seeds}
+    write_json_atomic(parent / MARKER, {"kind": TRAINING_KIND, "seeds": seeds, "members": rel,
+                                        "models": {str(s): models[s] for s in seeds}, "identity": less_model(shared)})
+
+
+def less_model(ident: dict[str, Any]) -> dict[str, Any]:
+    """An identity less what names the policy: what the members of a training-seed group share."""
+    return {k: v for k, v in ident.items() if k not in ("model", "model_fingerprint")}
 
 
 def register_seeds(parent: str | Path, seeds: Sequence[int], shared: dict[str, Any]) -> None:
@@ -97,6 +147,9 @@ def register_seeds(parent: str | Path, seeds: Sequence[int], shared: dict[str, A
     grouped = is_seed_group(parent)
     if grouped:
         marker = read_marker(parent)
+        if marker["kind"] == TRAINING_KIND:
+            raise RunStoreError(f"{parent / MARKER}: is a training-seed group (written by `vpo demo`), whose members are "
+                                "other policies' runs; a sampling seed cannot be added to it: use another --out folder")
         diff, a, b = identity_diff(marker.get("identity") or {}, shared)
         if diff:
             detail = "; ".join(f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in diff[:5])
@@ -126,6 +179,8 @@ class GroupState:
     #: seed -> why it does not count fully: "missing" (no run folder), "empty" (no rows yet),
     #: "unfinished" (no current results.json: still running, or interrupted)
     incomplete: dict[int, str] = field(default_factory=dict)
+    #: "sampling" (`vpo run --seeds`) or "training" (one policy per training seed, `vpo demo`)
+    axis: str = "sampling"
 
     @property
     def partial(self) -> bool:
@@ -134,16 +189,25 @@ class GroupState:
     def label(self) -> str:
         """:func:`group_label` of the group: an empty seed has no rows to count."""
         return group_label(sum(1 for s, _ in self.runs if self.incomplete.get(s) != "empty"), self.seeds,
-                           self.incomplete)
+                           self.incomplete, self.axis)
 
 
-def group_label(n_read: int, seeds: Sequence[int], incomplete: dict[Any, str]) -> str:
+def group_label(n_read: int, seeds: Sequence[int], incomplete: dict[Any, str], axis: str = "sampling") -> str:
     """How every reader names a group's seeds: ``3 seeds``, or ``2 of 3 seeds, partial: seed 2
-    missing`` (``n_read``: the seeds whose rows are counted; ``incomplete``: seed -> why)."""
-    text = f"{n_read} seeds" if n_read == len(seeds) else f"{n_read} of {len(seeds)} seeds"
+    missing`` (``n_read``: the seeds whose rows are counted; ``incomplete``: seed -> why); a
+    training-seed group says ``3 training seeds``."""
+    noun = "training seeds" if axis == "training" else "seeds"
+    text = f"{n_read} {noun}" if n_read == len(seeds) else f"{n_read} of {len(seeds)} {noun}"
     if incomplete:
         text += ", partial: " + ", ".join(f"seed {s} {why}" for s, why in incomplete.items())
     return text
+
+
+def member_folder(parent: str | Path, marker: dict[str, Any], seed: int) -> Path:
+    """Where the run of ``seed`` lives: ``PARENT/seed-S``, or the member a training-seed marker names."""
+    if marker["kind"] == TRAINING_KIND:
+        return Path(parent) / marker["members"][str(seed)]
+    return seed_folder(parent, seed)
 
 
 def _less_seed(ident: dict[str, Any]) -> dict[str, Any]:
@@ -151,6 +215,29 @@ def _less_seed(ident: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("sampling"), dict):
         out["sampling"].pop("seed", None)
     return out
+
+
+def _foreign_member(parent: Path, seed: int, marker: dict[str, Any], ident: dict[str, Any],
+                    first: tuple[int, dict[str, Any]] | None) -> str | None:
+    """:func:`_foreign` for a training-seed group: the member must hold the model the marker names
+    for its seed, and share everything else with the marker and with the group's first member."""
+    folder = member_folder(parent, marker, seed)
+    want = marker["models"][str(seed)]
+    got = (ident.get("model") or {}).get("spec")
+    if got != want:
+        return (f"{folder}: not training seed {seed} of the group {parent}: field identity.model.spec is "
+                f"{_short(got)}, the group's marker names {_short(want)}")
+    shared = marker.get("identity") or {}
+    diff, a, b = identity_diff(shared, {k: v for k, v in less_model(ident).items() if k in shared})
+    other = "the group's marker"
+    if not diff and first is not None:
+        diff, a, b = identity_diff(less_model(first[1]), less_model(ident))
+        other = f"training seed {first[0]}"
+    if not diff:
+        return None
+    k = diff[0]
+    return (f"{folder}: not a member of the training-seed group {parent}: field identity.{k} is {_short(b.get(k))}, "
+            f"{other} has {_short(a.get(k))} (re-run `vpo demo` with the group's settings)")
 
 
 def _foreign(parent: Path, seed: int, marker: dict[str, Any], ident: dict[str, Any],
@@ -187,8 +274,9 @@ def group_state(parent: str | Path) -> GroupState:
     runs: list[tuple[int, Path]] = []
     incomplete: dict[int, str] = {}
     first: tuple[int, dict[str, Any]] | None = None
+    training = marker["kind"] == TRAINING_KIND
     for seed in marker["seeds"]:
-        folder = seed_folder(parent, seed)
+        folder = member_folder(parent, marker, seed)
         if not (folder / CONFIG).is_file():
             incomplete[seed] = "missing"
             continue
@@ -196,7 +284,7 @@ def group_state(parent: str | Path) -> GroupState:
         ident = store.read_config().get("identity")
         if not isinstance(ident, dict):
             raise RunStoreError(f"{folder / CONFIG}: field 'identity': missing, so it cannot be a seed of {parent}")
-        problem = _foreign(parent, seed, marker, ident, first)
+        problem = (_foreign_member if training else _foreign)(parent, seed, marker, ident, first)
         if problem:
             raise RunStoreError(problem)
         first = first or (seed, ident)
@@ -206,9 +294,10 @@ def group_state(parent: str | Path) -> GroupState:
         elif not store.results_current():
             incomplete[seed] = "unfinished"
     if not runs:
+        again = "`vpo demo --seeds` command" if training else "`vpo run --seeds` command"
         raise RunStoreError(f"{parent}: seed group with seeds {marker['seeds']} but no seed folder holds a run yet "
-                            "(re-run the `vpo run --seeds` command to start them)")
-    return GroupState(parent, list(marker["seeds"]), runs, incomplete)
+                            f"(re-run the {again} to start them)")
+    return GroupState(parent, list(marker["seeds"]), runs, incomplete, "training" if training else "sampling")
 
 
 def seed_runs(parent: str | Path) -> list[tuple[int, Path]]:

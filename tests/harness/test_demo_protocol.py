@@ -26,12 +26,28 @@ def test_trainer_budgets_are_the_zoo_defaults() -> None:
         d.max_tokens_single, d.max_tokens_multi, d.prompt_style)
 
 
-def test_demo_only_filter(tmp_path: Path) -> None:
-    for name in zoo.BUNDLED_POLICIES:
-        (tmp_path / f"maze-tiny-{name}").mkdir()
-        (tmp_path / f"maze-tiny-{name}" / "config.json").write_text("{}")
-    labels = [lab for lab, _ in demo_configs(tmp_path, tmp_path / "out", None, 8, only=["grpo"])]
-    assert labels == ["GRPO"]
-    # the optional max@k / multi_rlvr policies were removed with issue 10: asking for one selects nothing
-    assert [lab for lab, _ in demo_configs(tmp_path, tmp_path / "out", None, 8, only=["vpo", "max@k"])] == ["VPO"]
-    assert len(demo_configs(tmp_path, tmp_path / "out", None, 8, only=["all"])) == len(zoo.BUNDLED_POLICIES) == 2
+def test_demo_only_filter_and_training_seeds(tmp_path: Path) -> None:
+    """--only picks methods of the paper's row (any usual spelling, in the paper's order); every
+    (method, training seed) without a policy folder is one line naming the command that trains it."""
+    import pytest
+
+    from vpo_harness.harness.app.demo import parse_methods
+
+    for method in zoo.ROW_METHODS:
+        for ts in (0, 2):
+            folder = tmp_path / zoo.policy_folder_name(method, ts)
+            folder.mkdir()
+            (folder / "config.json").write_text("{}")
+    runs, missing = demo_configs(tmp_path, tmp_path / "out", None, 8, only=["grpo"])
+    assert [r.label for r in runs] == ["GRPO"] and not missing
+    runs, _ = demo_configs(tmp_path, tmp_path / "out", None, 8, only=["vpo,max@k"])
+    assert [r.method for r in runs] == ["max_at_k", "vpo"]
+    runs, missing = demo_configs(tmp_path, tmp_path / "out", None, 8, train_seeds=(0, 1, 2))
+    assert [(r.method, r.train_seed) for r in runs] == [(m, s) for m in zoo.ROW_METHODS for s in (0, 2)]
+    assert len(missing) == 4 and all("@1" in ln and "--seeds 1" in ln for ln in missing)
+    multi = {r.method: r.cfg.sampling.m for r in runs}
+    assert multi == {"grpo": 1, "max_at_k": 1, "multi_rlvr": 3, "vpo": 3}  # 10 x 3 for the set methods
+    assert {Path(r.cfg.execution.out).name for r in runs if r.method == "vpo"} == {"maze-tiny-vpo", "maze-tiny-vpo@2"}
+    assert parse_methods(None) == parse_methods(["all"]) == list(zoo.ROW_METHODS)
+    with pytest.raises(ValueError, match="--only: unknown method 'ppo'"):
+        parse_methods(["vpo", "ppo"])

@@ -18,7 +18,8 @@ def test_demo_runs_on_bundled_checkpoints(tmp_path, capsys):
     rc = main(["demo", "--limit", "2", "--out", str(tmp_path), "--only", "vpo", "grpo", "--batch-size", "30"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "| VPO |" in out and "| GRPO |" in out and "best@30" in out
+    assert "| VPO |" in out and "| GRPO |" in out and "best@30" in out and "paper best@30" in out
+    assert "| 0.593 |" in out and "| 0.432 |" in out  # the paper's values beside ours
     metrics = json.loads((tmp_path / "demo_metrics.json").read_text())
     for name in ("VPO", "GRPO"):
         assert metrics[name]["n_problems"] == 2

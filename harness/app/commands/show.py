@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def format_table(runs: Sequence[Any]) -> str:
     """best@k / pass@k / diversity of runs (LoadedRun) side by side (mean ± standard error; a seed
     group adds the between-seed s.e., vpo_harness.reports.tables)."""
-    from vpo_harness.reports.tables import write_table
+    from vpo_harness.reports.tables import legend_for, write_table
 
     if not runs:
         return "(no runs)"
@@ -58,7 +58,9 @@ def format_table(runs: Sequence[Any]) -> str:
                      + [res.best.get(k) for k in ks] + [res.pass_at.get(k) for k in pass_ks]
                      + [res.pass_all.get(k) for k in ks[-1:]] + [res.cover.get(t) for t in taus]
                      + [res.diversity, str(res.n_errors)])
-    return write_table(head, [[("-" if c is None else c) for c in ln] for ln in lines], align="l" * len(head))
+    legend = legend_for([r.summary.seeds_label for r in runs if r.summary is not None and r.summary.seeds])
+    return write_table(head, [[("-" if c is None else c) for c in ln] for ln in lines], align="l" * len(head),
+                       seed_legend=legend)
 
 
 def run(args: argparse.Namespace) -> int:
