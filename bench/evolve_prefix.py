@@ -1,18 +1,20 @@
-"""Search that the task-trained policies drive: `vpo evolve --prompt-mode prefix` with the bundled Maze
-policies as the mutation operator, each next to plain sampling of the same policy at the same budget.
+"""Search that the task-trained policies drive: `vpo evolve --prompt-mode prefix` with the Maze row's
+policies as the mutation operator, each next to plain sampling of the same policy at the same budget,
+for every training seed of the policies.
 
-Arms (per set of mazes):
+Arms (per set of mazes and training seed s; ``@s`` is the zoo's name of seed s, bare for seed 0):
 
-- ``evolve-vpo``: ``hf:maze-tiny-vpo -m 3 --prompt-mode prefix``: each call continues the start of a
+- ``evolve-vpo``: ``hf:maze-tiny-vpo@s -m 3 --prompt-mode prefix``: each call continues the start of a
   parent route (cut uniformly over its moves) as route 1 of a set of 3, as the policy was trained;
 - ``sample-vpo``: that run's own ``baseline/`` (plain sampling of the same policy, same prompt);
-- ``evolve-grpo`` / ``sample-grpo``: the same with ``hf:maze-tiny-grpo -m 1``.
+- ``evolve-grpo`` / ``sample-grpo``: the same with ``hf:maze-tiny-grpo@s -m 1``.
 
-Sets: ``test-hardest`` (the N test mazes with the lowest best@30 in the `vpo demo` runs, ``--rank-runs``)
-and fresh mazes from base seeds no split uses (train 42, test 4242, val 777000, the operator bench's
-900000): ``s910000``, ``s920000``, ``s930000``; N = ``--n-mazes`` (default 32) each. Every arm gets
-``--budget`` candidates per maze (default 201 >= 200; a multiple of 3), counted per candidate slot for
-evolve and sampling alike (bench/search_arms.py).
+Sets: ``test-hardest`` (the N test mazes with the lowest best@30 in the `vpo demo` runs, ``--rank-runs``;
+the same mazes for every training seed) and fresh mazes from base seeds that no split (train 42, test
+4242, val 777000) and no earlier experiment uses: ``s610001``, ``s620002``, ``s630003`` (earlier: 900000
+for the operator bench, 910000/920000/930000 for the seed-42 pair, a review's two sets); N =
+``--n-mazes`` (default 32) each. Every arm gets ``--budget`` candidates per maze (default 201 >= 200; a
+multiple of 3), counted per candidate slot for evolve and sampling alike (bench/search_arms.py).
 
 Hypotheses, stated before any run:
 
@@ -23,21 +25,30 @@ Hypotheses, stated before any run:
   ``(evolve-vpo − evolve-grpo) − (sample-vpo − sample-grpo)`` > 0 (difference of differences, paired
   over mazes).
 
-Prints, per set and for the pool of all sets: solved and best scalar at budgets 1..B (mean ± s.e.),
-paired 95% bootstrap intervals over mazes (10,000 resamples, seed 0) with win/tie/loss for every
-contrast above, and, per evolve arm, the mean normalised edit distance (over moves) of a child to its
-parent next to its distance to other earlier candidates (``vpo_harness.search.metrics.locality``) and how often
-the first route of a prefix call parsed. Writes ``<out>/prefix.md``, ``<out>/prefix.json`` and
-``<out>/prefix.png`` (all arms, one column per set plus the pool). Every step is a plain `vpo` command,
-printed before it runs; re-running skips finished runs (a finished `vpo evolve` is a no-op).
+Prints, per set and training seed, per set pooled over training seeds, per training seed pooled over
+sets, and for everything pooled (pairs are then (maze, training seed), as `vpo compare` pairs
+training-seed groups): solved and best scalar at budgets 1..B (mean ± s.e.), paired 95% bootstrap
+intervals (10,000 resamples, seed 0) with win/tie/loss for every contrast above, and, per evolve arm,
+the mean normalised edit distance (over moves) of a child to its parent next to its distance to other
+earlier candidates (``vpo_harness.search.metrics.locality``) and how often the first route of a prefix
+call parsed; then one summary table of H1-H3 over all those scopes, and the first-answer parse rate of
+every method's policy of every training seed when it continues a prefilled route (the four methods,
+bench/prefix_parse_rate.py on ``--parse-mazes`` val mazes). Writes ``<out>/prefix.md``,
+``<out>/prefix.json``, ``<out>/parse_rate.json`` and ``<out>/prefix.png`` (all arms, one column per set
+pooled over training seeds, plus everything pooled). Every step is a plain `vpo` command, printed
+before it runs; re-running skips finished runs (a finished `vpo evolve` is a no-op).
 
-    python bench/evolve_prefix.py --out runs/evo-prefix                        # the experiment
-    python bench/evolve_prefix.py --out runs/evo-prefix-smoke --n-mazes 4 --budget 12   # a smoke run
+    python bench/evolve_prefix.py --out runs/evo-prefix-row --jobs 2                 # the experiment
+    python bench/evolve_prefix.py --out runs/evo-prefix-smoke --n-mazes 4 --budget 12 --train-seeds 0 \
+        --parse-mazes 4                                                              # a smoke run
+    python bench/evolve_prefix.py --out runs/evo-prefix --train-seeds 0 --sets test-hardest,s910000,s920000,s930000
+                                                         # the earlier experiment's sets, seed-0 policies
 """
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,7 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.search_arms import Contrast, curves_of, pair, plot, pool, summarize, vpo  # noqa: E402
 
 ARMS = ("evolve-vpo", "sample-vpo", "evolve-grpo", "sample-grpo")
-POLICIES = (("vpo", "hf:maze-tiny-vpo", 3), ("grpo", "hf:maze-tiny-grpo", 1))
+#: (operator, zoo name of training seed 0, answers per call); seed s is ``<name>@s`` (harness.core.models.zoo)
+POLICIES = (("vpo", "maze-tiny-vpo", 3), ("grpo", "maze-tiny-grpo", 1))
 CONTRASTS: list[Contrast] = [
     pair("evolve-vpo", "sample-vpo"), pair("evolve-grpo", "sample-grpo"),   # H1
     pair("evolve-vpo", "evolve-grpo"),                                       # H2
@@ -55,8 +67,23 @@ CONTRASTS: list[Contrast] = [
     ("(evolve-vpo − evolve-grpo) − (sample-vpo − sample-grpo)",              # H3
      {"evolve-vpo": 1.0, "evolve-grpo": -1.0, "sample-vpo": -1.0, "sample-grpo": 1.0}),
 ]
+#: the contrasts of the summary table, by their short names
+SHORT = {"evolve-vpo − sample-vpo": "H1 vpo", "evolve-grpo − sample-grpo": "H1 grpo",
+         "evolve-vpo − evolve-grpo": "H2", "sample-vpo − sample-grpo": "sampling gap",
+         "(evolve-vpo − evolve-grpo) − (sample-vpo − sample-grpo)": "H3"}
 STYLE = {"evolve-vpo": ("C0", "-"), "sample-vpo": ("C0", ":"), "evolve-grpo": ("C3", "-"), "sample-grpo": ("C3", ":")}
-FRESH = ("s910000", "s920000", "s930000")
+#: fresh base seeds of the Maze row's search experiment: no split (train 42, test 4242, val 777000) and
+#: no earlier experiment (900000 operators; 910000, 920000, 930000 the bundled-pair experiment; a
+#: review's two sets) uses them
+FRESH = ("s610001", "s620002", "s630003")
+#: the sets of the earlier experiment with the seed-42 pair, kept addressable to restate it
+EARLIER_FRESH = ("s910000", "s920000", "s930000")
+#: the methods whose prefix parse rate the experiment prints (bench/prefix_parse_rate.py, val mazes)
+PARSE_METHODS = ("grpo", "max_at_k", "multi_rlvr", "vpo")
+
+
+def policy(name: str, train_seed: int) -> str:
+    return name if train_seed == 0 else f"{name}@{train_seed}"
 
 
 def set_args(name: str, n: int, rank_runs: str) -> tuple[list[str], dict[str, Any]]:
@@ -98,24 +125,80 @@ def stats_table(stats: dict[str, dict[str, Any]]) -> str:
                         "first answer parsed"], rows, "markdown")
 
 
+def summary_table(results: dict[str, dict[str, Any]]) -> str:
+    """One row per scope (set x training seed, pooled ones): every contrast on the best task scalar at
+    the largest budget, mean [95% CI] (bold where the interval excludes 0)."""
+    from vpo_harness.reports.tables import format_number, write_table
+
+    rows = []
+    for scope, res in results.items():
+        cells = [scope, str(res["n_mazes"])]
+        for label, _ in CONTRASTS:
+            c = res["contrasts"][f"{label}:best"]
+            txt = (f"{format_number(c['mean'], sign=True)} [{format_number(c['ci'][0], sign=True)}, "
+                   f"{format_number(c['ci'][1], sign=True)}]")
+            cells.append(f"**{txt}**" if c["ci"][0] > 0 or c["ci"][1] < 0 else txt)
+        rows.append(cells)
+    return write_table(["scope", "pairs"] + [SHORT[label] for label, _ in CONTRASTS], rows, "markdown",
+                       align="l" * (2 + len(CONTRASTS)))
+
+
+def parse_rates(out: Path, seeds: list[int], n_mazes: int, cuts: int) -> tuple[str, list[dict[str, Any]]]:
+    """First-answer parse rate of every method's policy of every training seed when it continues a
+    prefilled route (bench/prefix_parse_rate.py, on val mazes), resumable through ``parse_rate.json``."""
+    from bench.prefix_parse_rate import answers_per_call, measure
+    from vpo_harness.harness.core.models.zoo import policy_name
+    from vpo_harness.reports.tables import write_table
+
+    path = out / "parse_rate.json"
+    done = {r["model"]: r for r in (json.loads(path.read_text()) if path.is_file() else [])}
+    for method in PARSE_METHODS:
+        for ts in seeds:
+            name = policy_name(method, ts)
+            if name in done and done[name].get("n_mazes_asked") == n_mazes and done[name].get("cuts") == cuts:
+                continue
+            print(f"parse rate: {name}", flush=True)
+            r = measure(name, answers_per_call(name), split="val", n_mazes=n_mazes, cuts=cuts)
+            done[name] = {**r, "method": method, "training_seed": ts, "n_mazes_asked": n_mazes, "cuts": cuts}
+            out.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(list(done.values()), indent=2))
+    rows = [done[policy_name(m, ts)] for m in PARSE_METHODS for ts in seeds]
+    table = write_table(["method", "training seed", "m", "prefix calls", "first answer parsed", "s.e."],
+                        [[r["method"], str(r["training_seed"]), str(r["m"]), str(r["calls"]),
+                          r["first_answer_parse_rate"], r["se"]] for r in rows], "markdown")
+    return table, rows
+
+
 def main() -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vpo_harness.harness.core.seed_groups import parse_seeds
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="runs/evo-prefix")
+    ap.add_argument("--out", default="runs/evo-prefix-row")
     ap.add_argument("--budget", type=int, default=201, help="candidates per maze for every arm (multiple of 3)")
     ap.add_argument("--sets", default=",".join(("test-hardest",) + FRESH),
                     help="comma-separated: test-hardest and/or sSEED fresh sets")
+    ap.add_argument("--train-seeds", default="0-2", help="training seeds of the policies, e.g. 0-2 or 0")
     ap.add_argument("--n-mazes", type=int, default=32, help="mazes per set")
     ap.add_argument("--rank-runs", default="runs/demo/maze-tiny-vpo,runs/demo/maze-tiny-grpo",
                     help="the `vpo demo` runs whose lowest best@30 mazes form test-hardest")
     ap.add_argument("--cut", default="uniform", choices=("uniform", "plateau"), help="vpo evolve --cut")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--parallel", type=int, default=None, help="iterations of one maze in flight (vpo evolve --parallel)")
+    ap.add_argument("--jobs", type=int, default=1, help="`vpo evolve` commands run at once (one CPU thread each)")
+    ap.add_argument("--parse-mazes", type=int, default=50, help="val mazes of the per-method parse rate (0: skip it)")
+    ap.add_argument("--parse-cuts", type=int, default=4, help="prefix calls per val maze of the parse rate")
     ap.add_argument("--progress", action="store_true")
     a = ap.parse_args()
     if a.budget % 3 or a.budget < 3:
         raise SystemExit("--budget must be a positive multiple of 3 (the VPO policy writes sets of 3 routes)")
     if a.n_mazes < 2:
         raise SystemExit("--n-mazes must be >= 2 (paired intervals over mazes)")
+    try:
+        seeds = parse_seeds(a.train_seeds)
+    except ValueError as exc:
+        raise SystemExit(str(exc).replace("--seeds", "--train-seeds")) from None
     out = Path(a.out)
     quiet = [] if a.progress else ["--no-progress"]
     par = ["--parallel", str(a.parallel)] if a.parallel else []
@@ -123,45 +206,89 @@ def main() -> int:
     from vpo_harness.search.solved import thresholds
 
     t_start = time.time()
-    results: dict[str, dict[str, Any]] = {}
-    all_curves, all_ids, texts = [], [], []
+    sets = [s for s in a.sets.split(",") if s]
+    for name in sets:
+        set_args(name, a.n_mazes, a.rank_runs)  # an unknown set stops here, before any run
+    # every `vpo evolve` of the experiment (each with its sampling baseline), then the analysis
+    jobs: list[tuple[str, list[str]]] = []
+    folders: dict[tuple[str, int], dict[str, Path]] = {}
+    for name in sets:
+        sel, _ = set_args(name, a.n_mazes, a.rank_runs)
+        for ts in seeds:
+            f: dict[str, Path] = {}
+            for op, model, m in POLICIES:
+                folder = out / name / f"seed{ts}" / f"evolve-{op}"
+                jobs.append((f"{name}/seed{ts}/{op}", [
+                    "evolve", "--task", "maze", *sel, "--model", f"hf:{policy(model, ts)}", "-m", str(m),
+                    "--prompt-mode", "prefix", "--cut", a.cut, "--iterations", str(a.budget // m - 1),
+                    "--concurrency", str(a.concurrency), *par, "--out", str(folder), *quiet]))
+                f[f"evolve-{op}"], f[f"sample-{op}"] = folder, folder / "baseline"
+            folders[(name, ts)] = f
     times: dict[str, float] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool_:
+            for key, secs in zip([k for k, _ in jobs], pool_.map(lambda j: vpo(*j[1]), jobs)):
+                times[key] = secs
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"evolve_prefix: `vpo {' '.join(exc.cmd[3:])}` failed with exit status {exc.returncode} "
+                         "(its error is above); finished runs are kept, re-run the script once it is fixed") from None
+    results: dict[str, dict[str, Any]] = {}
+    texts: list[str] = []
+    by_set: dict[str, list[tuple[dict, list[str]]]] = {}
+    by_seed: dict[int, list[tuple[dict, list[str]]]] = {}
     stats: dict[str, dict[str, dict[str, Any]]] = {}
-    evolve_folders: list[dict[str, Path]] = []
-    for name in [s for s in a.sets.split(",") if s]:
-        sel, opts = set_args(name, a.n_mazes, a.rank_runs)
-        folders: dict[str, Path] = {}
-        for op, model, m in POLICIES:
-            folder = out / name / f"evolve-{op}"
-            times[f"{name}/{op}"] = vpo("evolve", "--task", "maze", *sel, "--model", model, "-m", str(m),
-                                        "--prompt-mode", "prefix", "--cut", a.cut,
-                                        "--iterations", str(a.budget // m - 1),
-                                        "--concurrency", str(a.concurrency), *par, "--out", str(folder), *quiet)
-            folders[f"evolve-{op}"], folders[f"sample-{op}"] = folder, folder / "baseline"
-        ids = json.loads((folders["evolve-vpo"] / "config.json").read_text())["identity"]["problems"]["ids"]
+    for (name, ts), f in folders.items():
+        _, opts = set_args(name, a.n_mazes, a.rank_runs)
+        ids = json.loads((f["evolve-vpo"] / "config.json").read_text())["identity"]["problems"]["ids"]
         task = get_task("maze", **opts)
         problems = [p for p in task.load("test") if p.id in set(ids)]
-        curves = curves_of(folders, a.budget, ids, thresholds(task, problems))
+        curves = curves_of(f, a.budget, ids, thresholds(task, problems))
         text, res = summarize(curves, ids, a.budget, ARMS, CONTRASTS)
-        evolve_folders.append(folders)
-        stats[name] = {f"evolve-{op}": evolve_stats([folders[f"evolve-{op}"]]) for op, _, _ in POLICIES}
-        res["evolve_stats"] = stats[name]
-        results[name] = res
-        all_curves.append(curves)
-        all_ids += [f"{name}/{i}" for i in ids]
-        texts.append(f"### {name}\n\n{text}\n\n{stats_table(stats[name])}\n")
+        scope = f"{name} / training seed {ts}"
+        stats[scope] = {f"evolve-{op}": evolve_stats([f[f"evolve-{op}"]]) for op, _, _ in POLICIES}
+        res["evolve_stats"] = stats[scope]
+        results[scope] = res
+        by_set.setdefault(name, []).append((curves, [f"seed{ts}/{i}" for i in ids]))
+        by_seed.setdefault(ts, []).append((curves, [f"{name}/{i}" for i in ids]))
+        texts.append(f"### {scope}\n\n{text}\n\n{stats_table(stats[scope])}\n")
         print(f"\n{texts[-1]}", flush=True)
-    if len(all_curves) > 1:
-        text, res = summarize(pool(all_curves), all_ids, a.budget, ARMS, CONTRASTS)
-        pooled = {f"evolve-{op}": evolve_stats([f[f"evolve-{op}"] for f in evolve_folders]) for op, _, _ in POLICIES}
-        res["evolve_stats"] = pooled
-        results["pool"] = res
-        texts.append(f"### pool of all sets ({len(all_ids)} mazes)\n\n{text}\n\n{stats_table(pooled)}\n")
+
+    def pooled(scope: str, parts: list[tuple[dict, list[str]]], keys: list[tuple[str, int]]) -> None:
+        text, res = summarize(pool([c for c, _ in parts]), [i for _, ids in parts for i in ids], a.budget, ARMS,
+                              CONTRASTS)
+        res["evolve_stats"] = {f"evolve-{op}": evolve_stats([folders[k][f"evolve-{op}"] for k in keys])
+                               for op, _, _ in POLICIES}
+        results[scope] = res
+        texts.append(f"### {scope} ({res['n_mazes']} (maze, training seed) pairs)\n\n{text}\n\n"
+                     f"{stats_table(res['evolve_stats'])}\n")
         print(f"\n{texts[-1]}", flush=True)
-    plot(results, a.budget, out / "prefix.png", ARMS, STYLE)
+
+    if len(seeds) > 1:
+        for name in sets:
+            pooled(f"{name} / pooled training seeds", by_set[name], [(name, ts) for ts in seeds])
+    if len(sets) > 1:
+        for ts in seeds:
+            pooled(f"pooled sets / training seed {ts}", by_seed[ts], [(n, ts) for n in sets])
+    if len(folders) > 1:
+        pooled("all", [p for v in by_set.values() for p in v], list(folders))
+    summary = summary_table(results)
+    print(f"\n## H1-H3 on the best task scalar at {a.budget} candidates per maze\n\n{summary}\n", flush=True)
+    parse_text = ""
+    if a.parse_mazes > 0:
+        parse_text, rates = parse_rates(out, seeds, a.parse_mazes, a.parse_cuts)
+        print(f"\n## First-answer parse rate when continuing a prefilled route (val mazes)\n\n{parse_text}\n",
+              flush=True)
+    shown = ([k for k in results if k.endswith("/ pooled training seeds")]
+             or [k for k in results if " / training seed " in k and not k.startswith("pooled")])
+    plot({k: results[k] for k in shown + (["all"] if "all" in results else [])}, a.budget, out / "prefix.png",
+         ARMS, STYLE)
     wall = time.time() - t_start
-    report = ("\n".join(texts) + "\nwall time of each `vpo evolve` (s; one already complete takes seconds): " +
+    report = (f"## H1-H3 on the best task scalar at {a.budget} candidates per maze\n\n{summary}\n\n"
+              + (f"## First-answer parse rate when continuing a prefilled route ({a.parse_mazes} val mazes, "
+                 f"{a.parse_cuts} cuts each)\n\n{parse_text}\n\n" if parse_text else "")
+              + "\n".join(texts) + "\nwall time of each `vpo evolve` (s; one already complete takes seconds): " +
               ", ".join(f"{k} {v:.0f}" for k, v in times.items()) + f"; whole script {wall:.0f} s\n")
+    out.mkdir(parents=True, exist_ok=True)
     (out / "prefix.md").write_text(report)
     (out / "prefix.json").write_text(json.dumps({k: {kk: vv for kk, vv in v.items() if kk != "_curves"}
                                                  for k, v in results.items()}, indent=2))
