@@ -4,6 +4,8 @@
         --dest checkpoints/maze-tiny-vpo --command "vpo train ..." --demo runs/demo \
         [--checkpoint runs/train/maze-vpo/step_0050]   # the step chosen on validation (default: last)
 
+The evaluation section is filled later from the policy's own demo run (``vpo demo --write-cards``).
+
 The optimizer state (state.pt) stays behind: a bundled checkpoint is for inference and must stay small.
 """
 from __future__ import annotations
@@ -138,6 +140,13 @@ cp {(out / 'vpo_training.json').resolve()} {hf}/
     return path
 
 
+#: the paper's Maze best@30 of the four methods, closing every card's evaluation section
+PAPER_LINE = ("Paper (Qwen3-4B, Maze best@30): GRPO 0.432, Max-at-K 0.577, Multi-RLVR 0.436, VPO 0.593; "
+              "diversity GRPO 0.003, VPO 1.01.")
+#: the heading of a card's evaluation section (harness.app.demo.write_card_evaluation rewrites it)
+EVAL_HEAD = "## Evaluation (`vpo demo`"
+
+
 def write_card(run: Path, sft: Path, dest: Path, command: str, demo: Path | None, notes: str = "",
                checkpoint: Path | None = None, fp16: bool = False) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
@@ -228,14 +237,14 @@ scored by the paper's scorer (`parse=paper`, the default). This checkpoint was R
 
 Raw curves: `rl_curves.jsonl`, `sft_curves.jsonl`.
 {validation_section(run)}
-## Evaluation (`vpo demo`: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
+{EVAL_HEAD}: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
 VPO/Multi-RLVR: 10 chains x 3 answers; single-answer models: 30 samples. best@k on the task scalar
 (mean of completion, gold, diamond, avoid_lava; `convex_bonus` reward, the paper's scorer), mean ±
 standard error over mazes.
 
 {eval_md or '(not evaluated yet)'}
 
-Paper (Qwen3-4B): GRPO 0.432, VPO 0.593 best@30; diversity 0.003 vs 1.01.
+{PAPER_LINE}
 {notes}
 """
     (dest / "README.md").write_text(card)

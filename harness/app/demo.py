@@ -123,17 +123,20 @@ def write_groups(out: Path, done: Sequence[tuple[DemoRun, Path]]) -> dict[str, P
 
 
 def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TABLE_KS,
-                 paper: dict[str, float | None] | None = None, fmt: str = "markdown") -> str:
+                 paper: dict[str, float | None] | None = None, fmt: str = "markdown",
+                 seeds: dict[str, str] | None = None) -> str:
     """best@k at ``ks``, pass@1 and pass@k_max and diversity, each mean ± s.e.
     over mazes (and s± between training seeds when a row aggregates several), then the paper's
-    best@k_max of the row's method when ``paper`` (label -> value) is given."""
+    best@k_max of the row's method when ``paper`` (label -> value) is given; ``seeds`` (label ->
+    text) names the training seed of a row that is a single run."""
     from vpo_harness.reports.tables import TRAINING_SEED_LEGEND, write_table
 
     head = (["model", "training seeds"] + [f"best@{k}" for k in ks] + ["pass@1", f"pass@{ks[-1]}", "diversity"]
             + ([f"paper best@{ks[-1]}"] if paper is not None else []))
     lines = []
+    seeds_of = seeds
     for name, res in rows:
-        seeds = ",".join(str(s) for s in res.seeds) if res.seeds else "-"
+        seeds = ",".join(str(s) for s in res.seeds) if res.seeds else (seeds_of or {}).get(name, "-")
         cells = [name, seeds] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
                                                                  res.diversity]
         if paper is not None:
@@ -145,11 +148,12 @@ def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TAB
 
 def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_size: int = 200, seed: int = 0,
              only: Sequence[str] | None = None, cache: bool | None = None,
-             train_seeds: Sequence[int] = (0,)) -> Path:
+             train_seeds: Sequence[int] = (0,), write_cards: bool = False) -> Path:
     """Evaluate the row's policies for each training seed, print the table (mean over the training
     seeds, s.e. over mazes and between seeds, the paper's best@30 beside ours), write
     demo_table.md, demo_metrics.json, the plots and the report. ``cache``: the generation cache
-    (``--cache/--no-cache``; None: on, the checkpoints are seeded hf)."""
+    (``--cache/--no-cache``; None: on, the checkpoints are seeded hf); ``write_cards``: fill each
+    policy's model card with its own row (:func:`write_card_evaluation`)."""
     from vpo_harness.harness.core.results import load_run
     from vpo_harness.harness.eval.runner import run
 
@@ -193,5 +197,41 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
     if len(groups) > 1:
         names = list(groups.values())
         print(f"paired differences over (maze, training seed): vpo compare {' '.join(str(g) for g in names)}")
+    if write_cards:
+        command = "vpo demo" + (f" --seeds {','.join(map(str, train_seeds))}" if list(train_seeds) != [0] else "")
+        for r, folder in done:
+            print(f"model card: {write_card_evaluation(r.checkpoint, folder, command)}")
     print(f"demo wall time: {time.time() - t0:.0f}s")
     return out
+
+
+def write_card_evaluation(checkpoint: Path, run: Path, command: str) -> Path:
+    """Rewrite the evaluation section of the model card in ``checkpoint`` with the policy's own demo
+    run: its row of the demo table (the paper's best@30 beside it) and the command that made it. Why:
+    a card is written when training ends, before any test-split run, so its evaluation is filled in
+    afterwards from the demo's stored results, never from a number typed by hand."""
+    from vpo_harness.harness.core.results import load_run
+    from vpo_harness.training.model_card import EVAL_HEAD, PAPER_LINE
+
+    card = Path(checkpoint) / "README.md"
+    text = card.read_text(encoding="utf-8")
+    start = text.find(EVAL_HEAD)
+    if start < 0:
+        raise ValueError(f"{card}: no '{EVAL_HEAD}...' section to fill")
+    record = json.loads((Path(checkpoint) / "vpo_training.json").read_text(encoding="utf-8"))
+    method = record.get("method") or (record.get("config") or {}).get("method")
+    seed = (record.get("config") or {}).get("seed")
+    summary = load_run(run).summary
+    if summary is None:
+        raise ValueError(f"{run}: no results to fill {card} with")
+    label = LABELS.get(method, str(method))
+    table = format_table([(label, summary)], paper={label: PAPER_BEST30.get(method)}, seeds={label: str(seed)})
+    body = (f"{EVAL_HEAD}: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)\n"
+            "VPO/Multi-RLVR: 10 chains x 3 answers; single-answer models: 30 samples. best@k on the task scalar\n"
+            "(mean of completion, gold, diamond, avoid_lava; `convex_bonus` reward, the paper's scorer), mean ±\n"
+            f"standard error over mazes; training seed {seed}. Made by `{command}` (its run folder "
+            f"`{Path(run).name}`).\n\n{table}\n\n{PAPER_LINE}\n")
+    rest = text[start:]
+    end = rest.find("\n## ", len(EVAL_HEAD))
+    card.write_text(text[:start] + body + (rest[end:] if end >= 0 else ""), encoding="utf-8")
+    return card

@@ -51,3 +51,33 @@ def test_demo_only_filter_and_training_seeds(tmp_path: Path) -> None:
     assert parse_methods(None) == parse_methods(["all"]) == list(zoo.ROW_METHODS)
     with pytest.raises(ValueError, match="--only: unknown method 'ppo'"):
         parse_methods(["vpo", "ppo"])
+
+
+def test_card_evaluation_is_the_policys_own_demo_row(tmp_path: Path) -> None:
+    """`vpo demo --write-cards` rewrites only the card's evaluation section, from the stored run: the
+    numbers are the run's own, the paper's value of the method sits beside them, the rest of the card
+    is kept."""
+    import json
+
+    from vpo_harness.harness.app.demo import write_card_evaluation
+    from vpo_harness.harness.core.config import RunConfig
+    from vpo_harness.harness.core.results import load_run
+    from vpo_harness.harness.eval.runner import run
+    from vpo_harness.training.model_card import EVAL_HEAD
+    from tests.fakes.scripted_backend import ScriptedBackend
+
+    cfg = RunConfig.of(task="maze", model="scripted:x", limit=3, n=4, ks=(1, 2, 4), out=str(tmp_path / "run"),
+                       progress=False)
+    folder = run(cfg, backend=ScriptedBackend())
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "vpo_training.json").write_text(json.dumps({"config": {"method": "max_at_k", "seed": 2}}))
+    (ck / "README.md").write_text(f"# card\n\nkept above\n\n{EVAL_HEAD}: old)\n\n(not evaluated yet)\n\n"
+                                  "## Notes\n\nkept below\n")
+    write_card_evaluation(ck, folder, "vpo demo --seeds 0,1,2")
+    card = (ck / "README.md").read_text()
+    best1 = load_run(folder).summary.best[1]
+    assert "kept above" in card and "## Notes\n\nkept below" in card and "(not evaluated yet)" not in card
+    row = next(ln for ln in card.splitlines() if ln.startswith("| Max-at-K |"))
+    assert f"| {best1.mean:.3f} ± {best1.stderr:.3f} |" in row and row.endswith("| 0.577 |")
+    assert "| 2 |" in row and "`vpo demo --seeds 0,1,2`" in card

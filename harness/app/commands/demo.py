@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="sampling seed of every run (the training seeds are --seeds)")
     p.add_argument("--only", nargs="*", default=None,
                    help="methods to evaluate, space- or comma-separated: grpo max_at_k multi_rlvr vpo (default: all)")
+    p.add_argument("--write-cards", action="store_true",
+                   help="write each policy's row into the evaluation section of its model card (checkpoints/)")
     add_cache_flag(p)
     return p
 
@@ -55,5 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     run_demo(Path(args.checkpoints), Path(args.out), limit=args.limit, batch_size=args.batch_size,
-             seed=args.seed, only=args.only, cache=args.cache, train_seeds=args.seeds)
+             seed=args.seed, only=args.only, cache=args.cache, train_seeds=args.seeds,
+             write_cards=args.write_cards)
     return 0
