@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from vpo_harness.harness.core.config import recorded_ks
 from vpo_harness.harness.core.metrics import Estimate, mean_se
 from vpo_harness.harness.core.results import RunResults, read_results, results_at
-from vpo_harness.harness.core.seed_groups import MARKER, group_state, is_seed_group, read_marker, seed_runs
+from vpo_harness.harness.core.seed_groups import MARKER, axis, group_state, is_seed_group, read_marker, seed_runs
 from vpo_harness.harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
 from vpo_harness.reports.colours import StyleBook
 from vpo_harness.reports.tables import format_estimate
@@ -234,7 +234,7 @@ def _summarise_group(folder: Path, run_id: str) -> RunEntry:
     folder yet."""
     seeds = seed_runs(folder)
     first = summarise(seeds[0][1], str(seeds[0][1]))
-    row = {**first.row, "id": run_id, "path": str(folder), "kind": "seeds", "note": None,
+    row = {**first.row, "id": run_id, "path": str(folder), "kind": "seeds", "note": None, "seed_axis": axis(folder),
            "seeds": [s for s, _ in seeds], "seed_runs": [str(f) for _, f in seeds]}
     res = results_at(folder)
     if res is None:
