@@ -217,50 +217,50 @@ def _less_seed(ident: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _foreign_member(parent: Path, seed: int, marker: dict[str, Any], ident: dict[str, Any],
-                    first: tuple[int, dict[str, Any]] | None) -> str | None:
-    """:func:`_foreign` for a training-seed group: the member must hold the model the marker names
-    for its seed, and share everything else with the marker and with the group's first member."""
-    folder = member_folder(parent, marker, seed)
-    want = marker["models"][str(seed)]
-    got = (ident.get("model") or {}).get("spec")
-    if got != want:
-        return (f"{folder}: not training seed {seed} of the group {parent}: field identity.model.spec is "
-                f"{_short(got)}, the group's marker names {_short(want)}")
+def _shared_mismatch(marker: dict[str, Any], ident: dict[str, Any], first: tuple[int, dict[str, Any]] | None,
+                     strip: Any) -> tuple[str, Any, Any, int | None] | None:
+    """The first identity field where a member differs from what the group shares, as (field, the
+    group's value, the member's value, the seed it was checked against or None for the marker):
+    checked against the marker, then against the group's first member on everything else its
+    identity records (the weights digest, the problems). ``strip``: the identity less what varies
+    along the group's axis."""
     shared = marker.get("identity") or {}
-    diff, a, b = identity_diff(shared, {k: v for k, v in less_model(ident).items() if k in shared})
-    other = "the group's marker"
+    diff, a, b = identity_diff(shared, {k: v for k, v in strip(ident).items() if k in shared})
+    against = None
     if not diff and first is not None:
-        diff, a, b = identity_diff(less_model(first[1]), less_model(ident))
-        other = f"training seed {first[0]}"
-    if not diff:
-        return None
-    k = diff[0]
-    return (f"{folder}: not a member of the training-seed group {parent}: field identity.{k} is {_short(b.get(k))}, "
-            f"{other} has {_short(a.get(k))} (re-run `vpo demo` with the group's settings)")
+        diff, a, b = identity_diff(strip(first[1]), strip(ident))
+        against = first[0]
+    return (diff[0], a.get(diff[0]), b.get(diff[0]), against) if diff else None
 
 
 def _foreign(parent: Path, seed: int, marker: dict[str, Any], ident: dict[str, Any],
              first: tuple[int, dict[str, Any]] | None) -> str | None:
-    """Why seed folder ``seed`` is not a run of this group (one line naming the folder and the
-    field), or None. Checked against the marker (task, model, sampling less the seed) and against
-    the group's first seed on everything else its identity records (the weights digest, the
-    problems), so runs of other weights under one model name cannot mix either."""
-    folder = seed_folder(parent, seed)
-    got = (ident.get("sampling") or {}).get("seed")
-    if got != seed:
-        return f"{folder}: not seed {seed} of the group {parent}: field identity.sampling.seed is {got!r}"
-    shared = marker.get("identity") or {}
-    diff, a, b = identity_diff(shared, {k: v for k, v in _less_seed(ident).items() if k in shared})
-    other = "the group's marker"
-    if not diff and first is not None:
-        diff, a, b = identity_diff(_less_seed(first[1]), _less_seed(ident))
-        other = f"seed {first[0]}"
-    if not diff:
+    """Why the folder of ``seed`` is not a run of this group (one line naming the folder and the
+    field), or None. A sampling-seed folder must hold its own seed; a training-seed member must hold
+    the model the marker names for its seed. Both must share everything else with the group
+    (:func:`_shared_mismatch`), so runs of other weights under one model name cannot mix either."""
+    folder = member_folder(parent, marker, seed)
+    training = marker["kind"] == TRAINING_KIND
+    if training:
+        want, got = marker["models"][str(seed)], (ident.get("model") or {}).get("spec")
+        if got != want:
+            return (f"{folder}: not training seed {seed} of the group {parent}: field identity.model.spec is "
+                    f"{_short(got)}, the group's marker names {_short(want)}")
+    else:
+        got = (ident.get("sampling") or {}).get("seed")
+        if got != seed:
+            return f"{folder}: not seed {seed} of the group {parent}: field identity.sampling.seed is {got!r}"
+    bad = _shared_mismatch(marker, ident, first, less_model if training else _less_seed)
+    if bad is None:
         return None
-    k = diff[0]
-    return (f"{folder}: not a seed of the group {parent}: field identity.{k} is {_short(b.get(k))}, "
-            f"{other} has {_short(a.get(k))} (move the folder out, or re-run that seed with the group's settings)")
+    k, theirs, mine, against = bad
+    noun = "training seed" if training else "seed"
+    other = "the group's marker" if against is None else f"{noun} {against}"
+    what = "a member of the training-seed group" if training else "a seed of the group"
+    fix = ("re-run `vpo demo` with the group's settings" if training
+           else "move the folder out, or re-run that seed with the group's settings")
+    return (f"{folder}: not {what} {parent}: field identity.{k} is {_short(mine)}, {other} has {_short(theirs)} "
+            f"({fix})")
 
 
 def group_state(parent: str | Path) -> GroupState:
@@ -284,7 +284,7 @@ def group_state(parent: str | Path) -> GroupState:
         ident = store.read_config().get("identity")
         if not isinstance(ident, dict):
             raise RunStoreError(f"{folder / CONFIG}: field 'identity': missing, so it cannot be a seed of {parent}")
-        problem = (_foreign_member if training else _foreign)(parent, seed, marker, ident, first)
+        problem = _foreign(parent, seed, marker, ident, first)
         if problem:
             raise RunStoreError(problem)
         first = first or (seed, ident)
