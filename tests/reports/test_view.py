@@ -266,14 +266,20 @@ def test_vpo_view_serves_until_interrupted(runs):
     repo = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", "view", str(runs["vpo"].parent), "--port", "0"],
                             cwd=repo, env={**os.environ, "PYTHONPATH": child_pythonpath()}, stderr=subprocess.PIPE, text=True)
+    import threading
+
+    rest: list[str] = []
     try:
         line = proc.stderr.readline()
         m = re.search(r"(\d+) run folders under .*; serving (http://127\.0\.0\.1:\d+/)", line)
         assert m and int(m.group(1)) == len(runs), line
+        # keep reading stderr: a child blocked on a full pipe could not exit, whatever its Ctrl-C does
+        drain = threading.Thread(target=lambda: rest.extend(proc.stderr), daemon=True)
+        drain.start()
         status, _, body = _get(m.group(2) + "api/runs")
         assert status == 200 and len(json.loads(body)["runs"]) == len(runs)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=60) == 0, "".join(rest)[-2000:]
     finally:
         if proc.poll() is None:
             proc.kill()
