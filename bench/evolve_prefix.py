@@ -58,8 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.search_arms import Contrast, curves_of, pair, plot, pool, summarize, vpo  # noqa: E402
 
 ARMS = ("evolve-vpo", "sample-vpo", "evolve-grpo", "sample-grpo")
-#: (operator, zoo name of training seed 0, answers per call); seed s is ``<name>@s`` (harness.core.models.zoo)
-POLICIES = (("vpo", "maze-tiny-vpo", 3), ("grpo", "maze-tiny-grpo", 1))
+#: (operator: the training method, answers per call); training seed s is the zoo's
+#: ``policy_name(method, s)`` (``maze-tiny-vpo``, ``maze-tiny-vpo@1``, ...)
+POLICIES = (("vpo", 3), ("grpo", 1))
 CONTRASTS: list[Contrast] = [
     pair("evolve-vpo", "sample-vpo"), pair("evolve-grpo", "sample-grpo"),   # H1
     pair("evolve-vpo", "evolve-grpo"),                                       # H2
@@ -80,10 +81,6 @@ FRESH = ("s610001", "s620002", "s630003")
 EARLIER_FRESH = ("s910000", "s920000", "s930000")
 #: the methods whose prefix parse rate the experiment prints (bench/prefix_parse_rate.py, val mazes)
 PARSE_METHODS = ("grpo", "max_at_k", "multi_rlvr", "vpo")
-
-
-def policy(name: str, train_seed: int) -> str:
-    return name if train_seed == 0 else f"{name}@{train_seed}"
 
 
 def set_args(name: str, n: int, rank_runs: str) -> tuple[list[str], dict[str, Any]]:
@@ -172,6 +169,7 @@ def parse_rates(out: Path, seeds: list[int], n_mazes: int, cuts: int) -> tuple[s
 def main() -> int:
     from concurrent.futures import ThreadPoolExecutor
 
+    from vpo_harness.harness.core.models.zoo import policy_name
     from vpo_harness.harness.core.seed_groups import parse_seeds
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -216,10 +214,10 @@ def main() -> int:
         sel, _ = set_args(name, a.n_mazes, a.rank_runs)
         for ts in seeds:
             f: dict[str, Path] = {}
-            for op, model, m in POLICIES:
+            for op, m in POLICIES:
                 folder = out / name / f"seed{ts}" / f"evolve-{op}"
                 jobs.append((f"{name}/seed{ts}/{op}", [
-                    "evolve", "--task", "maze", *sel, "--model", f"hf:{policy(model, ts)}", "-m", str(m),
+                    "evolve", "--task", "maze", *sel, "--model", f"hf:{policy_name(op, ts)}", "-m", str(m),
                     "--prompt-mode", "prefix", "--cut", a.cut, "--iterations", str(a.budget // m - 1),
                     "--concurrency", str(a.concurrency), *par, "--out", str(folder), *quiet]))
                 f[f"evolve-{op}"], f[f"sample-{op}"] = folder, folder / "baseline"
@@ -245,7 +243,7 @@ def main() -> int:
         curves = curves_of(f, a.budget, ids, thresholds(task, problems))
         text, res = summarize(curves, ids, a.budget, ARMS, CONTRASTS)
         scope = f"{name} / training seed {ts}"
-        stats[scope] = {f"evolve-{op}": evolve_stats([f[f"evolve-{op}"]]) for op, _, _ in POLICIES}
+        stats[scope] = {f"evolve-{op}": evolve_stats([f[f"evolve-{op}"]]) for op, _ in POLICIES}
         res["evolve_stats"] = stats[scope]
         results[scope] = res
         by_set.setdefault(name, []).append((curves, [f"seed{ts}/{i}" for i in ids]))
@@ -257,7 +255,7 @@ def main() -> int:
         text, res = summarize(pool([c for c, _ in parts]), [i for _, ids in parts for i in ids], a.budget, ARMS,
                               CONTRASTS)
         res["evolve_stats"] = {f"evolve-{op}": evolve_stats([folders[k][f"evolve-{op}"] for k in keys])
-                               for op, _, _ in POLICIES}
+                               for op, _ in POLICIES}
         results[scope] = res
         texts.append(f"### {scope} ({res['n_mazes']} (maze, training seed) pairs)\n\n{text}\n\n"
                      f"{stats_table(res['evolve_stats'])}\n")

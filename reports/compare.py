@@ -14,7 +14,7 @@ import numpy as np
 
 from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate
 from vpo_harness.harness.core.seed_groups import unit_label, unit_seed as seed_of_unit
-from vpo_harness.reports.tables import TRAINING_SEED_LEGEND, Cell, format_number, latex_escape, legend_for, write_table
+from vpo_harness.reports.tables import Cell, format_number, latex_escape, legend_for, write_table
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
 #: config fields that must agree between compared runs (reward mode lives in the task options)
@@ -127,6 +127,13 @@ class Comparison:
     seed: int
     #: run label -> seeds as read, for each seed group among the runs (``2 of 3 seeds, partial: ...``)
     groups: dict[str, str] = field(default_factory=dict)
+    #: run label -> what its seeds vary ("sampling" or "training"), for each seed group among the runs
+    axes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def seed_legend(self) -> str:
+        """The legend line of the seed groups' ``s±`` (training or sampling seeds)."""
+        return legend_for(list(self.axes.values()))
 
     @property
     def partial(self) -> dict[str, str]:
@@ -293,7 +300,8 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
                             int((di < -TIE_TOL).sum()), _se(a[i][ok]), _se(b[i][ok]), _se(di), **by_seed))
         solved[run.label] = solved_only(base, run, shared, keys[0], keys[j])
     return Comparison(rows, shared_n, {r.label: len(r.problem_ids) for r in runs}, solved, ks, strategies,
-                      resamples, seed, {r.label: r.seeds_label for r in runs if r.seeds})
+                      resamples, seed, {r.label: r.seeds_label for r in runs if r.seeds},
+                      {r.label: r.seed_axis for r in runs if r.seeds})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -307,8 +315,8 @@ def format_table(comp: Comparison) -> str:
              f"[{format_number(r.ci_low, sign=True)}, {format_number(r.ci_high, sign=True)}]",
              f"{r.wins}/{r.ties}/{r.losses}"] for r in comp.rows]
     base = comp.rows[0].baseline if comp.rows else "?"
-    legend = legend_for(list(comp.groups.values()))
-    seed = "training seed" if legend == TRAINING_SEED_LEGEND else "seed"
+    legend = comp.seed_legend
+    seed = "training seed" if "training" in comp.axes.values() else "seed"
     pairs = f"(problem, {seed}) pairs" if any(r.n_seeds > 1 for r in comp.rows) else "shared problems"
     out = [f"baseline: {base}; differences are run - baseline, paired over {pairs}, "
            f"95% bootstrap CI ({comp.resamples} resamples, seed {comp.seed})", *comp.notes(),
@@ -371,7 +379,7 @@ def to_latex(comp: Comparison, nd: int = 3) -> str:
     note = (f"vpo compare: run - baseline over shared problems; 95% paired bootstrap CI ({comp.resamples} "
             f"resamples, seed {comp.seed}); bold: the CI excludes 0")
     return write_table(head, rows, "latex", nd=nd, align=align, notes=[note, *comp.notes()],
-                       seed_legend=legend_for(list(comp.groups.values())))
+                       seed_legend=comp.seed_legend)
 
 
 def to_markdown(comp: Comparison, nd: int = 3) -> str:
@@ -380,4 +388,4 @@ def to_markdown(comp: Comparison, nd: int = 3) -> str:
     note = (f"Run minus baseline over shared problems; mean ± standard error; 95% paired bootstrap CI "
             f"({comp.resamples} resamples, seed {comp.seed}); bold: the CI excludes 0 (higher is better).")
     return write_table(head, rows, "markdown", nd=nd, align=align, notes=[note, *comp.notes()],
-                       seed_legend=legend_for(list(comp.groups.values())))
+                       seed_legend=comp.seed_legend)

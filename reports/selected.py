@@ -51,12 +51,12 @@ def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed
     lines: list[list[str]] = []
     ks_all: list[int] = []
     per_run = []
-    seed_labels: list[str] = []
+    axes: list[str] = []
     for p in paths:
         run = load_pools(p)
         if not run.problem_ids:
             continue
-        seed_labels.append(run.seeds_label)
+        axes.append(run.seed_axis)
         cur = curves(run, strategies, seed, ks)
         per_run.append((run.label, cur))
         ks_all = sorted(set(ks_all) | {k for c in cur.values() for k in c})
@@ -74,7 +74,7 @@ def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed
                 mc = f"[mc {e['mc_stderr']:.3f}]" if e["mc_stderr"] >= 5e-4 else ""
                 cells.append(Cell(as_estimate(e), note=mc))
             lines.append([label, s + (" (=best@k)" if s == "oracle" else "")] + cells)
-    return write_table(head, lines, align="l" * len(head), seed_legend=legend_for(seed_labels))
+    return write_table(head, lines, align="l" * len(head), seed_legend=legend_for(axes))
 
 
 def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, labels: Sequence[str] | None = None,

@@ -36,10 +36,10 @@ TRAINING_SEED_LEGEND = ("±: standard error over problems; s±: standard error b
                         "(one policy per seed, same sampling settings)")
 
 
-def legend_for(seed_labels: "Sequence[str]") -> str:
-    """The seed legend of a table whose groups are named by ``seed_labels`` (``3 seeds``, ``3
-    training seeds``): the training one when a training-seed group is among them."""
-    return TRAINING_SEED_LEGEND if any("training seed" in str(x) for x in seed_labels) else SEED_LEGEND
+def legend_for(axes: "Sequence[str]") -> str:
+    """The seed legend of a table holding groups along ``axes`` (each "sampling" or "training", as
+    ``harness.core.seed_groups`` names them): the training one when a training-seed group is among them."""
+    return TRAINING_SEED_LEGEND if "training" in axes else SEED_LEGEND
 
 
 def format_number(x: float | None, nd: int = 3, sign: bool = False) -> str:

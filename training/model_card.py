@@ -17,6 +17,8 @@ import platform
 import shutil
 from pathlib import Path
 
+from vpo_harness.harness.core.models.zoo import PAPER_MAZE_BEST30, ROW_LABELS
+
 HF_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
             "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json", "vpo_training.json")
 
@@ -141,8 +143,9 @@ cp {(out / 'vpo_training.json').resolve()} {hf}/
 
 
 #: the paper's Maze best@30 of the four methods, closing every card's evaluation section
-PAPER_LINE = ("Paper (Qwen3-4B, Maze best@30): GRPO 0.432, Max-at-K 0.577, Multi-RLVR 0.436, VPO 0.593; "
-              "diversity GRPO 0.003, VPO 1.01.")
+PAPER_LINE = ("Paper (Qwen3-4B, Maze best@30): "
+              + ", ".join(f"{ROW_LABELS[m]} {v:.3f}" for m, v in PAPER_MAZE_BEST30.items())
+              + "; diversity GRPO 0.003, VPO 1.01.")
 #: the heading of a card's evaluation section (harness.app.demo.write_card_evaluation rewrites it)
 EVAL_HEAD = "## Evaluation (`vpo demo`"
 

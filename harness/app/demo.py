@@ -21,7 +21,8 @@ from typing import Sequence
 
 from vpo_harness.harness.core.config import RunConfig
 from vpo_harness.harness.core.metrics import DEFAULT_KS as DEMO_KS
-from vpo_harness.harness.core.models.zoo import (ROW_METHODS, TINY_MAZE_DEFAULTS, policy_folder_name, policy_name,
+from vpo_harness.harness.core.models.zoo import (PAPER_MAZE_BEST30 as PAPER_BEST30, ROW_LABELS as LABELS,
+                                                 ROW_METHODS, TINY_MAZE_DEFAULTS, policy_folder_name, policy_name,
                                                  train_hint)
 from vpo_harness.harness.core.results import RunResults
 from vpo_harness.training.advantages import MULTI_ANSWER
@@ -29,10 +30,6 @@ from vpo_harness.training.advantages import MULTI_ANSWER
 DEMO_POOL = DEMO_KS[-1]  # candidates per maze: 10 chains x 3 answers, or 30 samples
 #: the ks of the printed table (every k of DEMO_KS is in demo_metrics.json and the plot)
 TABLE_KS = (1, 8, DEMO_POOL)
-#: table label of each method of the paper's Maze row, in the paper's order
-LABELS: dict[str, str] = {"grpo": "GRPO", "max_at_k": "Max-at-K", "multi_rlvr": "Multi-RLVR", "vpo": "VPO"}
-#: the paper's Maze best@30 of each method (arXiv 2605.22817, Maze row), printed beside ours
-PAPER_BEST30: dict[str, float] = {"grpo": 0.432, "max_at_k": 0.577, "multi_rlvr": 0.436, "vpo": 0.593}
 #: how a user may spell a method on ``--only``
 _ALIASES = {"max@k": "max_at_k", "max-at-k": "max_at_k", "maxatk": "max_at_k", "multi-rlvr": "multi_rlvr",
             "multirlvr": "multi_rlvr"}
@@ -134,10 +131,9 @@ def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TAB
     head = (["model", "training seeds"] + [f"best@{k}" for k in ks] + ["pass@1", f"pass@{ks[-1]}", "diversity"]
             + ([f"paper best@{ks[-1]}"] if paper is not None else []))
     lines = []
-    seeds_of = seeds
     for name, res in rows:
-        seeds = ",".join(str(s) for s in res.seeds) if res.seeds else (seeds_of or {}).get(name, "-")
-        cells = [name, seeds] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
+        seed_text = ",".join(str(s) for s in res.seeds) if res.seeds else (seeds or {}).get(name, "-")
+        cells = [name, seed_text] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
                                                                  res.diversity]
         if paper is not None:
             val = paper.get(name)
@@ -192,22 +188,22 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
     from vpo_harness.reports.report import build_report
 
     # GRPO first (the paper's order): the report's paired comparison is every run minus the first one
-    rep = build_report([g for g in groups.values()], out / "report.html", labels=labels)
+    rep = build_report(list(groups.values()), out / "report.html", labels=labels)
     print(f"report: {rep}")
     if len(groups) > 1:
-        names = list(groups.values())
-        print(f"paired differences over (maze, training seed): vpo compare {' '.join(str(g) for g in names)}")
+        print(f"paired differences over (maze, training seed): vpo compare {' '.join(map(str, groups.values()))}")
     if write_cards:
         command = "vpo demo" + (f" --seeds {','.join(map(str, train_seeds))}" if list(train_seeds) != [0] else "")
         for r, folder in done:
-            print(f"model card: {write_card_evaluation(r.checkpoint, folder, command)}")
+            print(f"model card: {write_card_evaluation(r.checkpoint, folder, command, r.method, r.train_seed)}")
     print(f"demo wall time: {time.time() - t0:.0f}s")
     return out
 
 
-def write_card_evaluation(checkpoint: Path, run: Path, command: str) -> Path:
+def write_card_evaluation(checkpoint: Path, run: Path, command: str, method: str, seed: int) -> Path:
     """Rewrite the evaluation section of the model card in ``checkpoint`` with the policy's own demo
-    run: its row of the demo table (the paper's best@30 beside it) and the command that made it. Why:
+    run (``method``, training ``seed``): its row of the demo table (the paper's best@30 beside it) and
+    the command that made it. Why:
     a card is written when training ends, before any test-split run, so its evaluation is filled in
     afterwards from the demo's stored results, never from a number typed by hand."""
     from vpo_harness.harness.core.results import load_run
@@ -218,13 +214,10 @@ def write_card_evaluation(checkpoint: Path, run: Path, command: str) -> Path:
     start = text.find(EVAL_HEAD)
     if start < 0:
         raise ValueError(f"{card}: no '{EVAL_HEAD}...' section to fill")
-    record = json.loads((Path(checkpoint) / "vpo_training.json").read_text(encoding="utf-8"))
-    method = record.get("method") or (record.get("config") or {}).get("method")
-    seed = (record.get("config") or {}).get("seed")
     summary = load_run(run).summary
     if summary is None:
         raise ValueError(f"{run}: no results to fill {card} with")
-    label = LABELS.get(method, str(method))
+    label = LABELS.get(method, method)
     table = format_table([(label, summary)], paper={label: PAPER_BEST30.get(method)}, seeds={label: str(seed)})
     body = (f"{EVAL_HEAD}: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)\n"
             "VPO/Multi-RLVR: 10 chains x 3 answers; single-answer models: 30 samples. best@k on the task scalar\n"

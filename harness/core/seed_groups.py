@@ -104,11 +104,6 @@ def read_marker(parent: str | Path) -> dict[str, Any]:
     return d
 
 
-def axis(parent: str | Path) -> str:
-    """``"training"`` for a training-seed group, ``"sampling"`` for a `vpo run --seeds` group."""
-    return "training" if read_marker(parent)["kind"] == TRAINING_KIND else "sampling"
-
-
 def register_training_seeds(parent: str | Path, members: dict[int, Path], models: dict[int, str],
                             shared: dict[str, Any]) -> None:
     """Write the marker of a training-seed group: ``members`` (training seed -> run folder),

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from vpo_harness.harness.core.config import recorded_ks
 from vpo_harness.harness.core.metrics import Estimate, mean_se
 from vpo_harness.harness.core.results import RunResults, read_results, results_at
-from vpo_harness.harness.core.seed_groups import MARKER, axis, group_state, is_seed_group, read_marker, seed_runs
+from vpo_harness.harness.core.seed_groups import MARKER, group_state, is_seed_group, seed_runs
 from vpo_harness.harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
 from vpo_harness.reports.colours import StyleBook
 from vpo_harness.reports.tables import format_estimate
@@ -232,16 +232,17 @@ def _summarise_group(folder: Path, run_id: str) -> RunEntry:
     (``vpo_harness.harness.core.results.results_at``, which counts a seed still running with its rows so far);
     partial while a seed is (the aggregate's ``partial``), or while a seed the group lists has no
     folder yet."""
-    seeds = seed_runs(folder)
+    state = group_state(folder)
+    seeds = state.runs
     first = summarise(seeds[0][1], str(seeds[0][1]))
-    row = {**first.row, "id": run_id, "path": str(folder), "kind": "seeds", "note": None, "seed_axis": axis(folder),
+    row = {**first.row, "id": run_id, "path": str(folder), "kind": "seeds", "note": None, "seed_axis": state.axis,
            "seeds": [s for s, _ in seeds], "seed_runs": [str(f) for _, f in seeds]}
     res = results_at(folder)
     if res is None:
         row.update(status="partial", note="no seed has rows yet", metrics={})
         return RunEntry(run_id, folder, row, first.config, None)
     running = sum(1 for r in (res.raw.get("per_seed") or {}).values() if isinstance(r, dict) and r.get("partial"))
-    missing = len(read_marker(folder)["seeds"]) - len(seeds)
+    missing = len(state.seeds) - len(seeds)
     partial = bool(res.raw.get("partial")) or missing > 0
     m: dict[str, Any] = {f"best@{k}": _est(e) for k, e in res.best.items()}
     m.update({f"pass@{k}": _est(e) for k, e in res.pass_at.items()})

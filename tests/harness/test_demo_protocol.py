@@ -57,8 +57,6 @@ def test_card_evaluation_is_the_policys_own_demo_row(tmp_path: Path) -> None:
     """`vpo demo --write-cards` rewrites only the card's evaluation section, from the stored run: the
     numbers are the run's own, the paper's value of the method sits beside them, the rest of the card
     is kept."""
-    import json
-
     from vpo_harness.harness.app.demo import write_card_evaluation
     from vpo_harness.harness.core.config import RunConfig
     from vpo_harness.harness.core.results import load_run
@@ -71,10 +69,9 @@ def test_card_evaluation_is_the_policys_own_demo_row(tmp_path: Path) -> None:
     folder = run(cfg, backend=ScriptedBackend())
     ck = tmp_path / "ck"
     ck.mkdir()
-    (ck / "vpo_training.json").write_text(json.dumps({"config": {"method": "max_at_k", "seed": 2}}))
     (ck / "README.md").write_text(f"# card\n\nkept above\n\n{EVAL_HEAD}: old)\n\n(not evaluated yet)\n\n"
                                   "## Notes\n\nkept below\n")
-    write_card_evaluation(ck, folder, "vpo demo --seeds 0,1,2")
+    write_card_evaluation(ck, folder, "vpo demo --seeds 0,1,2", "max_at_k", 2)
     card = (ck / "README.md").read_text()
     best1 = load_run(folder).summary.best[1]
     assert "kept above" in card and "## Notes\n\nkept below" in card and "(not evaluated yet)" not in card

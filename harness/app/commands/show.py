@@ -58,7 +58,7 @@ def format_table(runs: Sequence[Any]) -> str:
                      + [res.best.get(k) for k in ks] + [res.pass_at.get(k) for k in pass_ks]
                      + [res.pass_all.get(k) for k in ks[-1:]] + [res.cover.get(t) for t in taus]
                      + [res.diversity, str(res.n_errors)])
-    legend = legend_for([r.summary.seeds_label for r in runs if r.summary is not None and r.summary.seeds])
+    legend = legend_for([str(r.summary.raw.get("seed_axis")) for r in runs if r.summary is not None and r.summary.seeds])
     return write_table(head, [[("-" if c is None else c) for c in ln] for ln in lines], align="l" * len(head),
                        seed_legend=legend)
 
