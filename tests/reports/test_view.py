@@ -255,6 +255,14 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         busy.server_close()
 
 
+def _sigint_as_a_terminal_delivers_it() -> None:
+    """In the child before exec: SIGINT neither ignored nor blocked, whatever the suite inherited."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_vpo_view_serves_until_interrupted(runs):
     """The command itself: prints where it serves, answers, and Ctrl-C ends it with status 0."""
     import os
@@ -265,7 +273,11 @@ def test_vpo_view_serves_until_interrupted(runs):
 
     repo = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "vpo_harness.harness.app.cli", "view", str(runs["vpo"].parent), "--port", "0"],
-                            cwd=repo, env={**os.environ, "PYTHONPATH": child_pythonpath()}, stderr=subprocess.PIPE, text=True)
+                            cwd=repo, env={**os.environ, "PYTHONPATH": child_pythonpath()}, stderr=subprocess.PIPE, text=True,
+                            # a suite started in the background (`pytest &`, nohup) inherits SIGINT ignored, and so
+                            # would the child, whose Ctrl-C would then do nothing (tests/search/test_serve.py does the same;
+                            # a blocked SIGINT is inherited the same way)
+                            preexec_fn=_sigint_as_a_terminal_delivers_it)
     import threading
 
     rest: list[str] = []
