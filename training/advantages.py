@@ -256,7 +256,9 @@ def max_at_k_advantages(rewards: np.ndarray, k: int | None = None, scalar: Scala
     """Max@k: c_i - best@k (zero-mean within a group), optionally divided by the group std of c.
 
     The division keeps the step size on the scale of the z-scored estimators so one learning rate
-    serves every method; set normalize=False for the raw unbiased gradient coefficients.
+    serves every method; it uses the Bessel-corrected std (n - 1) plus EPS, as veRL's vendored max_at_k
+    estimator in the authors' code does (x sqrt(G / (G - 1)) smaller than a population std: 1/1.069 at
+    G = 8). Set normalize=False for the raw unbiased gradient coefficients.
     """
     R = grpo_rewards(rewards, scalar)
     B, G = R.shape
@@ -267,7 +269,7 @@ def max_at_k_advantages(rewards: np.ndarray, k: int | None = None, scalar: Scala
         c = max_at_k_coefficients(R[b], k)
         adv = c - c.mean()
         if normalize:
-            sd = adv.std()
+            sd = adv.std(ddof=1) if G > 1 else 0.0
             adv = np.zeros(G) if sd < EPS else adv / (sd + EPS)
         elif np.ptp(R[b]) < EPS:
             adv = np.zeros(G)

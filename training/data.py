@@ -1,10 +1,14 @@
 """Supervised targets for the warm start, and tokenisation of (prompt, completion) pairs.
 
-Targets are routes found by exact search, each optimal for some weighting of the four reward components
-(completion, gold, diamond, avoid_lava). Training on optimal routes for *random* weightings gives the
-warm start a spread of sensible trade-offs to begin RL from, instead of one favourite route: the RL
-stage then decides whether that spread survives (VPO) or collapses (GRPO), which is the comparison
-this project is about.
+Two kinds of targets:
+- ``random`` (the Maze row's warm start): valid routes from S to E that know nothing of the reward
+  weightings -- a shortest path with random tie-breaks, or one through a random free waypoint, within
+  the step budget (:func:`random_route`). Chains hold m such routes drawn independently. The warm start
+  so learns the answer *format* and how to reach the exit, not which trade-offs are good: that is left
+  to RL, as in the paper, whose four methods start from a base model with no SFT.
+- ``search``: routes found by exact search, each optimal for some weighting of the four reward
+  components (completion, gold, diamond, avoid_lava). Kept for the search operators' warm starts and
+  for runs recorded with it; it teaches VPO's target behaviour before RL starts.
 
 Completion formats: the paper's (move words, space-separated; every move word and tag is one token of
 the tiny model's tokenizer). Routes are kept internally as letter strings (``RRD``: search cache,
@@ -76,6 +80,69 @@ def search_targets(task: Benchmark, problems: Sequence[Problem], *, n_random: in
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
         Path(cache).write_text(json.dumps(cached))
     return {p.id: cached[p.id] for p in problems}
+
+
+def _walk_down(dist: dict[tuple[int, int], int], source: tuple[int, int], rng: np.random.Generator) -> str:
+    """A shortest path from ``source`` to the BFS root of ``dist``, each step a uniform choice among the
+    neighbours one step closer (so every shortest path can come out)."""
+    out, p = [], source
+    while dist[p] > 0:
+        steps = [(ch, (p[0] + dr, p[1] + dc)) for ch, (dr, dc) in _DELTA.items()
+                 if dist.get((p[0] + dr, p[1] + dc), -1) == dist[p] - 1]
+        ch, p = steps[int(rng.integers(len(steps)))]
+        out.append(ch)
+    return "".join(out)
+
+
+def random_route(problem: Problem, rng: np.random.Generator, detour: float = 0.5) -> str:
+    """A valid Maze route (letters, ``RRD..``) from S to E, blind to the reward: with probability
+    ``1 - detour`` a shortest S->E path with random tie-breaks, else a shortest path through a uniformly
+    drawn free waypoint whose detour fits the step budget (E is not entered on the way to it, since
+    reaching E ends the episode). Gold, diamonds, lava and the bonus tile play no part in the draw."""
+    from vpo_harness.benchmarks.maze_env import bfs
+
+    maze = task_instance(problem)
+    to_exit = bfs(maze.grid, maze.exit)
+    if maze.start not in to_exit:
+        return ""
+    if rng.random() >= detour:
+        return _walk_down(to_exit, maze.start, rng)
+    from_start = bfs(maze.grid, maze.start, no_pass=[maze.exit])
+    ways = sorted(w for w in maze.free_cells if w != maze.exit and w in from_start and w in to_exit
+                  and from_start[w] + to_exit[w] <= maze.budget)
+    w = ways[int(rng.integers(len(ways)))]
+    to_w = bfs(maze.grid, w, blocked=[maze.exit])
+    return _walk_down(to_w, maze.start, rng) + _walk_down(to_exit, w, rng)
+
+
+def make_format_examples(task: Benchmark, problems: Sequence[Problem], *, m: int = 3, style: str = "compact",
+                         copies: int = 2, multi_fraction: float = 0.5, seed: int = 42, prefix_fraction: float = 0.0,
+                         detour: float = 0.5) -> list[tuple]:
+    """(messages, completion) pairs whose routes are :func:`random_route` draws: a single answer is one
+    draw, a chain is m independent draws (so a chain is no more diverse than m separate answers).
+    A ``prefix_fraction`` of the examples are prefilled, as in :func:`make_examples`."""
+    from vpo_harness.training.prefix import cut_route, draws_prefix, split_completion
+
+    rng = np.random.default_rng(seed)
+    out: list[tuple] = []
+    for p in problems:
+        for _ in range(copies):
+            multi = rng.random() < multi_fraction
+            pick = [random_route(p, rng, detour) for _ in range(m if multi else 1)]
+            if not all(pick):
+                continue
+            if multi:
+                msgs, completion, mm = task.multi_prompt(p, m, style=style), chain_completion(pick), m
+            else:
+                msgs, completion, mm = task.prompt(p, style=style), single_completion(pick[0]), 1
+            if draws_prefix(rng, prefix_fraction):
+                pre = cut_route(task, p, route_words(pick[0]), mm, rng).text
+                rest = split_completion(completion, pre)
+                if rest is not None:
+                    out.append((msgs, rest, pre))
+                    continue
+            out.append((msgs, completion))
+    return out
 
 
 def task_instance(problem: Problem) -> Any:

@@ -6,8 +6,11 @@ Each step, top to bottom:
   2. sample G rollouts per prompt from the current policy (temperature 1.0);
   3. parse and score every answer with the task -> rewards (B, G, m, d); remove duplicate answers;
   4. advantages (B, G) from the chosen estimator (training/advantages.py) -- the only method-specific line;
-  5. PPO-clip policy loss on every completion token with the rollout's advantage, plus a low-variance
-     (k3) KL penalty to the frozen warm start; a couple of minibatch updates.
+  5. PPO-clip policy loss (dual-clip 3.0 for negative advantages) on every completion token with the
+     rollout's advantage, plus the low-variance (k3) KL loss to the frozen warm start, both averaged over
+     all completion tokens of the minibatch (veRL's token-mean); a couple of minibatch updates.
+The defaults are the authors' veRL recipe where a tiny CPU model allows (docs/training_protocol.md
+lists each departure beside their value).
 Curves (task scalar, diversity, KL, entropy, ...) go to rl_curves.jsonl / rl_curves.png in the run folder.
 """
 from __future__ import annotations
@@ -47,7 +50,8 @@ class RLConfig:
     method: str = "vpo"
     split: str = "train"
     limit: int | None = None
-    augment: bool = True
+    #: the 8 dihedral images of every train maze (the authors train on the 1000 mazes as they are)
+    augment: bool = False
     prompt_style: str = TINY_MAZE_DEFAULTS.prompt_style
     m: int = 3                        # answers per chain for multi-answer methods
     steps: int = 80
@@ -58,15 +62,25 @@ class RLConfig:
     max_new_tokens_multi: int = TINY_MAZE_DEFAULTS.max_tokens_multi
     lr: float = 1e-4
     clip: float = 0.2
+    #: dual-clip: for a negative advantage the ratio's loss is capped at clip_ratio_c * |A| (veRL's
+    #: ``clip_ratio_c``, 3.0 in the authors' runs); 0 turns it off
+    clip_ratio_c: float = 3.0
+    #: "token-mean": one mean over every completion token of the minibatch (veRL's ``loss_agg_mode``,
+    #: the authors'); "seq-mean": per-sequence token mean, then the batch mean (older runs)
+    loss_agg: str = "token-mean"
     kl_coef: float = 1e-3
+    #: AdamW as the authors' actor optimiser (betas, weight decay)
+    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = 0.01
     minibatches: int = 2
     ppo_epochs: int = 1
     K: int = 100                      # VPO weights per group
     alpha: float = 1.0
     sobol: bool = False
-    #: "zero": a rollout cut by the token limit (no end token) scores the zero vector. Without it the
-    #: policy drifts into never stopping (a truncated answer still parses), which only costs tokens.
-    truncated_reward: str = "zero"
+    #: "score": a rollout cut by the token limit is scored as its text parses (a chain keeps the answers
+    #: that closed), as the authors' reward function scores veRL's truncated responses; "zero": it scores
+    #: the zero vector (older runs)
+    truncated_reward: str = "score"
     max_k: int | None = None          # max@k's k (None: max(2, G // 2))
     seed: int = 42
     threads: int = 2
@@ -85,10 +99,17 @@ class RLConfig:
     #: task mode: fraction of prompt groups whose G rollouts continue one prefilled, uniformly cut
     #: search-optimal route, as `vpo evolve --prompt-mode prefix` prefills (training/prefix.py)
     prefix_fraction: float = 0.0
+    #: where prefilled starts come from: "random" (a route blind to the reward, training/data.py
+    #: ``random_route``, so prefixes teach the format and not the optimum) or "search" (a search-optimal route)
+    prefix_routes: str = "random"
     #: evaluate on the val split every this many steps (0: never) and stop after ``patience``
     #: evaluations without improvement of the method's objective (training/validation.py); the best
     #: step's weights are kept in ``best/`` (the warm start is evaluation 0)
     val_every: int = 0
+    #: "last": the run trains all ``steps`` and its result is the last step's weights, as the authors
+    #: take theirs (validation only draws curves; the best evaluated step is still kept in ``best/`` as a
+    #: labelled variant); "val": early stopping on the method's validation objective, ``best/`` is the result
+    select: str = "last"
     patience: int = 3
     val_limit: int = 50
     val_temperature: float = 0.7
@@ -111,24 +132,53 @@ def token_logprobs(model: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int,
     return lp, ent
 
 
+#: veRL clamps the low-variance KL per token to this range
+KL_CLAMP = 10.0
+
+
+def policy_gradient_terms(ratio: torch.Tensor, adv: torch.Tensor, clip: float, clip_ratio_c: float) -> torch.Tensor:
+    """Per-token PPO-clip loss with dual-clip: for A < 0 the clipped loss is also capped at
+    ``clip_ratio_c * |A|``, so one stale token with a huge ratio cannot dominate the step (veRL's
+    ``compute_policy_loss``). ``clip_ratio_c <= 0``: plain PPO-clip."""
+    a = adv.unsqueeze(1) if adv.dim() == 1 else adv
+    pg = torch.maximum(-a * ratio, -a * torch.clamp(ratio, 1 - clip, 1 + clip))
+    if clip_ratio_c > 0:
+        pg = torch.where(a < 0, torch.minimum(pg, -a * clip_ratio_c), pg)
+    return pg
+
+
+def low_var_kl(lp: torch.Tensor, ref_lp: torch.Tensor) -> torch.Tensor:
+    """k3 estimator of KL(policy || ref) per token, >= 0, clamped to [-10, 10] as veRL's ``low_var_kl``."""
+    d = ref_lp - lp
+    return torch.clamp(torch.exp(d) - d - 1.0, min=-KL_CLAMP, max=KL_CLAMP)
+
+
+def aggregate(x: torch.Tensor, cm: torch.Tensor, mode: str) -> torch.Tensor:
+    """Token losses -> one number. "token-mean": every completion token of the minibatch weighs the
+    same (long rollouts weigh more); "seq-mean": every rollout weighs the same."""
+    if mode == "token-mean":
+        return (x * cm).sum() / cm.sum().clamp(min=1)
+    if mode == "seq-mean":
+        return ((x * cm).sum(1) / cm.sum(1).clamp(min=1)).mean()
+    raise ValueError(f"unknown loss_agg {mode!r}; known: token-mean, seq-mean")
+
+
 def ppo_loss(policy: Any, seqs: torch.Tensor, mask: torch.Tensor, P: int, old_lp: torch.Tensor,
-             ref_lp: torch.Tensor, adv: torch.Tensor, *, clip: float = 0.2,
-             kl_coef: float = 1e-3) -> tuple[torch.Tensor, float, float]:
-    """PPO-clip surrogate with the rollout's advantage on every completion token, plus k3 KL to the
-    reference; per-sequence token mean, then batch mean (each rollout weighs the same whatever its
-    length). Returns (loss, mean token KL, clip fraction)."""
+             ref_lp: torch.Tensor, adv: torch.Tensor, *, clip: float = 0.2, kl_coef: float = 1e-3,
+             clip_ratio_c: float = 3.0, loss_agg: str = "token-mean") -> tuple[torch.Tensor, float, float]:
+    """PPO-clip (dual-clip) surrogate with the rollout's advantage on every completion token, plus the
+    low-variance KL loss to the reference, each aggregated by ``loss_agg`` (veRL adds the two the same
+    way). Returns (loss, mean token KL, clip fraction)."""
     cm = mask[:, P:].float()
     lp, _ = token_logprobs(policy, seqs, mask, P)
     ratio = torch.exp(lp - old_lp)
-    a = adv.unsqueeze(1)
-    pg = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - clip, 1 + clip) * a)
-    d = ref_lp - lp
-    kl = torch.exp(d) - d - 1.0                     # k3 estimator: unbiased, always >= 0
-    per_seq = ((pg + kl_coef * kl) * cm).sum(1) / cm.sum(1).clamp(min=1)
+    pg = policy_gradient_terms(ratio, adv, clip, clip_ratio_c)
+    kl = low_var_kl(lp, ref_lp)
+    loss = aggregate(pg, cm, loss_agg) + kl_coef * aggregate(kl, cm, loss_agg)
     n_tok = cm.sum().clamp(min=1)
     kl_mean = float(((kl * cm).sum() / n_tok).detach())
     clipfrac = float(((((ratio - 1).abs() > clip).float() * cm).sum() / n_tok).detach())
-    return per_seq.mean(), kl_mean, clipfrac
+    return loss, kl_mean, clipfrac
 
 
 # ---- prefilled prompts and validation ---------------------------------------------------------------------
@@ -145,18 +195,23 @@ def step_prefix_rng(seed: int, step: int) -> np.random.Generator:
     return np.random.default_rng([seed, step, 4])
 
 
-def group_prefix(task: Any, problem: Any, targets: dict[str, list[dict[str, Any]]], m: int,
+def group_prefix(task: Any, problem: Any, targets: dict[str, list[dict[str, Any]]] | None, m: int,
                  rng: np.random.Generator, fraction: float) -> str:
-    """The prefix one prompt group shares ("" for most): a cut search-optimal route of the maze."""
-    from vpo_harness.training.data import route_words
+    """The prefix one prompt group shares ("" for most): a cut route of the maze, a search-optimal one
+    from ``targets``, or (``targets`` None) a :func:`~vpo_harness.training.data.random_route`."""
+    from vpo_harness.training.data import random_route, route_words
     from vpo_harness.training.prefix import cut_route, draws_prefix
 
     if not draws_prefix(rng, fraction):
         return ""
-    routes = targets.get(problem.id, [])
-    if not routes:
-        return ""
-    answer = route_words(routes[int(rng.integers(len(routes)))]["route"])
+    if targets is None:
+        route = random_route(problem, rng)
+    else:
+        routes = targets.get(problem.id, [])
+        if not routes:
+            return ""
+        route = routes[int(rng.integers(len(routes)))]["route"]
+    answer = route_words(route)
     return cut_route(task, problem, answer, m, rng).text
 
 
@@ -175,7 +230,9 @@ class Validator:
         self.log = CurveLog(out / "val_curves.jsonl")
         self.log.truncate_after(start)
         self.problems = task.load("val", limit=cfg.val_limit)
-        self.stopping = EarlyStopping.replay(cfg.patience, self.log.rows())
+        # with select="last" validation only draws curves: no evaluation stops the run
+        patience = cfg.patience if cfg.select == "val" else 10**9
+        self.stopping = EarlyStopping.replay(patience, self.log.rows())
 
     def evaluate(self, policy: Any, step: int) -> bool:
         """Evaluate the weights after ``step`` updates (once per step); True when the run should stop."""
@@ -196,15 +253,27 @@ class Validator:
         return self.stopping.stop
 
     def finish(self) -> dict[str, Any]:
-        """val_choice.json: the evaluated steps, the chosen one and whether it beat the warm start."""
+        """val_choice.json: the evaluated steps, the result's step (the last one under select="last", the
+        best under "val"), whether the method's own objective rose from the warm start there, and the
+        validation-selected step beside it."""
         es = self.stopping
         warm = next((v for st, v in es.history if st == 0), None)
-        choice = {"selection": self.key, "chosen_step": es.best_step, "best_value": es.best_value,
-                  "warm_start_value": warm, "beat_warm_start": bool(es.best_step not in (None, 0)),
+        last_step, last_value = es.history[-1] if es.history else (None, None)
+        if self.cfg.select == "last":
+            chosen, value = last_step, last_value
+            rule = ("the last step, as the authors take theirs; validation only draws the curve "
+                    "(docs/training_protocol.md)")
+        else:
+            chosen, value = es.best_step, es.best_value
+            rule = ("highest validation objective; ties: the earlier step; stop after patience evaluations "
+                    "without improvement (docs/training_protocol.md)")
+        choice = {"selection": self.key, "select": self.cfg.select, "chosen_step": chosen, "chosen_value": value,
+                  "best_step": es.best_step, "best_value": es.best_value, "last_step": last_step,
+                  "last_value": last_value, "warm_start_value": warm,
+                  "rose": bool(warm is not None and value is not None and value > warm),
+                  "beat_warm_start": bool(es.best_step not in (None, 0)),
                   "stopped_early": es.stop, "patience": self.cfg.patience, "val_every": self.cfg.val_every,
-                  "val_mazes": len(self.problems), "table": [[st, v] for st, v in es.history],
-                  "rule": "highest validation objective; ties: the earlier step; stop after patience evaluations "
-                          "without improvement (docs/training_protocol.md)"}
+                  "val_mazes": len(self.problems), "table": [[st, v] for st, v in es.history], "rule": rule}
         (self.out / "val_choice.json").write_text(json.dumps(choice, indent=2))
         return choice
 
@@ -213,6 +282,10 @@ class Validator:
 def train_rl(cfg: RLConfig) -> Path:
     if cfg.method not in A.METHODS:
         raise ValueError(f"unknown method {cfg.method!r}; known: {', '.join(A.METHODS)}")
+    if cfg.select not in ("last", "val"):
+        raise ValueError(f"unknown select {cfg.select!r}; known: last, val")
+    if cfg.truncated_reward not in ("score", "zero"):
+        raise ValueError(f"unknown truncated_reward {cfg.truncated_reward!r}; known: score, zero")
     set_threads(cfg.threads)
     seed_everything(cfg.seed)
     out = Path(cfg.out)
@@ -224,7 +297,9 @@ def train_rl(cfg: RLConfig) -> Path:
     task = get_task(cfg.task)
     problems = task.load(cfg.split, limit=cfg.limit)
     targets: dict[str, list[dict[str, Any]]] = {}
-    if cfg.prompt_mode == "mutation" or cfg.prefix_fraction > 0:
+    if cfg.prefix_routes not in ("random", "search"):
+        raise ValueError(f"unknown prefix_routes {cfg.prefix_routes!r}; known: random, search")
+    if cfg.prompt_mode == "mutation" or (cfg.prefix_fraction > 0 and cfg.prefix_routes == "search"):
         from vpo_harness.training.data import search_targets
         targets = search_targets(task, problems, seed=cfg.seed, cache=cfg.targets_cache or default_targets_cache(cfg))
     if cfg.prompt_mode not in ("task", "mutation"):
@@ -238,7 +313,7 @@ def train_rl(cfg: RLConfig) -> Path:
     ref, tok = load_checkpoint(cfg.init)
     ref.to(cfg.device).eval().requires_grad_(False)
     policy = load_checkpoint(ckpt)[0].to(cfg.device) if state_path.exists() else copy.deepcopy(ref).requires_grad_(True)
-    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=tuple(cfg.betas))
     start = 0
     if state_path.exists():
         start = int(load_state(state_path, opt)["step"])
@@ -270,7 +345,8 @@ def train_rl(cfg: RLConfig) -> Path:
         msgs, prefixes = [], []
         prng = step_prefix_rng(cfg.seed, step)
         for b, p in enumerate(batch):
-            prefixes.append(group_prefix(task, p, targets, m, prng, cfg.prefix_fraction)
+            prefixes.append(group_prefix(task, p, targets if cfg.prefix_routes == "search" else None, m, prng,
+                                         cfg.prefix_fraction)
                             if cfg.prompt_mode == "task" else "")
             if cfg.prompt_mode == "mutation":
                 from vpo_harness.training.mutation_data import mutation_prompt
@@ -332,7 +408,8 @@ def train_rl(cfg: RLConfig) -> Path:
             perm = torch.from_numpy(rng.permutation(n))
             for mb in perm.chunk(cfg.minibatches):
                 loss, kl_mean, clipfrac = ppo_loss(policy, seqs[mb], mask[mb], P, old_lp[mb], ref_lp[mb],
-                                                   adv_t[mb], clip=cfg.clip, kl_coef=cfg.kl_coef)
+                                                   adv_t[mb], clip=cfg.clip, kl_coef=cfg.kl_coef,
+                                                   clip_ratio_c=cfg.clip_ratio_c, loss_agg=cfg.loss_agg)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
@@ -381,7 +458,8 @@ def train_rl(cfg: RLConfig) -> Path:
                 ["task_scalar", "completion", "diversity", "kl", "entropy"], f"RL ({cfg.method})")
     from vpo_harness.training.model_card import validation_section, write_eval_card
 
-    final = out / "best" if val is not None and (out / "best" / "config.json").exists() else ckpt
+    final = (out / "best" if cfg.select == "val" and val is not None and (out / "best" / "config.json").exists()
+             else ckpt)
     write_eval_card(final, engine="native", task=cfg.task, method=cfg.method, m=cfg.m,
                     trained=f"Trained with `vpo train` (training/rl.py) from `{cfg.init}`: {cfg.method} advantages, "
                             f"up to {cfg.steps} steps x {cfg.prompts_per_step} prompts x G = {cfg.group_size}, seed {cfg.seed}; "

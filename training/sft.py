@@ -1,7 +1,10 @@
-"""Stage 1: supervised warm start of the tiny policy on search-optimal Maze routes.
+"""Stage 1: supervised warm start of the tiny policy: the answer format, not the answer.
 
 One warm start serves every RL method: it is trained on both formats (single answer and m-answer
-chains), so GRPO and VPO begin from the same weights and differ only in their training signal.
+chains), so the four methods begin from the same weights and differ only in their training signal.
+Its routes (``targets="random"``, the default) are valid S->E routes blind to the reward
+(training/data.py ``random_route``); ``targets="search"`` trains on search-optimal routes instead, which
+already teaches the set methods' target behaviour (kept for the search operators and older runs).
 
 Read top to bottom: build data -> build model -> (resume) -> loop over shuffled minibatches -> save.
 """
@@ -20,7 +23,7 @@ from vpo_harness.harness.core.progress import progress as tqdm
 from vpo_harness.benchmarks import get_task
 from vpo_harness.harness.core.models.zoo import TINY_MAZE_DEFAULTS
 from vpo_harness.training.common import CurveLog, load_state, plot_curves, save_state, seed_everything, set_threads
-from vpo_harness.training.data import augment, encode_pairs, make_examples, search_targets
+from vpo_harness.training.data import augment, encode_pairs, make_examples, make_format_examples, search_targets
 from vpo_harness.training.model import build_model, build_tokenizer, load_checkpoint, save_checkpoint
 from vpo_harness.training.model_card import generation_record
 
@@ -55,6 +58,11 @@ class SFTConfig:
     parents_per_maze: int = 2         # mutation mode: parents drawn per (augmented) maze
     #: task mode: fraction of examples that start from a prefilled, uniformly cut route (training/prefix.py)
     prefix_fraction: float = 0.0
+    #: task mode: "random" (valid routes blind to the reward, drawn independently per answer) or
+    #: "search" (search-optimal routes for random weightings; distinct routes per chain)
+    targets: str = "random"
+    #: "random" targets: probability that a route goes through a random free waypoint
+    detour: float = 0.25
 
 
 def _lr_at(step: int, cfg: SFTConfig) -> float:
@@ -68,6 +76,13 @@ def _lr_at(step: int, cfg: SFTConfig) -> float:
 def build_dataset(cfg: SFTConfig, out: Path) -> list:
     task = get_task(cfg.task)
     problems = task.load(cfg.split, limit=cfg.limit)
+    if cfg.targets not in ("random", "search"):
+        raise ValueError(f"unknown targets {cfg.targets!r}; known: random, search")
+    if cfg.prompt_mode == "task" and cfg.targets == "random":
+        if cfg.augment:
+            problems, _ = augment(problems, {})
+        return make_format_examples(task, problems, m=cfg.m, copies=cfg.copies, multi_fraction=cfg.multi_fraction,
+                                    seed=cfg.seed, prefix_fraction=cfg.prefix_fraction, detour=cfg.detour)
     targets = search_targets(task, problems, seed=cfg.seed, cache=out / "targets.json")
     if cfg.augment:
         problems, targets = augment(problems, targets)

@@ -44,7 +44,7 @@ def test_max_at_k_advantages_use_the_scalar_k_and_normalisation():
             c = brute_coefficients(R[b], kk)
             want = c - c.mean()
             if norm:
-                want = want / (want.std() + A.EPS) if want.std() >= A.EPS else np.zeros(6)
+                want = want / (want.std(ddof=1) + A.EPS) if want.std(ddof=1) >= A.EPS else np.zeros(6)
             elif np.ptp(R[b]) < A.EPS:
                 want = np.zeros(6)
             np.testing.assert_allclose(got[b], want, atol=1e-9)
