@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate
-from vpo_harness.harness.core.seed_groups import unit_label, unit_seed as seed_of_unit
+from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate, crossed_estimate
+from vpo_harness.harness.core.seed_groups import unit_label, unit_seed, unit_seed as seed_of_unit
 from vpo_harness.reports.tables import Cell, format_number, latex_escape, legend_for, write_table
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
@@ -129,6 +129,16 @@ class Comparison:
     groups: dict[str, str] = field(default_factory=dict)
     #: run label -> what its seeds vary ("sampling" or "training"), for each seed group among the runs
     axes: dict[str, str] = field(default_factory=dict)
+    #: how the intervals were made: "bootstrap" (pairs resampled) or "training-runs" (training-seed
+    #: groups: each training run one draw, :func:`run_unit_estimate`)
+    interval: str = "bootstrap"
+
+    @property
+    def interval_legend(self) -> str:
+        if self.interval == "training-runs":
+            return ("95% CI treating each training run as one draw: (training seed x problem) random effects, "
+                    "Student t with Satterthwaite df (not pairs as independent draws)")
+        return f"95% bootstrap CI ({self.resamples} resamples, seed {self.seed})"
 
     @property
     def seed_legend(self) -> str:
@@ -148,7 +158,7 @@ class Comparison:
         return {"rows": [asdict(r) for r in self.rows], "shared_problems": self.shared, "problems": self.totals,
                 "solved_only": self.solved_only, "ks": self.ks, "strategies": self.strategies,
                 "resamples": self.resamples, "seed": self.seed, "level": 0.95, "seed_groups": self.groups,
-                "partial": self.partial}
+                "partial": self.partial, "interval": self.interval, "interval_legend": self.interval_legend}
 
 
 def _metric_k(name: str) -> tuple[str, int | None]:
@@ -175,6 +185,29 @@ def display_name(metric: str, k: int | None) -> str:
         return f"{metric}{k}"
     head, _, strat = metric.partition("[")
     return f"{head}@{k}" + (f"[{strat}" if strat else "")
+
+
+def run_unit_estimate(units: Sequence[str], values: np.ndarray) -> Estimate:
+    """The mean of ``values`` over (problem, training seed) units with a standard error that treats each
+    training run as one draw: :func:`~vpo_harness.harness.core.metrics.crossed_estimate` when every seed
+    holds the same problems (a seed x problem grid), else Student t over the per-seed means (each seed's
+    own problems then sit inside its mean). NaN values are left out."""
+    seeds = np.array([unit_seed(u) for u in units])
+    probs = [u.rsplit("#seed-", 1)[0] for u in units]
+    ok = ~np.isnan(values)
+    order = list(dict.fromkeys(seeds[ok].tolist()))
+    grid_ids = [p for p, k in zip(probs, ok) if k]
+    by_seed = {s: {p: v for p, v, ss, k in zip(probs, values, seeds, ok) if ss == s and k} for s in order}
+    shared = set.intersection(*(set(d) for d in by_seed.values())) if by_seed else set()
+    if len(order) >= 2 and all(len(d) == len(shared) for d in by_seed.values()):
+        cols = [p for p in dict.fromkeys(grid_ids) if p in shared]
+        return crossed_estimate(np.array([[by_seed[s][p] for p in cols] for s in order]))
+    means = np.array([np.mean(list(d.values())) for d in by_seed.values()])
+    S = len(means)
+    if S < 2:
+        return Estimate(float(means.mean()) if S else float("nan"), float("nan"), int(ok.sum()), None, max(S, 1))
+    se = float(means.std(ddof=1) / np.sqrt(S))
+    return Estimate(float(means.mean()), se, int(ok.sum()), se, S, float(S - 1))
 
 
 def _se(x: np.ndarray) -> float:
@@ -285,6 +318,7 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
         b = np.stack([rm[nm][ib_idx] for nm in names]) if shared else np.zeros((len(names), 0))
         d = b - a
         lo, hi = paired_bootstrap(d, resamples, seed + j)
+        by_run = base.seed_axis == "training" and run.seed_axis == "training"
         # the seed of each pair (a seed group): the between-seed s.e. goes next to the one over pairs
         unit_seed = np.array([seed_of_unit(p) for p in shared]) if base.seeds or run.seeds else None
         for i, nm in enumerate(names):
@@ -292,16 +326,23 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
             di = d[i][ok]
             metric, k = _metric_k(nm)
             by_seed = _seed_ses(unit_seed, ok, a[i], b[i], d[i]) if unit_seed is not None else {}
+            ses = (_se(a[i][ok]), _se(b[i][ok]), _se(di))
+            ci = (float(lo[i]), float(hi[i]))
+            if by_run:   # training-seed groups: each training run is one draw, in the s.e.s and the interval
+                ea, eb, ed = (run_unit_estimate(shared, np.where(ok, x, np.nan)) for x in (a[i], b[i], d[i]))
+                ses = (ea.stderr, eb.stderr, ed.stderr)
+                ci = ed.interval() if ed.defined and ed.stderr == ed.stderr else (float("nan"), float("nan"))
             rows.append(Row(metric, k, base.label, run.label, int(ok.sum()),
                             float(a[i][ok].mean()) if ok.any() else float("nan"),
                             float(b[i][ok].mean()) if ok.any() else float("nan"),
-                            float(di.mean()) if ok.any() else float("nan"), float(lo[i]), float(hi[i]),
+                            float(di.mean()) if ok.any() else float("nan"), ci[0], ci[1],
                             int((di > TIE_TOL).sum()), int((np.abs(di) <= TIE_TOL).sum()),
-                            int((di < -TIE_TOL).sum()), _se(a[i][ok]), _se(b[i][ok]), _se(di), **by_seed))
+                            int((di < -TIE_TOL).sum()), *ses, **by_seed))
         solved[run.label] = solved_only(base, run, shared, keys[0], keys[j])
     return Comparison(rows, shared_n, {r.label: len(r.problem_ids) for r in runs}, solved, ks, strategies,
                       resamples, seed, {r.label: r.seeds_label for r in runs if r.seeds},
-                      {r.label: r.seed_axis for r in runs if r.seeds})
+                      {r.label: r.seed_axis for r in runs if r.seeds},
+                      "training-runs" if all(r.seed_axis == "training" for r in runs) else "bootstrap")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -319,7 +360,7 @@ def format_table(comp: Comparison) -> str:
     seed = "training seed" if "training" in comp.axes.values() else "seed"
     pairs = f"(problem, {seed}) pairs" if any(r.n_seeds > 1 for r in comp.rows) else "shared problems"
     out = [f"baseline: {base}; differences are run - baseline, paired over {pairs}, "
-           f"95% bootstrap CI ({comp.resamples} resamples, seed {comp.seed})", *comp.notes(),
+           f"{comp.interval_legend}", *comp.notes(),
            write_table(head, rows, align="l" * 9, seed_legend=legend)]
     for run, n in comp.shared.items():
         note = f"{run}: {n} shared problems (baseline has {comp.totals[base]}, run has {comp.totals[run]})"

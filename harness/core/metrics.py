@@ -291,13 +291,26 @@ class Estimate:
     n: int
     seed_stderr: float | None = None
     n_seeds: int = 1
+    #: degrees of freedom of ``stderr`` when it is not the usual n - 1 (a training-seed group's
+    #: :func:`crossed_estimate`: Satterthwaite's); the 95% interval uses Student's t with them
+    df: float | None = None
 
     def as_dict(self) -> dict[str, float | int]:
         out: dict[str, float | int] = {"mean": self.mean, "stderr": self.stderr, "n": self.n}
         if self.n_seeds > 1:  # single runs keep the results.json shape they always had
             out.update(seed_stderr=float("nan") if self.seed_stderr is None else self.seed_stderr,
                        n_seeds=self.n_seeds)
+        if self.df is not None:
+            out["df"] = self.df
         return out
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """mean -/+ t_{df} * stderr (df: :attr:`df`, else n - 1)."""
+        from scipy.stats import t as student_t
+
+        df = self.df if self.df is not None else max(self.n - 1, 1)
+        q = float(student_t.ppf(0.5 + level / 2, df))
+        return self.mean - q * self.stderr, self.mean + q * self.stderr
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> "Estimate":
@@ -306,7 +319,8 @@ class Estimate:
             return float("nan") if x is None else float(x)  # type: ignore[arg-type]
         seeds = int(d.get("n_seeds") or 1)  # type: ignore[arg-type]
         return cls(num(d.get("mean")), num(d.get("stderr")), int(d.get("n") or 0),  # type: ignore[arg-type]
-                   num(d.get("seed_stderr")) if seeds > 1 else None, seeds)
+                   num(d.get("seed_stderr")) if seeds > 1 else None, seeds,
+                   None if d.get("df") is None else num(d.get("df")))
 
     @property
     def defined(self) -> bool:
@@ -342,6 +356,68 @@ def mean_over_seeds(estimates: Sequence[Estimate]) -> Estimate:
     return Estimate(float(means.mean()), float(np.sqrt((ses ** 2).sum()) / s), min(e.n for e in ok), seed_se, s)
 
 
+def crossed_estimate(x: np.ndarray) -> Estimate:
+    """The mean of a (training seeds S, problems M) matrix whose seeds were all evaluated on the same
+    problems, with a standard error that treats each training run as one draw.
+
+    Model: x[s, m] = mu + a_s + b_m + e_sm (seed, problem and interaction effects, all random). The grand
+    mean's variance is var(a)/S + var(b)/M + var(e)/(SM); (MS_seed + MS_problem) / (S M), from the two-way
+    ANOVA mean squares (one value per cell), estimates it with var(e)/(SM) counted once more (small: it
+    shrinks with S*M), and stays positive. Treating the S*M cells as independent draws misses both
+    shared effects and is too narrow. Degrees of freedom: Satterthwaite's for the sum of the two mean
+    squares (near S - 1 when the seed term dominates, so the t interval widens as it should with few
+    training runs). Problems with a NaN for some seed are left out.
+    ``seed_stderr`` is the plain between-seed s.e. of the per-seed means, for reference."""
+    x = np.asarray(x, dtype=float)
+    x = x[:, ~np.isnan(x).any(axis=0)] if x.ndim == 2 else x
+    if x.ndim != 2 or x.size == 0:
+        return Estimate(float("nan"), float("nan"), 0, float("nan"), int(x.shape[0]) if x.ndim == 2 else 0)
+    S, M = x.shape
+    mu = float(x.mean())
+    seed_means, prob_means = x.mean(axis=1), x.mean(axis=0)
+    seed_se = float(seed_means.std(ddof=1) / np.sqrt(S)) if S > 1 else float("nan")
+    if S < 2 or M < 2:
+        se = seed_se if S > 1 else (float(prob_means.std(ddof=1) / np.sqrt(M)) if M > 1 else float("nan"))
+        return Estimate(mu, se, M, seed_se if S > 1 else None, S)
+    ms_a = M * float(((seed_means - mu) ** 2).sum()) / (S - 1)
+    ms_b = S * float(((prob_means - mu) ** 2).sum()) / (M - 1)
+    total = ms_a + ms_b
+    var = total / (S * M)
+    denom = ms_a ** 2 / (S - 1) + ms_b ** 2 / (M - 1)
+    df = float(total ** 2 / denom) if denom > 0 else float(S - 1)
+    return Estimate(mu, float(np.sqrt(max(var, 0.0))), M, seed_se, S, max(df, 1.0))
+
+
+def per_problem_values(pools: Sequence[np.ndarray], scalars: Sequence[np.ndarray], passes: Sequence[np.ndarray],
+                       ks: Sequence[int], objective_seed: int = METRIC_SEED,
+                       taus: Sequence[float] = DEFAULT_TAUS) -> dict[str, np.ndarray]:
+    """Each per-problem metric of a run, one value per problem (NaN where undefined): what
+    :func:`summarize` averages, and what a training-seed group's :func:`crossed_estimate` needs."""
+    out: dict[str, np.ndarray] = {}
+    best = best_at_k_curve(scalars, ks)
+    for k in ks:
+        out[f"best@{k}"] = np.asarray(best[k], dtype=float)
+        out[f"pass@{k}"] = np.asarray(pass_at_k(passes, k), dtype=float)
+        out[f"pass^{k}"] = np.asarray(pass_hat_k(passes, k), dtype=float)
+    for tau in taus:
+        out[f"cover@{tau:g}"] = np.asarray(cover_at_tau(passes, tau), dtype=float)
+    out["mean_scalar"] = np.array([np.mean(s) if len(s) else np.nan for s in scalars], dtype=float)
+    out["diversity"] = np.array([mean_pairwise_l1(r) if len(r) > 1 else np.nan for r in pools], dtype=float)
+    out["pareto_fraction"] = np.array([pareto_fraction(r) for r in pools], dtype=float)
+    weights: dict[int, np.ndarray] = {}
+    vpo = []
+    for r in pools:
+        r = np.asarray(r, dtype=float)
+        if not len(r):
+            vpo.append(np.nan)
+            continue
+        if r.shape[1] not in weights:   # one weight set per reward dimension (code: d = number of tests)
+            weights[r.shape[1]] = dirichlet_weights(r.shape[1], VPO_K, VPO_ALPHA, objective_seed)
+        vpo.append(vpo_objective(r, weights[r.shape[1]]))
+    out["vpo_objective"] = np.array(vpo, dtype=float)
+    return out
+
+
 def summarize(
     pools: Sequence[np.ndarray],
     scalars: Sequence[np.ndarray],
@@ -360,24 +436,20 @@ def summarize(
     the compute-matched ``best_vs_tokens`` curve (left out when not given).
     """
     out: dict[str, object] = {}
-    best = best_at_k_curve(scalars, ks)
+    per = per_problem_values(pools, scalars, passes, ks, objective_seed, taus)
     for k in ks:
-        out[f"best@{k}"] = mean_se(best[k]).as_dict()
-        out[f"pass@{k}"] = mean_se(pass_at_k(passes, k)).as_dict()
-        out[f"pass^{k}"] = mean_se(pass_hat_k(passes, k)).as_dict()
+        for name in (f"best@{k}", f"pass@{k}", f"pass^{k}"):
+            out[name] = mean_se(per[name]).as_dict()
     for tau in taus:
-        out[f"cover@{tau:g}"] = mean_se(cover_at_tau(passes, tau)).as_dict()
+        out[f"cover@{tau:g}"] = mean_se(per[f"cover@{tau:g}"]).as_dict()
     if chain_sizes is not None and chain_tokens is not None:
         maxima = [chain_maxima(s, z) for s, z in zip(scalars, chain_sizes)]
         out["best_vs_tokens"] = tokens_curve(maxima, chain_tokens)
-    out["mean_scalar"] = mean_se(np.mean(s) if len(s) else np.nan for s in scalars).as_dict()
-    out["diversity"] = mean_se(mean_pairwise_l1(r) if len(r) > 1 else np.nan for r in pools).as_dict()
-    out["pareto_fraction"] = mean_se(pareto_fraction(r) for r in pools).as_dict()
+    for name in ("mean_scalar", "diversity", "pareto_fraction"):
+        out[name] = mean_se(per[name]).as_dict()
     nonempty = [np.asarray(r, dtype=float) for r in pools if len(r)]
     if nonempty:
-        # one weight set per reward dimension: code tasks have a per-problem d (number of tests)
-        weights = {d: dirichlet_weights(d, VPO_K, VPO_ALPHA, objective_seed) for d in {r.shape[1] for r in nonempty}}
-        out["vpo_objective"] = mean_se(vpo_objective(r, weights[r.shape[1]]) for r in nonempty).as_dict()
+        out["vpo_objective"] = mean_se(per["vpo_objective"]).as_dict()
         dims = {r.shape[1] for r in nonempty}
         if len(dims) == 1:
             d = dims.pop()

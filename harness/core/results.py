@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vpo_harness.harness.core.metrics import DEFAULT_TAUS, METRIC_SEED, Estimate, mean_over_seeds, summarize
+from vpo_harness.harness.core.metrics import (DEFAULT_TAUS, METRIC_SEED, Estimate, crossed_estimate, mean_over_seeds,
+                                              per_problem_values, summarize)
 from vpo_harness.harness.core.seed_groups import GroupState, group_label, group_state, is_seed_group, representative
 from vpo_harness.harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 
@@ -194,6 +195,16 @@ def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, k
     ``vpo show --k`` reads a finished run at other ks with it: one computation for both."""
     from vpo_harness.harness.core.rows import ChainRow
 
+    pools, scalars, passes, sizes, tokens, n_errors = _pools_of_rows(rows, problem_ids, d)
+    return summarize(pools, scalars, passes, ks, component_names, objective_seed=metric_seed,
+                     taus=DEFAULT_TAUS if taus is None else taus, chain_sizes=sizes, chain_tokens=tokens), n_errors
+
+
+def _pools_of_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int) -> tuple[list, list, list, list, list, int]:
+    """Per problem (in ``problem_ids`` order): reward pool, scalars, passes, answers and tokens per chain,
+    from the latest stored row of each chain; failed chains are counted and left out."""
+    from vpo_harness.harness.core.rows import ChainRow
+
     by_problem: dict[str, list[ChainRow]] = {}
     for raw in rows:
         row = ChainRow.from_json(raw)
@@ -211,8 +222,46 @@ def summarize_rows(rows: list[dict[str, Any]], problem_ids: list[str], d: int, k
         sizes.append(np.asarray([len(r.scalars) for r in good], dtype=int))
         tokens.append(np.asarray([np.nan if r.completion_tokens is None else r.completion_tokens for r in good],
                                  dtype=float))
-    return summarize(pools, scalars, passes, ks, component_names, objective_seed=metric_seed,
-                     taus=DEFAULT_TAUS if taus is None else taus, chain_sizes=sizes, chain_tokens=tokens), n_errors
+    return pools, scalars, passes, sizes, tokens, n_errors
+
+
+def problem_values(folder: str | Path, ks: Sequence[int], taus: Sequence[float] | None = None
+                   ) -> tuple[list[str], dict[str, np.ndarray]] | None:
+    """A run's per-problem metrics (problem ids, metric -> one value per problem) from its stored rows:
+    what a training-seed group needs to treat each training run as one draw
+    (:func:`~vpo_harness.harness.core.metrics.crossed_estimate`). None when the run has no rows."""
+    config = RunStore(folder).read_config()
+    ident = config.get("identity")
+    rows = latest_rows(folder)
+    if not isinstance(ident, dict) or not rows:
+        return None
+    names = list(ident.get("components") or [])
+    ids = (ident.get("problems") or {}).get("ids") or list(dict.fromkeys(r["problem_id"] for r in rows))
+    seed = ident.get("metric_seed")
+    pools, scalars, passes, *_ = _pools_of_rows(rows, ids, len(names))
+    return ids, per_problem_values(pools, scalars, passes, list(ks), METRIC_SEED if seed is None else int(seed),
+                                   DEFAULT_TAUS if taus is None else taus)
+
+
+def training_estimates(members: Sequence[Path], ks: Sequence[int], taus: Sequence[float] | None = None
+                       ) -> dict[str, Estimate]:
+    """Each metric of a training-seed group as one estimate over (training run, problem): the problems
+    every member holds, a (seeds, problems) matrix per metric, :func:`crossed_estimate` of it."""
+    per = [problem_values(f, ks, taus) for f in members]
+    per = [p for p in per if p is not None]
+    if len(per) < 2:
+        return {}
+    shared = [pid for pid in per[0][0] if all(pid in set(ids) for ids, _ in per[1:])]
+    out: dict[str, Estimate] = {}
+    for name in per[0][1]:
+        rows = []
+        for ids, vals in per:
+            at = {pid: i for i, pid in enumerate(ids)}
+            rows.append(vals[name][[at[pid] for pid in shared]])
+        if all(np.isnan(r).all() for r in rows):
+            continue
+        out[name] = crossed_estimate(np.stack(rows))
+    return out
 
 
 def results_at(folder: str | Path, ks: list[int] | None = None,
@@ -226,7 +275,10 @@ def results_at(folder: str | Path, ks: list[int] | None = None,
     if is_seed_group(folder):
         state = group_state(folder)
         parts = [(seed, results_at(f, ks, taus)) for seed, f in state.runs]
-        return aggregate_seeds([(seed, r) for seed, r in parts if r is not None], state)
+        kept = [(seed, r) for seed, r in parts if r is not None]
+        by_run = (training_estimates([f for _, f in state.runs], ks or kept[0][1].ks, taus)
+                  if state.axis == "training" and kept else None)
+        return aggregate_seeds(kept, state, by_run)
     base = read_results(folder)
     config = RunStore(folder).read_config()
     ident = config.get("identity")
@@ -326,13 +378,16 @@ def load_run(path: str | Path) -> LoadedRun:
 
 # ---------------------------------------------------------------------------------------------------
 # seed groups: one run per sampling seed under a parent folder (harness.core.seed_groups)
-def aggregate_seeds(parts: Sequence[tuple[int, RunResults]], state: GroupState | None = None) -> RunResults | None:
+def aggregate_seeds(parts: Sequence[tuple[int, RunResults]], state: GroupState | None = None,
+                    by_run: dict[str, Estimate] | None = None) -> RunResults | None:
     """The results of runs that differ only in their seed, as one: every metric the seeds share is
     :func:`~vpo_harness.harness.core.metrics.mean_over_seeds` (mean over seeds, within-run and between-seed
     standard errors); counts are summed. ``raw`` is JSON-ready (``vpo show --json``): the aggregate
     metrics and, under ``per_seed``, each seed's own results. ``state`` (the group as read) makes it
     ``partial`` when a seed the group lists is missing, empty or unfinished, and lists those seeds
-    under ``seeds_incomplete``. None when no seed has results."""
+    under ``seeds_incomplete``. ``by_run`` (a training-seed group: :func:`training_estimates`) replaces
+    the estimate of each metric it holds, so its s.e. treats each training run as one draw. None when
+    no seed has results."""
     if not parts:
         return None
     seeds = [s for s, _ in parts]
@@ -340,7 +395,8 @@ def aggregate_seeds(parts: Sequence[tuple[int, RunResults]], state: GroupState |
 
     def pooled(get: Any, fmt: Any) -> dict[str, Any]:
         keys = set.intersection(*(set(get(r)) for r in runs))
-        return {fmt(k): mean_over_seeds([get(r)[k] for r in runs]).as_dict() for k in sorted(keys)}
+        return {fmt(k): (by_run[fmt(k)] if by_run and fmt(k) in by_run else mean_over_seeds([get(r)[k] for r in runs])).as_dict()
+                for k in sorted(keys)}
 
     metrics = {**pooled(lambda r: r.best, lambda k: f"best@{k}"), **pooled(lambda r: r.pass_at, lambda k: f"pass@{k}"),
                **pooled(lambda r: r.pass_all, lambda k: f"pass^{k}"),
@@ -376,7 +432,10 @@ def _load_group(parent: Path) -> LoadedRun:
         one = load_run(folder)
         summary = one.summary if one.summary is not None else results_at(folder)
         loaded.append((seed, one, summary))
-    summary = aggregate_seeds([(seed, s) for seed, _, s in loaded if s is not None], state)
+    kept = [(seed, s) for seed, _, s in loaded if s is not None]
+    by_run = (training_estimates([f for _, f in state.runs], kept[0][1].ks) if state.axis == "training" and kept
+              else None)
+    summary = aggregate_seeds(kept, state, by_run)
 
     def stacked(frames: list[tuple[int, Any]]) -> Any:
         parts = [f.assign(seed=seed) for seed, f in frames if len(f)]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from vpo_harness.harness.app.cli import main
+from vpo_harness.harness.core.metrics import crossed_estimate
 from vpo_harness.harness.core.seed_groups import MARKER, group_state, register_training_seeds
 from vpo_harness.harness.core.store import RunStore, RunStoreError
 from tests.harness.test_seed_groups import LIMIT, _per_problem, _run, seedy  # noqa: F401  (seedy: a fixture)
@@ -54,7 +55,14 @@ def test_show_is_the_mean_over_training_seeds_with_both_errors(groups, capsys) -
         means.append(v.mean())
         ses.append(v.std(ddof=1) / np.sqrt(v.size))
     assert best1["mean"] == pytest.approx(np.mean(means))
-    assert best1["stderr"] == pytest.approx(np.sqrt(np.sum(np.square(ses))) / 3)
+    # each training run one draw: the seed and problem mean squares of the (seed x problem) grid
+    x = np.stack([np.array(list(_per_problem(weak.parent.parent / f"weak@{ts}").values())) for ts in (0, 1, 2)])
+    S, M = x.shape
+    ms_seed = M * np.sum((x.mean(1) - x.mean()) ** 2) / (S - 1)
+    ms_prob = S * np.sum((x.mean(0) - x.mean()) ** 2) / (M - 1)
+    assert best1["stderr"] == pytest.approx(np.sqrt((ms_seed + ms_prob) / (S * M)))
+    assert best1["stderr"] > np.sqrt(np.sum(np.square(ses))) / 3      # wider than pairs taken as independent
+    assert best1["df"] == pytest.approx((ms_seed + ms_prob) ** 2 / (ms_seed ** 2 / (S - 1) + ms_prob ** 2 / (M - 1)))
     assert best1["seed_stderr"] == pytest.approx(np.std(means, ddof=1) / np.sqrt(3))
     assert main(["show", str(weak)]) == 0
     text = capsys.readouterr().out
@@ -77,9 +85,14 @@ def test_compare_pairs_problem_and_training_seed(groups, capsys) -> None:
     assert best1["n"] == LIMIT * 3 and best1["n_seeds"] == 3
     assert best1["diff"] == pytest.approx(alld.mean())
     assert best1["diff_seed_se"] == pytest.approx(np.std(per_seed, ddof=1) / np.sqrt(3))
+    # the interval treats each training run as one draw: the crossed estimate of the difference grid
+    est = crossed_estimate(np.stack(diffs))
+    assert best1["diff_se"] == pytest.approx(est.stderr)
+    assert (best1["ci_low"], best1["ci_high"]) == pytest.approx(est.interval())
     assert main(["compare", str(weak), str(strong), "--resamples", "300", "--strategies", ""]) == 0
     text = capsys.readouterr().out
     assert "(problem, training seed) pairs" in text and "between training seeds" in text
+    assert "each training run as one draw" in text
 
 
 def test_a_member_holding_another_policy_is_one_line(groups, capsys) -> None:
