@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from vpo_harness.harness.core.models.zoo import ROW_METHODS, TRAINING_SEEDS, policy_folder_name  # noqa: E402
+from vpo_harness.harness.core.models.zoo import ROW_METHODS, TRAINING_SEEDS, WARM_START, policy_folder_name  # noqa: E402
 
 #: the training protocol (docs/training_protocol.md): fixed before the test split is used. The SFT
 #: targets (routes blind to the reward), the loss (token-mean, dual-clip 3.0), truncation scoring, AdamW
@@ -47,11 +47,14 @@ RULE = {
     #: weights stored in fp16: bench/fp16_check.py found the demo's best@30 of the bundled pair unchanged
     #: (difference 0.0000 for both; docs/training_protocol.md)
     "fp16": True,
+    #: val mazes of each warm start's evaluation (training/warm_eval.py)
+    "warm_limit": 50,
 }
 #: a plumbing check only: the same steps on a tiny budget
 SMOKE = {
     "sft": {"--sft-steps": 20, "--sft-warmup": 5, "--limit": 32},
     "rl": {"--rl-steps": 6, "--val-every": 3, "--val-limit": 6, "--limit": 32, "--save-every": 3},
+    "warm_limit": 4,
 }
 
 
@@ -94,6 +97,7 @@ def plan(seeds: list[int], methods: list[str], runs: Path, dest: Path, smoke: bo
     sft_flags = {**RULE["sft"], **(SMOKE["sft"] if smoke else {})}
     rl_flags = {**RULE["rl"], **(SMOKE["rl"] if smoke else {})}
     sfts: list[Step] = []
+    warms: list[Step] = []
     rls: list[Step] = []
     cards: list[Step] = []
     for seed in seeds:
@@ -104,21 +108,31 @@ def plan(seeds: list[int], methods: list[str], runs: Path, dest: Path, smoke: bo
                                         "--seed", str(seed)] + _flags(sft_flags),
                    lambda c=sft_ckpt, n=n_sft: (_step_of(c) or 0) >= n)
         sfts.append(sft)
+        warm_json = root / "sft" / "warm_eval.json"
+        warm_eval = Step(f"s{seed}-warm-eval", [sys.executable, "-m", "vpo_harness.training.warm_eval", str(root / "sft"),
+                                                "--limit", str(SMOKE["warm_limit"] if smoke else RULE["warm_limit"])],
+                         lambda f=warm_json: f.is_file(), [sft.name])
+        warm_folder = dest / policy_folder_name(WARM_START, seed)
+        warm_pack = Step(f"s{seed}-warm-card",
+                         [sys.executable, "-m", "vpo_harness.training.model_card", "--warm", "--sft", str(root / "sft"),
+                          "--dest", str(warm_folder), "--command", sft.shown()] + (["--fp16"] if RULE["fp16"] else []),
+                         lambda f=warm_folder, w=warm_json: _same_file(w, f / "warm_eval.json"), [warm_eval.name])
+        warms += [warm_eval, warm_pack]
         for method in methods:
             run = root / method
             rl = Step(f"s{seed}-{method}", py + ["--stage", "rl", "--method", method, "--init", str(sft_ckpt),
                                                 "--out", str(run), "--seed", str(seed)] + _flags(rl_flags),
                       lambda r=run: (r / "val_choice.json").is_file(), [f"s{seed}-sft"])
             folder = dest / policy_folder_name(method, seed)
-            pack = Step(f"s{seed}-{method}-card",
+            pack = Step(f"s{seed}-{method}-card",  # after the warm start's numbers: the card carries them
                         [sys.executable, "-m", "vpo_harness.training.model_card", "--run", str(run), "--sft", str(root / "sft"),
                          "--dest", str(folder), "--checkpoint", str(run / "checkpoint"),
                          "--command", "\n".join([sft.shown(), rl.shown()])] + (["--fp16"] if RULE["fp16"] else []),
                         lambda r=run, f=folder: _same_file(r / "val_choice.json", f / "val_choice.json"),
-                        [rl.name])
+                        [rl.name, f"s{seed}-warm-eval"])
             rls.append(rl)
             cards.append(pack)
-    return sfts + rls + cards
+    return sfts + rls + warms + cards
 
 
 def execute(steps: list[Step], logs: Path, jobs: int = 1) -> int:
@@ -173,6 +187,37 @@ def execute(steps: list[Step], logs: Path, jobs: int = 1) -> int:
     return 1 if bad else 0
 
 
+def summary(runs: Path, seeds: list[int], methods: list[str]) -> list[dict[str, object]]:
+    """Per method: its own validation objective at the warm start and at the last step of each seed's
+    run (val_curves.jsonl), the mean rise over seeds with its between-seed s.e., and whether it rose by
+    the protocol's rule (mean > 2 s.e.); best@30 the same way. Seeds without a finished run are left out."""
+    import numpy as np
+
+    out = []
+    for method in methods:
+        rises: dict[str, list[float]] = {"objective": [], "best_at_30": []}
+        done = []
+        for seed in seeds:
+            path = runs / f"s{seed}" / method / "val_curves.jsonl"
+            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+            rows = sorted(rows, key=lambda r: r["step"])
+            if len(rows) < 2 or rows[0]["step"] != 0 or not (runs / f"s{seed}" / method / "val_choice.json").is_file():
+                continue
+            done.append(seed)
+            for key in rises:
+                rises[key].append(rows[-1][key] - rows[0][key])
+        row: dict[str, object] = {"method": method, "seeds": done,
+                                  "selection": rows[0].get("selection") if done else None}
+        for key, v in rises.items():
+            a = np.array(v)
+            se = float(a.std(ddof=1) / np.sqrt(a.size)) if a.size > 1 else float("nan")
+            row[f"{key}_rise"] = float(a.mean()) if a.size else float("nan")
+            row[f"{key}_rise_se"] = se
+            row[f"{key}_rose"] = bool(a.size > 1 and a.mean() > 2 * se)
+        out.append(row)
+    return out
+
+
 def _seeds(text: str) -> list[int]:
     """``0-2`` or ``0,2``: the training seeds."""
     try:
@@ -202,10 +247,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="steps run at once (one torch thread each)")
     ap.add_argument("--smoke", action="store_true", help="tiny budget, to check the plumbing")
     ap.add_argument("--dry-run", action="store_true", help="print the steps and whether each is finished")
+    ap.add_argument("--summary", action="store_true",
+                    help="print whether each method's own validation objective rose (the budget rule) and stop")
     a = ap.parse_args(argv)
     runs = Path(a.runs or ("runs/zoo-smoke" if a.smoke else "runs/zoo"))
     runs = runs if runs.is_absolute() else REPO / runs
     dest = Path(a.dest) if a.dest else (runs / "checkpoints" if a.smoke else REPO / "checkpoints")
+    if a.summary:
+        print("| method | seeds | own objective | rise (last - warm start) | rose (> 2 s.e.) | best@30 rise |")
+        print("|---|---|---|---|---|---|")
+        for r in summary(runs, a.seeds, a.methods):
+            print(f"| {r['method']} | {','.join(map(str, r['seeds'])) or '-'} | {r['selection']} | "
+                  f"{r['objective_rise']:+.4f} ± {r['objective_rise_se']:.4f} | {'yes' if r['objective_rose'] else 'no'} | "
+                  f"{r['best_at_30_rise']:+.4f} ± {r['best_at_30_rise_se']:.4f} |")
+        return 0
     steps = plan(a.seeds, a.methods, runs, dest, smoke=a.smoke)
     if a.dry_run:
         for s in steps:

@@ -86,11 +86,52 @@ def validation_section(run: Path) -> str:
     best = max(rows, key=lambda r: (r["objective"], -r["step"]))
     chosen = choice.get("chosen_step", best["step"])
     lines.append("")
-    lines.append(f"Chosen step: {chosen} (highest objective; ties go to the earlier step)"
-                 + ("; training stopped early, after the patience ran out." if choice.get("stopped_early") else "."))
-    if chosen == 0:
-        lines.append("**This method did not beat its warm start on validation**: no RL step improved the objective "
-                     "over step 0, so these weights are the warm start's.")
+    if choice.get("select", "val") == "last":
+        lines.append(f"These weights are the last step's ({chosen}), as the authors take theirs; validation only draws "
+                     f"the curve. The best evaluated step was {choice.get('best_step')} "
+                     f"({key} {choice.get('best_value', float('nan')):.4f}), kept in the run folder as `best/`, a "
+                     "validation-selected variant.")
+    else:
+        lines.append(f"Chosen step: {chosen} (highest objective; ties go to the earlier step)"
+                     + ("; training stopped early, after the patience ran out." if choice.get("stopped_early") else "."))
+        if chosen == 0:
+            lines.append("**This method did not beat its warm start on validation**: no RL step improved the objective "
+                         "over step 0, so these weights are the warm start's.")
+    return "\n".join(lines) + "\n"
+
+
+def objective_line(run: Path) -> str:
+    """The card's first line about training: whether the method's own validation objective rose from
+    the warm start to the bundled step (val_choice.json), said plainly when it did not."""
+    path = Path(run) / "val_choice.json"
+    if not path.exists():
+        return ""
+    c = json.loads(path.read_text())
+    warm, got, key = c.get("warm_start_value"), c.get("chosen_value", c.get("best_value")), c.get("selection", "objective")
+    if warm is None or got is None:
+        return ""
+    if got > warm:
+        return f"Its own validation objective (`{key}`) rose from {warm:.4f} (warm start) to {got:.4f} (step {c.get('chosen_step')})."
+    return (f"**Its own validation objective (`{key}`) did not rise**: {warm:.4f} at the warm start, {got:.4f} at the "
+            f"bundled step {c.get('chosen_step')}.")
+
+
+def warm_section(sft: Path) -> str:
+    """The warm start's numbers (training/warm_eval.py), as markdown; empty when it was not evaluated."""
+    from vpo_harness.training.warm_eval import FILE
+
+    path = Path(sft) / FILE
+    if not path.exists():
+        return ""
+    w = json.loads(path.read_text())
+    lines = [f"\n## The warm start (before RL; val split, {w.get('mazes', '?')} mazes, temperature {w.get('temperature', 0.7)})\n",
+             "| format | best@1 | best@30 | diversity | parse rate | prefilled parse rate |", "|---|---|---|---|---|---|"]
+    for key, label in (("m1", "30 single answers"), ("m3", "10 chains x 3")):
+        r = w.get(key)
+        if r:
+            lines.append(f"| {label} | {r['best_at_1']:.3f} | {r['best_at_30']:.3f} | {r['diversity']:.3f} | "
+                         f"{r['parse_rate']:.3f} | {r['prefilled_parse_rate']:.3f} |")
+    lines.append("\nIts test-split numbers are the warm-start rows of `vpo demo` (below, when filled in).")
     return "\n".join(lines) + "\n"
 
 
@@ -198,11 +239,14 @@ tags: [vpo, maze, tiny, cpu]
 ---
 # maze-tiny-{method}
 
+{objective_line(run)}
+
 A {sft_cfg.get('layers', '?')}-layer LlamaForCausalLM (hidden {sft_cfg.get('hidden', '?')}, {size:.1f} MB safetensors,
 character-level tokenizer for the grid, one token per move word, with a chat template) trained on CPU
 for the Maze task of the VPO paper (arXiv 2605.22817) on the paper's own mazes (the authors' generator,
-train split: 1000 mazes from base seed 42): a supervised warm start on search-optimal routes, then RL
-with the **{method}** advantage estimator (`training/advantages.py`) and the paper's reward mode
+train split: 1000 mazes from base seed 42): a supervised warm start that knows the answer format and
+reaches the exit but knows nothing of the reward (routes blind to it), then RL with the **{method}**
+advantage estimator (`training/advantages.py`) and the paper's reward mode
 (`convex_bonus`). It exists so `vpo demo` and the tests have a real policy to evaluate offline; it is
 not a reproduction of the paper's Qwen3-4B numbers.
 
@@ -216,15 +260,16 @@ scored by the paper's scorer (`parse=paper`, the default). This checkpoint was R
 ```
 {command}
 ```
-- Seed {cfg['seed']}; train split (1000 mazes, base seed 42) plus their 8 dihedral images
-  (rotations/mirrors of the grid; the generator's rules are symmetric up to its random draws, so the
-  images are plausible training mazes).
-- Stage 1 (shared by every bundled method): SFT on search-optimal routes for anchor and random
-  Dirichlet weightings of the four reward components, single answers and m = 3 chains mixed 50/50;
-  {sft_cfg.get('steps', '?')} steps x batch {sft_cfg.get('batch_size', '?')}, AdamW lr {sft_cfg.get('lr', '?')} cosine; wall {sft_wall / 60:.1f} min.
+- Seed {cfg['seed']}; train split (1000 mazes, base seed 42){' plus their 8 dihedral images' if cfg.get('augment', True) else ''}.
+- Stage 1 (the warm start, shared by the seed's four methods): SFT on valid routes blind to the reward
+  ({sft_cfg.get('targets', 'search')} targets: a shortest path with random tie-breaks, or one through a random
+  free waypoint), single answers and m = 3 chains of independent draws mixed 50/50, on the train mazes and
+  their 8 dihedral images; {sft_cfg.get('steps', '?')} steps x batch {sft_cfg.get('batch_size', '?')}, AdamW lr {sft_cfg.get('lr', '?')} cosine; wall {sft_wall / 60:.1f} min.
 - Stage 2: {len(rl)} RL steps x {cfg['prompts_per_step']} prompts x G = {cfg['group_size']} rollouts at temperature
-  {cfg['temperature']}, PPO-clip {cfg['clip']}, k3 KL {cfg['kl_coef']} to the warm start, AdamW lr {cfg['lr']}
+  {cfg['temperature']}, PPO-clip {cfg['clip']} with dual-clip {cfg.get('clip_ratio_c', 0)}, {cfg.get('loss_agg', 'seq-mean')} loss,
+  low-variance KL {cfg['kl_coef']} to the warm start, AdamW lr {cfg['lr']}, truncated rollouts {cfg.get('truncated_reward')}
   {'(K = ' + str(cfg['K']) + ' Dirichlet(' + str(cfg['alpha']) + ') weights per group, duplicates removed)' if method == 'vpo' else ''}; wall {rl_wall / 60:.1f} min.
+  Departures from the authors' settings: docs/training_protocol.md.
 - Machine: {_cpu()}, {os.cpu_count()} logical CPUs shared with other jobs, torch {cfg.get('threads', 2)} threads.
 
 ## Training curves
@@ -239,7 +284,7 @@ scored by the paper's scorer (`parse=paper`, the default). This checkpoint was R
 | entropy (nats/token) | {head_mean('entropy'):.3f} | {tail_mean('entropy'):.3f} |
 
 Raw curves: `rl_curves.jsonl`, `sft_curves.jsonl`.
-{validation_section(run)}
+{warm_section(sft)}{validation_section(run)}
 {EVAL_HEAD}: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
 VPO/Multi-RLVR: 10 chains x 3 answers; single-answer models: 30 samples. best@k on the task scalar
 (mean of completion, gold, diamond, avoid_lava; `convex_bonus` reward, the paper's scorer), mean ±
@@ -254,9 +299,59 @@ standard error over mazes.
     return dest
 
 
+def write_warm_card(sft: Path, dest: Path, command: str, fp16: bool = False) -> Path:
+    """Package a warm start (``maze-tiny-warm[-s<seed>]``): its weights and a card with how it was trained
+    and what it can do before RL (:func:`warm_section`); `vpo demo` fills in its test rows."""
+    sft, dest = Path(sft), Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    src = sft / "checkpoint"
+    for f in HF_FILES:
+        if (src / f).exists():
+            shutil.copy2(src / f, dest / f)
+    if fp16:
+        from vpo_harness.training.model import store_fp16
+
+        store_fp16(dest)
+    for f in ("sft_curves.png", "sft_curves.jsonl", "warm_eval.json"):
+        if (sft / f).exists():
+            shutil.copy2(sft / f, dest / f)
+    cfg = json.loads((src / "vpo_training.json").read_text())["config"]
+    (dest / "README.md").write_text(f"""---
+library_name: transformers
+pipeline_tag: text-generation
+license: apache-2.0
+tags: [vpo, maze, tiny, cpu, warm-start]
+---
+# maze-tiny-warm (training seed {cfg.get('seed')})
+
+The warm start that the four methods of training seed {cfg.get('seed')} (GRPO, Max-at-K, Multi-RLVR, VPO)
+begin RL from. A {cfg.get('layers', '?')}-layer LlamaForCausalLM trained by SFT on valid Maze routes that know
+nothing of the reward ({cfg.get('targets')} targets: a shortest S->E path with random tie-breaks, or a shortest
+path through a random free waypoint with probability {cfg.get('detour')}; gold, diamonds, lava and the bonus
+tile play no part), single answers and chains of m = {cfg.get('m')} independent draws, {cfg.get('prefix_fraction')} of
+the examples prefilled. It learns the answer format and to reach the exit, not which trade-offs pay: that is
+left to RL, as in the paper, whose methods start from a base model with no SFT.
+
+## How it was trained
+```
+{command}
+```
+{cfg.get('steps')} steps x batch {cfg.get('batch_size')}, AdamW lr {cfg.get('lr')} (warm-up {cfg.get('warmup')}, cosine), train split
+(1000 mazes, base seed 42) and their 8 dihedral images.
+
+![SFT curves](sft_curves.png)
+{warm_section(sft)}
+{EVAL_HEAD}: the paper's 100 test mazes, pool of 30, temperature 0.7, top-p 1.0)
+
+(not evaluated yet)
+""")
+    return dest
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--run", required=True)
+    ap.add_argument("--run", default=None, help="the RL run folder (not with --warm)")
+    ap.add_argument("--warm", action="store_true", help="package the warm start in --sft instead of an RL run")
     ap.add_argument("--sft", required=True)
     ap.add_argument("--dest", required=True)
     ap.add_argument("--command", required=True)
@@ -265,6 +360,11 @@ def main() -> None:
     ap.add_argument("--checkpoint", default=None, help="checkpoint folder to bundle (default: RUN/checkpoint)")
     ap.add_argument("--fp16", action="store_true", help="store the weights in fp16 (bench/fp16_check.py)")
     a = ap.parse_args()
+    if a.warm:
+        print(write_warm_card(Path(a.sft), Path(a.dest), a.command, fp16=a.fp16))
+        return
+    if not a.run:
+        ap.error("--run is required (or --warm to package a warm start)")
     print(write_card(Path(a.run), Path(a.sft), Path(a.dest), a.command, Path(a.demo) if a.demo else None,
                      Path(a.notes).read_text() if a.notes and Path(a.notes).exists() else a.notes,
                      Path(a.checkpoint) if a.checkpoint else None, fp16=a.fp16))

@@ -9,6 +9,9 @@ Layout of ``<out>`` (each run an ordinary run folder, resumable, and reused by t
     <out>/maze-tiny-<method>@<seed>     the other training seeds
     <out>/seeds/maze-tiny-<method>/     a training-seed group over those runs (harness.core.seed_groups):
                                         `vpo compare` of two groups pairs (maze, training seed)
+    <out>/maze-tiny-warm-m<m>[@<seed>]  the warm start of each training seed, in each format the row asks
+                                        for (m = 1: 30 samples, m = 3: 10 chains of 3), and its group
+                                        <out>/seeds/maze-tiny-warm-m<m>: each method's movement from it
     <out>/demo_table.md, demo_metrics.json, best_at_k.png, diversity.png, report.html
 """
 from __future__ import annotations
@@ -21,15 +24,27 @@ from typing import Sequence
 
 from vpo_harness.harness.core.config import RunConfig
 from vpo_harness.harness.core.metrics import DEFAULT_KS as DEMO_KS
+from vpo_harness.harness.core.metrics import Estimate
 from vpo_harness.harness.core.models.zoo import (PAPER_MAZE_BEST30 as PAPER_BEST30, ROW_LABELS as LABELS,
-                                                 ROW_METHODS, TINY_MAZE_DEFAULTS, policy_folder_name, policy_name,
-                                                 train_hint)
+                                                 ROW_METHODS, TINY_MAZE_DEFAULTS, WARM_START, policy_folder_name,
+                                                 policy_name, train_hint)
 from vpo_harness.harness.core.results import RunResults
 from vpo_harness.training.advantages import MULTI_ANSWER
 
 DEMO_POOL = DEMO_KS[-1]  # candidates per maze: 10 chains x 3 answers, or 30 samples
 #: the ks of the printed table (every k of DEMO_KS is in demo_metrics.json and the plot)
 TABLE_KS = (1, 8, DEMO_POOL)
+#: the warm start's runs: one per answer format the row asks for
+WARM_LABELS = {f"{WARM_START}-m1": "warm start (30 x 1)", f"{WARM_START}-m3": "warm start (10 x 3)"}
+
+
+def label_of(method: str) -> str:
+    return LABELS.get(method) or WARM_LABELS.get(method) or method.upper()
+
+
+def warm_of(method: str) -> str:
+    """The warm-start run a method's movement is measured from: the same answer format."""
+    return f"{WARM_START}-m{3 if method in MULTI_ANSWER else 1}"
 #: how a user may spell a method on ``--only``
 _ALIASES = {"max@k": "max_at_k", "max-at-k": "max_at_k", "maxatk": "max_at_k", "multi-rlvr": "multi_rlvr",
             "multirlvr": "multi_rlvr"}
@@ -46,19 +61,21 @@ class DemoRun:
 
     @property
     def label(self) -> str:
-        return LABELS.get(self.method, self.method.upper())
+        return label_of(self.method)
 
 
 def demo_config(ckpt: Path | str, multi: bool, out: Path | str, limit: int | None, batch_size: int,
-                seed: int = 0) -> RunConfig:
+                seed: int = 0, split: str = "test", task_args: dict | None = None) -> RunConfig:
     """The paper's Maze protocol for one checkpoint: pool of 30 (multi-answer: 10 chains x 3 answers,
     single-answer: 30 samples), the task's temperature and top-p (the paper's 0.7 and 1.0), compact
-    prompts, test split. For a bundled checkpoint this is the run the README Quickstart's
+    prompts, test split (``split`` and ``task_args``, e.g. ``base_seed``, pick other mazes: a set no
+    policy was trained or selected on). For a bundled checkpoint this is the run the README Quickstart's
     ``vpo run --task maze --model hf:maze-tiny-<method> -n 10 -m 3`` (``-n 30 -m 1``) names: the
     runner identifies both by the zoo name and the resolved temperature (tests/harness/test_identity.py)."""
     m = 3 if multi else 1
     return RunConfig.of(
-        task="maze", split="test", prompt_style=TINY_MAZE_DEFAULTS.prompt_style, m=m, n=DEMO_POOL // m,
+        task="maze", split=split, task_options=dict(task_args or {}), prompt_style=TINY_MAZE_DEFAULTS.prompt_style,
+        m=m, n=DEMO_POOL // m,
         ks=DEMO_KS, max_tokens=TINY_MAZE_DEFAULTS.max_tokens(m), seed=seed,
         model=f"hf:{ckpt}", model_args={"batch_size": batch_size}, out=str(out), limit=limit, progress=True)
 
@@ -82,20 +99,54 @@ def parse_methods(only: Sequence[str] | None) -> list[str]:
 
 
 def demo_configs(checkpoints: Path, out: Path, limit: int | None, batch_size: int, seed: int = 0,
-                 only: Sequence[str] | None = None,
-                 train_seeds: Sequence[int] = (0,)) -> tuple[list[DemoRun], list[str]]:
-    """The demo protocol for every (method, training seed) asked for: the runs whose policy folder
-    is under ``checkpoints``, and one line for each that is not (with the command that trains it)."""
+                 only: Sequence[str] | None = None, train_seeds: Sequence[int] = (0,), split: str = "test",
+                 task_args: dict | None = None) -> tuple[list[DemoRun], list[str]]:
+    """The demo protocol for every (method, training seed) asked for, then the warm start of each
+    training seed in each answer format those methods use: the runs whose policy folder is under
+    ``checkpoints``, and one line for each that is not (with the command that trains it)."""
     runs, missing = [], []
-    for method in parse_methods(only):
+    methods = parse_methods(only)
+    warm = list(dict.fromkeys(warm_of(m) for m in methods))
+    for method in methods + warm:
+        policy = WARM_START if method in WARM_LABELS else method
         for ts in train_seeds:
-            ck = Path(checkpoints) / policy_folder_name(method, ts)
+            ck = Path(checkpoints) / policy_folder_name(policy, ts)
             if not (ck / "config.json").is_file():
-                missing.append(f"{policy_name(method, ts)}: no policy at {ck}; {train_hint(method, ts)}")
+                missing.append(f"{policy_name(policy, ts)}: no policy at {ck}; {train_hint(policy, ts)}")
                 continue
-            cfg = demo_config(ck, method in MULTI_ANSWER, Path(out) / policy_name(method, ts), limit, batch_size, seed)
+            multi = method in MULTI_ANSWER or method == f"{WARM_START}-m3"
+            cfg = demo_config(ck, multi, Path(out) / policy_name(method, ts), limit, batch_size, seed, split, task_args)
             runs.append(DemoRun(method, int(ts), ck, cfg))
-    return runs, missing
+    return runs, list(dict.fromkeys(missing))
+
+
+def movement(method_group: Path, warm_group: Path, k: int = DEMO_POOL) -> Estimate | None:
+    """best@k of a method minus its warm start's (same answer format), paired over (maze, training
+    seed), as one estimate whose s.e. treats each training run as one draw
+    (:func:`~vpo_harness.harness.core.metrics.crossed_estimate`). None when no training seed has both."""
+    import numpy as np
+
+    from vpo_harness.harness.core.metrics import crossed_estimate
+    from vpo_harness.harness.core.results import problem_values
+    from vpo_harness.harness.core.seed_groups import group_state
+
+    a = dict(group_state(method_group).runs)
+    b = dict(group_state(warm_group).runs)
+    rows, shared = [], None
+    per = {}
+    for ts in sorted(set(a) & set(b)):
+        pa, pb = problem_values(a[ts], [k]), problem_values(b[ts], [k])
+        if pa is None or pb is None:
+            continue
+        per[ts] = (dict(zip(pa[0], pa[1][f"best@{k}"])), dict(zip(pb[0], pb[1][f"best@{k}"])))
+        ids = set(per[ts][0]) & set(per[ts][1])
+        shared = ids if shared is None else shared & ids
+    if not per or not shared:
+        return None
+    order = sorted(shared)
+    for ts, (va, vb) in per.items():
+        rows.append([va[p] - vb[p] for p in order])
+    return crossed_estimate(np.array(rows, dtype=float))
 
 
 def group_folder(out: Path, method: str) -> Path:
@@ -121,20 +172,24 @@ def write_groups(out: Path, done: Sequence[tuple[DemoRun, Path]]) -> dict[str, P
 
 def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TABLE_KS,
                  paper: dict[str, float | None] | None = None, fmt: str = "markdown",
-                 seeds: dict[str, str] | None = None) -> str:
-    """best@k at ``ks``, pass@1 and pass@k_max and diversity, each mean ± s.e.
-    over mazes (and s± between training seeds when a row aggregates several), then the paper's
-    best@k_max of the row's method when ``paper`` (label -> value) is given; ``seeds`` (label ->
-    text) names the training seed of a row that is a single run."""
+                 seeds: dict[str, str] | None = None,
+                 warm: dict[str, tuple[Estimate | None, Estimate | None]] | None = None) -> str:
+    """best@k at ``ks`` and diversity, each mean ± s.e. (a training-seed group: each training run one
+    draw, s± between training seeds), then, with ``warm`` (label -> (the warm start's best@k_max, the
+    movement from it)), those two, then the paper's best@k_max of the row's method when ``paper``
+    (label -> value) is given; ``seeds`` (label -> text) names the training seed of a row that is a
+    single run. pass@k is left out: no Maze route collects every reward, so it is 0 by construction."""
     from vpo_harness.reports.tables import TRAINING_SEED_LEGEND, write_table
 
-    head = (["model", "training seeds"] + [f"best@{k}" for k in ks] + ["pass@1", f"pass@{ks[-1]}", "diversity"]
+    head = (["model", "training seeds"] + [f"best@{k}" for k in ks] + ["diversity"]
+            + ([f"warm start best@{ks[-1]}", f"movement (best@{ks[-1]})"] if warm is not None else [])
             + ([f"paper best@{ks[-1]}"] if paper is not None else []))
     lines = []
     for name, res in rows:
         seed_text = ",".join(str(s) for s in res.seeds) if res.seeds else (seeds or {}).get(name, "-")
-        cells = [name, seed_text] + [res.best.get(k) for k in ks] + [res.pass_at.get(1), res.pass_at.get(ks[-1]),
-                                                                 res.diversity]
+        cells = [name, seed_text] + [res.best.get(k) for k in ks] + [res.diversity]
+        if warm is not None:
+            cells += list(warm.get(name, (None, None)))
         if paper is not None:
             val = paper.get(name)
             cells.append(float("nan") if val is None else float(val))
@@ -144,7 +199,8 @@ def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TAB
 
 def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_size: int = 200, seed: int = 0,
              only: Sequence[str] | None = None, cache: bool | None = None,
-             train_seeds: Sequence[int] = (0,), write_cards: bool = False) -> Path:
+             train_seeds: Sequence[int] = (0,), write_cards: bool = False, split: str = "test",
+             task_args: dict | None = None) -> Path:
     """Evaluate the row's policies for each training seed, print the table (mean over the training
     seeds, s.e. over mazes and between seeds, the paper's best@30 beside ours), write
     demo_table.md, demo_metrics.json, the plots and the report. ``cache``: the generation cache
@@ -153,7 +209,7 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
     from vpo_harness.harness.core.results import load_run
     from vpo_harness.harness.eval.runner import run
 
-    cfgs, missing = demo_configs(checkpoints, out, limit, batch_size, seed, only, train_seeds)
+    cfgs, missing = demo_configs(checkpoints, out, limit, batch_size, seed, only, train_seeds, split, task_args)
     for line in missing:
         print(f"vpo demo: skipped {line}")
     if not cfgs:
@@ -167,17 +223,32 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
         folder = run(d.cfg)
         done.append((d, folder))
         print(f"[{i}/{len(cfgs)}] {d.label} training seed {d.train_seed}: {folder} ({time.time() - t:.0f}s)", flush=True)
-    groups = write_groups(out, done)
-    loaded = [(LABELS.get(m, m.upper()), load_run(g)) for m, g in groups.items()]
+    all_groups = write_groups(out, done)
+    groups = {m: g for m, g in all_groups.items() if m not in WARM_LABELS}
+    warm_groups = {m: g for m, g in all_groups.items() if m in WARM_LABELS}
+    loaded = [(label_of(m), load_run(g)) for m, g in groups.items()]
     rows = [(name, r.summary) for name, r in loaded]
     paper = {LABELS[m]: PAPER_BEST30.get(m) for m in groups}
+    warm_cols: dict[str, tuple[Estimate | None, Estimate | None]] = {}
+    for m, g in groups.items():
+        wg = warm_groups.get(warm_of(m))
+        if wg is not None:
+            wsum = load_run(wg).summary
+            warm_cols[label_of(m)] = (wsum.best.get(DEMO_POOL) if wsum else None, movement(g, wg))
     n_mazes = min(r.n_problems for _, r in rows)
-    table = format_table(rows, paper=paper)
-    print(f"Maze test, {n_mazes} mazes, pool of {DEMO_POOL} (10 x 3 for the set methods, 30 x 1 for the others)")
+    table = format_table(rows, paper=paper, warm=warm_cols if warm_cols else None)
+    where = split + (f" ({', '.join(f'{k}={v}' for k, v in task_args.items())})" if task_args else "")
+    print(f"Maze {where}, {n_mazes} mazes, pool of {DEMO_POOL} (10 x 3 for the set methods, 30 x 1 for the others)")
     print(table)
+    if len(train_seeds) > 1:
+        print("± : standard error treating each training run as one draw (training seed x maze random effects); "
+              "movement: best@30 minus the warm start's, paired over (maze, training seed)")
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_table.md").write_text(table + "\n")
-    (out / "demo_metrics.json").write_text(json.dumps({n: r.raw["metrics"] for n, r in rows}, indent=2))
+    (out / "demo_metrics.json").write_text(json.dumps(
+        {n: {**r.raw["metrics"], **({"warm_start_best@30": w.as_dict() if (w := warm_cols[n][0]) else None,
+                                     "movement_best@30": v.as_dict() if (v := warm_cols[n][1]) else None}
+                                    if n in warm_cols else {})} for n, r in rows}, indent=2))
     from vpo_harness.reports.plots import plot_best_at_k, plot_diversity
 
     labels = [n for n, _ in loaded]

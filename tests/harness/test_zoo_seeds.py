@@ -17,9 +17,10 @@ def _make(folder):
 
 def test_seed_names_resolve_to_their_folders(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "BUNDLED_CHECKPOINTS", tmp_path)
-    for method in zoo.ROW_METHODS:
+    for method in (*zoo.ROW_METHODS, zoo.WARM_START):
         for seed in zoo.TRAINING_SEEDS:
             _make(tmp_path / zoo.policy_folder_name(method, seed))
+    assert zoo.resolve("maze-tiny-warm@4") == str(tmp_path / "maze-tiny-warm-s4")
     assert zoo.resolve("maze-tiny-max_at_k@2") == str(tmp_path / "maze-tiny-max_at_k-s2")
     assert zoo.resolve("maze-tiny-vpo@1") == str(tmp_path / "maze-tiny-vpo-s1")
     assert zoo.resolve("maze-tiny-vpo") == zoo.resolve("maze-tiny-vpo@0") == str(tmp_path / "maze-tiny-vpo")
@@ -30,8 +31,10 @@ def test_seed_names_resolve_to_their_folders(tmp_path, monkeypatch):
     assert zoo.fingerprint("maze-tiny-vpo@1") != zoo.fingerprint("maze-tiny-vpo@2")
     assert zoo.generation_defaults("hf:maze-tiny-multi_rlvr@2")[0] == zoo.TINY_MAZE_DEFAULTS
     rows = zoo.trained_policies()
-    assert len(rows) == 12 and all(r["present"] for r in rows)
-    assert {(r["method"], r["seed"]) for r in rows} == {(m, s) for m in zoo.ROW_METHODS for s in zoo.TRAINING_SEEDS}
+    # the row (four methods x training seeds 0-4) and each seed's warm start
+    assert len(rows) == 25 and all(r["present"] for r in rows)
+    assert {(r["method"], r["seed"]) for r in rows} == {(m, s) for m in (*zoo.ROW_METHODS, zoo.WARM_START)
+                                                        for s in zoo.TRAINING_SEEDS}
 
 
 def test_a_missing_seed_says_how_to_train_it(tmp_path, monkeypatch, capsys):

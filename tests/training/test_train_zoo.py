@@ -28,7 +28,8 @@ def _value(argv, flag):
 def test_plan_covers_the_row_with_one_warm_start_per_seed(tz, tmp_path):
     steps = tz.plan([0, 1, 2], list(zoo.ROW_METHODS), tmp_path / "runs", tmp_path / "ck")
     kinds = [s.name.split("-")[-1] for s in steps]
-    assert kinds.count("sft") == 3 and kinds.count("card") == 12 and len(steps) == 27
+    # per seed: a warm start, its evaluation and its card; per (seed, method): an RL run and its card
+    assert kinds.count("sft") == 3 and kinds.count("card") == 15 and kinds.count("eval") == 3 and len(steps) == 33
     seen = set()
     for s in steps:                       # needs always come earlier (the executor relies on it)
         assert all(n in seen for n in s.needs), s.name
@@ -41,8 +42,12 @@ def test_plan_covers_the_row_with_one_warm_start_per_seed(tz, tmp_path):
         assert _value(s.argv, "--val-every") == str(tz.RULE["rl"]["--val-every"])
         assert float(_value(s.argv, "--prefix-fraction")) > 0
     cards = {_value(s.argv, "--dest") for s in steps if s.name.endswith("-card")}
-    assert cards == {str(tmp_path / "ck" / zoo.policy_folder_name(m, sd)) for m in zoo.ROW_METHODS for sd in (0, 1, 2)}
-    assert all(s.shown().startswith(("vpo train ", "python -m vpo_harness.training.model_card ")) for s in steps)
+    assert cards == {str(tmp_path / "ck" / zoo.policy_folder_name(m, sd))
+                     for m in (*zoo.ROW_METHODS, zoo.WARM_START) for sd in (0, 1, 2)}
+    for s in steps:   # an RL card waits for its warm start's numbers, which every card carries
+        if s.name.endswith("-card") and "warm" not in s.name:
+            assert s.needs[-1] == s.name.split("-")[0] + "-warm-eval"
+    assert all(s.shown().startswith(("vpo train ", "python -m vpo_harness.training.")) for s in steps)
 
 
 def _fake(tmp_path, name, needs=(), ok=True):
@@ -68,7 +73,7 @@ def test_execute_skips_finished_steps_and_blocks_dependents_of_a_failure(tz, tmp
 def test_dry_run_prints_every_step_and_smoke_stays_out_of_checkpoints(tz, tmp_path, capsys):
     assert tz.main(["--dry-run", "--runs", str(tmp_path / "r"), "--seeds", "1", "--methods", "vpo,grpo"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 5 and all("to run" in x for x in lines)
+    assert len(lines) == 7 and all("to run" in x for x in lines)
     smoke = tz.plan([0], ["vpo"], tmp_path / "r", tmp_path / "r" / "checkpoints", smoke=True)
     assert int(_value(smoke[1].argv, "--rl-steps")) < tz.RULE["rl"]["--rl-steps"]
     with pytest.raises(SystemExit):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vpo_harness.harness.app.commands._args import add_cache_flag
+from vpo_harness.harness.app.commands._args import add_cache_flag, kv
 from vpo_harness.harness.core.paths import BUNDLED_CHECKPOINTS
 
 
 EXAMPLES = """\
 vpo demo                      # the four methods of training seed 0 on the 100 test mazes
-vpo demo --seeds 0-2          # all twelve policies: mean over training seeds, s.e. over mazes and between seeds
+vpo demo --seeds 0-4          # all twenty policies: mean over training seeds, each training run one draw
+vpo demo --seeds 0-4 --task-args base_seed=610001 --out runs/demo-610001   # 100 mazes nobody trained or selected on
 vpo demo --only vpo,grpo --limit 5 --out runs/demo-small
 vpo compare runs/demo/seeds/maze-tiny-grpo runs/demo/seeds/maze-tiny-vpo   # paired over (maze, training seed)
 """
@@ -22,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--checkpoints", default=str(BUNDLED_CHECKPOINTS), help="folder holding maze-tiny-<method>/")
     p.add_argument("--out", default="runs/demo", help="folder for the runs, plots and report")
     p.add_argument("--limit", type=int, default=None, help="number of test mazes (default all 100)")
+    p.add_argument("--split", default="test", help="maze split (test, val, train); with --task-args base_seed=B, "
+                                                   "mazes no policy was trained or selected on")
+    p.add_argument("--task-args", type=kv, default={}, help="maze options k=v,... (e.g. base_seed=610001)")
     p.add_argument("--batch-size", type=int, default=200, help="chains decoded together")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--seeds", type=_train_seeds, default=[0],
@@ -58,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     run_demo(Path(args.checkpoints), Path(args.out), limit=args.limit, batch_size=args.batch_size,
              seed=args.seed, only=args.only, cache=args.cache, train_seeds=args.seeds,
-             write_cards=args.write_cards)
+             write_cards=args.write_cards, split=args.split, task_args=args.task_args)
     return 0

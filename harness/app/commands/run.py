@@ -65,6 +65,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "scored and stored is prefix + continuation); part of the run's identity")
     p.add_argument("--concurrency", type=int, default=32, help="parallel requests (openai backend)")
     p.add_argument("--score-workers", type=int, default=1, help="threads grading chains (code tasks)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads of a local model (hf backend), as `vpo demo --threads` and `vpo train --threads`")
     p.add_argument("--flush-every", type=int, default=16, help="chains per append+fsync of samples.jsonl")
     p.add_argument("--retry-errors", action="store_true", help="on resume, sample again chains that failed")
     p.add_argument("--out", default=None, help="run folder (default: runs/<task>-<model>-m<m>-n<n>-<hash>)")
@@ -83,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
     from vpo_harness.harness.eval.runner import run as run_eval
 
     apply_unsafe_sandbox(args)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise SystemExit(f"vpo run: --threads must be >= 1, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
     seeds = resolve_seeds(args)
     cfg = build_config(args)
     from vpo_harness.harness.core.seed_groups import is_seed_group, seed_runs

@@ -217,6 +217,9 @@ ROW_METHODS = ("grpo", "max_at_k", "multi_rlvr", "vpo")
 TRAINING_SEEDS = (0, 1, 2, 3, 4)
 #: the row's table label of each method, in the paper's spelling
 ROW_LABELS: dict[str, str] = {"grpo": "GRPO", "max_at_k": "Max-at-K", "multi_rlvr": "Multi-RLVR", "vpo": "VPO"}
+#: the warm start each training seed's four methods start from (zoo name ``maze-tiny-warm[@<seed>]``): a
+#: supervised policy that knows the answer format and reaches the exit, blind to the reward weightings
+WARM_START = "warm"
 #: the paper's Maze best@30 of each method (arXiv 2605.22817, Qwen3-4B), printed beside ours
 PAPER_MAZE_BEST30: dict[str, float] = {"grpo": 0.432, "max_at_k": 0.577, "multi_rlvr": 0.436, "vpo": 0.593}
 
@@ -232,18 +235,22 @@ def policy_folder_name(method: str, seed: int = 0) -> str:
 
 
 def train_hint(method: str, seed: int) -> str:
-    return f"train it with: python scripts/train_zoo.py --methods {method} --seeds {int(seed)}"
+    if method == WARM_START:
+        return f"train it with: python scripts/train_zoo.py --seeds {int(seed)} --install"
+    return f"train it with: python scripts/train_zoo.py --methods {method} --seeds {int(seed)} --install"
 
 
 def _policy_entries() -> dict[str, ZooEntry]:
     """Every (method, seed) of the row, plus ``@0`` spelled out (an alias of the bare seed-0 name)."""
     out: dict[str, ZooEntry] = {}
-    for method in dict.fromkeys(BUNDLED_POLICIES + ROW_METHODS):
+    for method in dict.fromkeys(BUNDLED_POLICIES + ROW_METHODS + (WARM_START,)):
         for seed in TRAINING_SEEDS:
             folder = policy_folder_name(method, seed)
             names = [policy_name(method, seed)] + ([f"maze-tiny-{method}@0"] if seed == 0 else [])
+            what = ("the warm start (SFT on routes blind to the reward)" if method == WARM_START
+                    else f"tiny maze policy trained with {method}")
             for name in names:
-                out[name] = ZooEntry(name, f"tiny maze policy trained with {method}, training seed {seed} (repo checkpoint)",
+                out[name] = ZooEntry(name, f"{what}, training seed {seed} (repo checkpoint)",
                                      _repo_checkpoint(name, folder, train_hint(method, seed)),
                                      (lambda f=folder: _bundled_folder(f)), TINY_MAZE_DEFAULTS,
                                      (lambda f=folder: _bundled_folder(f)))
@@ -253,7 +260,7 @@ def _policy_entries() -> dict[str, ZooEntry]:
 def trained_policies() -> list[dict[str, object]]:
     """The row's policies with method, seed, zoo name, folder and whether the folder holds weights."""
     rows = []
-    for method in ROW_METHODS:
+    for method in ROW_METHODS + (WARM_START,):
         for seed in TRAINING_SEEDS:
             folder = _bundled_folder(policy_folder_name(method, seed))
             present = (folder / "config.json").is_file()
