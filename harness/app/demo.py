@@ -179,7 +179,7 @@ def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TAB
     movement from it)), those two, then the paper's best@k_max of the row's method when ``paper``
     (label -> value) is given; ``seeds`` (label -> text) names the training seed of a row that is a
     single run. pass@k is left out: no Maze route collects every reward, so it is 0 by construction."""
-    from vpo_harness.reports.tables import TRAINING_SEED_LEGEND, write_table
+    from vpo_harness.reports.tables import TRAINING_SEED_LEGEND, Cell, write_table
 
     head = (["model", "training seeds"] + [f"best@{k}" for k in ks] + ["diversity"]
             + ([f"warm start best@{ks[-1]}", f"movement (best@{ks[-1]})"] if warm is not None else [])
@@ -189,7 +189,11 @@ def format_table(rows: Sequence[tuple[str, RunResults]], ks: Sequence[int] = TAB
         seed_text = ",".join(str(s) for s in res.seeds) if res.seeds else (seeds or {}).get(name, "-")
         cells = [name, seed_text] + [res.best.get(k) for k in ks] + [res.diversity]
         if warm is not None:
-            cells += list(warm.get(name, (None, None)))
+            w, mv = warm.get(name, (None, None))
+            if mv is not None and mv.defined and mv.stderr == mv.stderr:
+                lo, hi = mv.interval()
+                mv = Cell(mv, sign=True, note=f" [{lo:+.3f}, {hi:+.3f}]")   # the 95% interval, runs as draws
+            cells += [w, mv]
         if paper is not None:
             val = paper.get(name)
             cells.append(float("nan") if val is None else float(val))
