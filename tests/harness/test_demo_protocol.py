@@ -33,18 +33,19 @@ def test_demo_only_filter_and_training_seeds(tmp_path: Path) -> None:
 
     from vpo_harness.harness.app.demo import parse_methods
 
-    for method in zoo.ROW_METHODS:
+    for method in (*zoo.ROW_METHODS, zoo.WARM_START):
         for ts in (0, 2):
             folder = tmp_path / zoo.policy_folder_name(method, ts)
             folder.mkdir()
             (folder / "config.json").write_text("{}")
     runs, missing = demo_configs(tmp_path, tmp_path / "out", None, 8, only=["grpo"])
-    assert [r.label for r in runs] == ["GRPO"] and not missing
+    assert [r.label for r in runs] == ["GRPO", "warm start (30 x 1)"] and not missing
     runs, _ = demo_configs(tmp_path, tmp_path / "out", None, 8, only=["vpo,max@k"])
-    assert [r.method for r in runs] == ["max_at_k", "vpo"]
+    assert [r.method for r in runs] == ["max_at_k", "vpo", "warm-m1", "warm-m3"]
     runs, missing = demo_configs(tmp_path, tmp_path / "out", None, 8, train_seeds=(0, 1, 2))
+    runs = [r for r in runs if r.method in zoo.ROW_METHODS]
     assert [(r.method, r.train_seed) for r in runs] == [(m, s) for m in zoo.ROW_METHODS for s in (0, 2)]
-    assert len(missing) == 4 and all("@1" in ln and "--seeds 1" in ln for ln in missing)
+    assert len(missing) == 5 and all("@1" in ln and "--seeds 1" in ln for ln in missing)
     multi = {r.method: r.cfg.sampling.m for r in runs}
     assert multi == {"grpo": 1, "max_at_k": 1, "multi_rlvr": 3, "vpo": 3}  # 10 x 3 for the set methods
     assert {Path(r.cfg.execution.out).name for r in runs if r.method == "vpo"} == {"maze-tiny-vpo", "maze-tiny-vpo@2"}
