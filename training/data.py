@@ -121,7 +121,6 @@ def make_format_examples(task: Benchmark, problems: Sequence[Problem], *, m: int
     """(messages, completion) pairs whose routes are :func:`random_route` draws: a single answer is one
     draw, a chain is m independent draws (so a chain is no more diverse than m separate answers).
     A ``prefix_fraction`` of the examples are prefilled, as in :func:`make_examples`."""
-    from vpo_harness.training.prefix import cut_route, draws_prefix, split_completion
 
     rng = np.random.default_rng(seed)
     out: list[tuple] = []
@@ -135,14 +134,23 @@ def make_format_examples(task: Benchmark, problems: Sequence[Problem], *, m: int
                 msgs, completion, mm = task.multi_prompt(p, m, style=style), chain_completion(pick), m
             else:
                 msgs, completion, mm = task.prompt(p, style=style), single_completion(pick[0]), 1
-            if draws_prefix(rng, prefix_fraction):
-                pre = cut_route(task, p, route_words(pick[0]), mm, rng).text
-                rest = split_completion(completion, pre)
-                if rest is not None:
-                    out.append((msgs, rest, pre))
-                    continue
-            out.append((msgs, completion))
+            out.append(maybe_prefilled(task, p, msgs, completion, pick[0], mm, rng, prefix_fraction))
     return out
+
+
+def maybe_prefilled(task: Benchmark, problem: Problem, msgs: list[dict[str, str]], completion: str, first: str,
+                    m: int, rng: np.random.Generator, prefix_fraction: float) -> tuple:
+    """One supervised example, prefilled with probability ``prefix_fraction`` (training/prefix.py): the
+    start of its first route (letters ``first``), cut uniformly, becomes an open assistant turn and the
+    example is the triple (messages, rest, prefix); else the pair (messages, completion)."""
+    from vpo_harness.training.prefix import cut_route, draws_prefix, split_completion
+
+    if draws_prefix(rng, prefix_fraction):
+        pre = cut_route(task, problem, route_words(first), m, rng).text
+        rest = split_completion(completion, pre)
+        if rest is not None:
+            return (msgs, rest, pre)
+    return (msgs, completion)
 
 
 def task_instance(problem: Problem) -> Any:
@@ -176,7 +184,6 @@ def make_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[st
     route, cut uniformly, is an open assistant turn and the target is the rest of the completion; those
     examples are triples (messages, rest, prefix).
     """
-    from vpo_harness.training.prefix import cut_route, draws_prefix, split_completion
 
     rng = np.random.default_rng(seed)
     out: list[tuple[list[dict[str, str]], str]] = []
@@ -192,13 +199,7 @@ def make_examples(task: Benchmark, problems: Sequence[Problem], targets: dict[st
             else:
                 first = routes[int(rng.integers(len(routes)))]
                 msgs, completion, mm = task.prompt(p, style=style), single_completion(first), 1
-            if draws_prefix(rng, prefix_fraction):
-                pre = cut_route(task, p, route_words(first), mm, rng).text
-                rest = split_completion(completion, pre)
-                if rest is not None:
-                    out.append((msgs, rest, pre))
-                    continue
-            out.append((msgs, completion))
+            out.append(maybe_prefilled(task, p, msgs, completion, first, mm, rng, prefix_fraction))
     return out
 
 
