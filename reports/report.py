@@ -45,10 +45,16 @@ class RunView:
 
     def estimate(self, name: str) -> dict[str, float]:
         """Mean and s.e. over problems; for a seed group, as `vpo show` reads one: the mean over the
-        seeds of each seed's mean, with the within-run and the between-seed standard errors."""
+        seeds of each seed's mean, with the within-run and the between-seed standard errors (a
+        training-seed group: the s.e. that treats each training run as one draw)."""
         values = self.per_problem.get(name, np.array([np.nan]))
         if not self.pools.seeds or len(self.pools.units) != len(values):
             return mean_se(values).as_dict()
+        if self.pools.seed_axis == "training":   # each training run one draw, as `vpo show` and compare
+            from vpo_harness.harness.core.seed_groups import unit_label
+            from vpo_harness.reports.compare import run_unit_estimate
+
+            return run_unit_estimate([unit_label(p, s) for p, s in self.pools.units], values).as_dict()
         seed_of = np.array([seed for _, seed in self.pools.units])
         return mean_over_seeds([mean_se(values[seed_of == s]) for s in self.pools.seeds]).as_dict()
 
