@@ -1,6 +1,7 @@
 """The RL trainer's validation loop end to end on a tiny model, and the model card's validation section."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -34,7 +35,7 @@ def test_rl_with_prefixes_and_validation_keeps_the_best_step(tmp_path):
     init = save_checkpoint(build_model(tok, seed=0, **TINY), tok, tmp_path / "init")
     cfg = RLConfig(init=str(init), out=str(tmp_path / "rl"), method="grpo", steps=3, limit=2, augment=False,
                    prompts_per_step=2, group_size=2, max_new_tokens_single=6, max_new_tokens_multi=6,
-                   threads=1, save_every=1, prefix_fraction=1.0, val_every=1, val_limit=2, patience=5)
+                   threads=1, save_every=1, prefix_fraction=1.0, val_every=1, val_limit=2, patience=5, select="val")
     final = train_rl(cfg)
     out = tmp_path / "rl"
     rl_rows = [json.loads(x) for x in (out / "rl_curves.jsonl").read_text().splitlines()]
@@ -49,6 +50,14 @@ def test_rl_with_prefixes_and_validation_keeps_the_best_step(tmp_path):
     # resuming a finished run evaluates nothing again
     train_rl(cfg)
     assert len((out / "val_curves.jsonl").read_text().splitlines()) == 4
+    # the authors' rule (the default): the result is the last step; the best step stays beside it as best/
+    last_cfg = dataclasses.replace(cfg, out=str(tmp_path / "last"), select="last")
+    final = train_rl(last_cfg)
+    choice = json.loads((tmp_path / "last" / "val_choice.json").read_text())
+    assert final == tmp_path / "last" / "checkpoint" and choice["chosen_step"] == choice["last_step"] == 3
+    assert json.loads((final / "vpo_training.json").read_text())["step"] == 3
+    assert (tmp_path / "last" / "best" / "config.json").is_file() and choice["select"] == "last"
+    assert "the last step's (3)" in (final / "README.md").read_text()
 
 
 @pytest.mark.integration
