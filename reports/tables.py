@@ -32,8 +32,9 @@ _LATEX_PM = " $\\pm$ "  # the LaTeX writer puts it in after escaping the cell (\
 #: the legend line of a table holding seed-group cells
 SEED_LEGEND = "s±: standard error between seeds (runs that differ only in their sampling seed)"
 #: the legend line of a table of training-seed groups (`vpo demo --seeds`)
-TRAINING_SEED_LEGEND = ("±: standard error over problems; s±: standard error between training seeds "
-                        "(one policy per seed, same sampling settings)")
+TRAINING_SEED_LEGEND = ("±: standard error treating each training run as one draw (training seed x problem "
+                        "random effects); s±: standard error between training seeds (one policy per seed, same "
+                        "sampling settings)")
 
 
 def legend_for(axes: "Sequence[str]") -> str:

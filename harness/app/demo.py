@@ -245,8 +245,8 @@ def run_demo(checkpoints: Path, out: Path, *, limit: int | None = None, batch_si
     print(f"Maze {where}, {n_mazes} mazes, pool of {DEMO_POOL} (10 x 3 for the set methods, 30 x 1 for the others)")
     print(table)
     if len(train_seeds) > 1:
-        print("± : standard error treating each training run as one draw (training seed x maze random effects); "
-              "movement: best@30 minus the warm start's, paired over (maze, training seed)")
+        print("movement: best@30 minus the warm start's (same answer format), paired over (maze, training seed); "
+              "[lo, hi]: its 95% interval, each training run one draw")
     out.mkdir(parents=True, exist_ok=True)
     (out / "demo_table.md").write_text(table + "\n")
     (out / "demo_metrics.json").write_text(json.dumps(
