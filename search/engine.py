@@ -58,7 +58,7 @@ from typing import Any, Callable, Sequence
 
 from vpo_harness.benchmarks import Benchmark, Problem
 from vpo_harness.harness.core.seeding import derive_seed
-from vpo_harness.search.adapters import adapter_for
+from vpo_harness.benchmarks.steps import adapter_for
 from vpo_harness.search.evaluator import Evaluation, TaskEvaluator
 from vpo_harness.search.llm import ChatLLM
 
@@ -160,7 +160,7 @@ class ProblemEvolution:
         from vpo_harness.search.database import OrderedProgramDatabase
 
         self.s, self.problem = s, problem
-        self.adapter = adapter_for(s.task)  # how this search reads the task's answers (search/adapters.py)
+        self.adapter = adapter_for(s.task)  # how this search reads the task's answers (benchmarks/steps.py)
         self.evaluator = TaskEvaluator(s.task, problem)
         self.ckpt_dir = s.checkpoint_root / _safe(problem.id) / "checkpoints"
         self.db = OrderedProgramDatabase(s.config.database, name=problem.id,
