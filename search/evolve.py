@@ -503,20 +503,22 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
                     record: dict[str, Any]) -> dict[str, Any]:
     from vpo_harness.harness.core import metrics as hm
     from vpo_harness.search.engine import complete_iterations
-    from vpo_harness.search.metrics import baseline_curves, candidate_budgets, evolve_curves
+    from vpo_harness.search.metrics import (baseline_curves, candidate_budgets, evolve_curves, evolve_rewards,
+                                            hypervolume_curve, sampling_rewards)
     from vpo_harness.search.solved import TOL, thresholds
 
     by_p = _rows_by_problem(folder, cfg.iterations)
     rows = [r for p in problems for rs in complete_iterations(by_p.get(p.id, [])).values() for r in rs]
     ids = [p.id for p in problems]
     curves = evolve_curves(rows, ids, cfg.iterations)
+    budget = (cfg.iterations + 1) * cfg.m
+    curves["hypervolume_vs_candidates"] = hypervolume_curve(evolve_rewards(rows, ids, cfg.iterations), ids, budget)
     pools, scal, passes = [], [], []
     for pid in ids:
         rs = [r for r in rows if r["problem_id"] == pid]
         pools.append(np.array([r["rewards"][0] for r in rs], dtype=float) if rs else np.zeros((0, 1)))
         scal.append(np.array([r["scalars"][0] for r in rs], dtype=float))
         passes.append(np.array([r["passed"][0] for r in rs], dtype=bool))
-    budget = (cfg.iterations + 1) * cfg.m
     ks = candidate_budgets(budget)
     summary = hm.summarize(pools, scal, passes, ks, task.component_names, objective_seed=hm.METRIC_SEED)
     thr = thresholds(task, list(problems))
@@ -526,7 +528,9 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
         def solved(pid: str, s: float, ok: bool) -> bool:
             return s >= thr[pid] - TOL if thr is not None else ok
 
-        baseline = baseline_curves(latest_rows(bfolder), ids, solved, budget)
+        brows = latest_rows(bfolder)
+        baseline = baseline_curves(brows, ids, solved, budget)
+        baseline["hypervolume_vs_candidates"] = hypervolume_curve(sampling_rewards(brows, ids), ids, budget)
     tokens = [r.get("completion_tokens") or 0 for r in rows]
     return {
         "kind": "evolve", "task": cfg.task, "split": cfg.split, "model": record["identity"]["model"]["spec"], "m": cfg.m,

@@ -147,3 +147,25 @@ def test_feedback_prompt_shows_the_parents_route_and_what_it_does(tmp_path: Path
                                     task.component_names)
         assert r["answers"][0] is not None  # the reply was read in the task's own format
     assert any("collects" in b["messages"][-1]["content"] for b in asked)
+
+
+# ---- the front's size in results.json ------------------------------------------------------------------
+
+def test_results_hold_hypervolume_against_candidates_for_search_and_sampling(tmp_path: Path) -> None:
+    from vpo_harness.harness.core.metrics import hypervolume
+    from vpo_harness.harness.core.store import latest_rows
+    from vpo_harness.search.metrics import HV_REF, candidate_budgets
+
+    with ScriptedOpenAIServer(mutate) as srv:
+        folder = run_evolve(cfg(srv.base_url, tmp_path / "hv", select="pareto", iterations=6, baseline=True, lag=2))
+    res = json.loads((folder / "results.json").read_text())
+    ev, base = res["evolve"]["hypervolume_vs_candidates"], res["baseline"]["hypervolume_vs_candidates"]
+    assert ev["x"] == base["x"] == candidate_budgets(7)
+    assert all(a <= b + 1e-12 for a, b in zip(ev["mean"], ev["mean"][1:]))  # a front only grows
+    for got, rows in ((ev, latest_rows(folder)), (base, latest_rows(folder / "baseline"))):
+        by: dict[str, list] = {}
+        for r in sorted(rows, key=lambda r: (r.get("iteration", 0), r.get("answer_index", 0), r["chain_index"])):
+            by.setdefault(r["problem_id"], []).extend(r["rewards"])
+        want = np.mean([hypervolume(np.array(v[:7]), ref=HV_REF) for v in by.values()])
+        assert got["mean"][-1] == pytest.approx(want, abs=1e-6)
+        assert 0 < got["mean"][-1] <= 1.1 ** 4
