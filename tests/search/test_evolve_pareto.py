@@ -170,3 +170,44 @@ def test_results_hold_hypervolume_against_candidates_for_search_and_sampling(tmp
             want = np.mean([hypervolume(np.array(v[:x]), ref=HV_REF) for v in by.values()])
             assert mean == pytest.approx(want, abs=1e-6), x
         assert 0 < got["mean"][-1] <= 1.1 ** 4
+
+
+# ---- another task: the selection and the feedback read any reward vector ------------------------------
+
+def test_pareto_and_feedback_on_a_text_task(tmp_path: Path) -> None:
+    """Eureqa (five entity components, no task hooks of its own): pareto parents lie on the front of
+    what their draw could see, the feedback names every component of the parent, and the rows do not
+    depend on the number of iterations in flight."""
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.benchmarks.eureqa import format_answer
+    from tests.harness.test_pools import FIXTURE
+
+    task = get_task("eureqa")
+    problems = task.load("test", path=str(FIXTURE))[:2]
+    gold = {p.id: list(p.data["entities"])[:5] for p in problems}
+
+    def reply(body: dict[str, Any], idx: int) -> str:
+        text = "\n".join(m["content"] for m in body["messages"])
+        pid = next(p.id for p in problems if task.prompt(p)[-1]["content"] in text)
+        rng = random.Random(body.get("seed"))
+        return format_answer([g if rng.random() < 0.5 else "nobody" for g in gold[pid]])
+
+    rows = {}
+    with ScriptedOpenAIServer(reply, delay_s=jitter) as srv:
+        for w in (1, 3):
+            kw = dict(task="eureqa", data_path=str(FIXTURE), limit=2, prompt_mode="feedback", select="pareto",
+                      iterations=12, lag=3, parallel=w, concurrency=w, prompt_style="full")
+            rows[w] = rows_of(run_evolve(cfg(srv.base_url, tmp_path / f"w{w}", **kw)))
+        asked = [b["messages"][-1]["content"] for b in srv.requests if "How it did:" in b["messages"][-1]["content"]]
+    assert_same(rows[1], rows[3])
+    ref = rows[1]
+    later = [r for r in ref.values() if r["iteration"] > 0]
+    assert later and all(r["evolution_mode"] == "feedback" for r in later)
+    assert len({r["parent_id"] for r in later}) >= 3
+    by_id = {r["program_id"]: r for r in ref.values()}
+    for r in later:
+        seen = np.array([x["rewards"][0] for x in ref.values() if x["problem_id"] == r["problem_id"]
+                         and x["iteration"] <= max(0, r["iteration"] - 3) and x["answers"][0]])
+        parent = np.array(by_id[r["parent_id"]]["rewards"][0])
+        assert not ((seen >= parent).all(1) & (seen > parent).any(1)).any()
+    assert asked and all(all(f"{n} " in a for n in task.component_names) for a in asked)
