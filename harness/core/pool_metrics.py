@@ -92,8 +92,12 @@ def pool_metrics(rewards: np.ndarray, chain_sizes: np.ndarray, ks: Sequence[int]
     return out
 
 
-def per_problem_pool_metrics(rewards: Sequence[np.ndarray], chain_sizes: Sequence[np.ndarray],
+def per_problem_pool_metrics(rewards: Sequence[np.ndarray], chain_sizes: Sequence[np.ndarray] | None = None,
                              ks: Sequence[int] = AUTHORS_KS) -> dict[str, np.ndarray]:
-    """metric name -> (P,) values, one per problem (NaN where a problem's pool is empty)."""
+    """metric name -> (P,) values, one per problem (NaN where a problem's pool is empty). Without
+    ``chain_sizes`` (or with none recorded) every answer is a chain of its own, the authors' default
+    when no rollout ids are given."""
+    if not chain_sizes:
+        chain_sizes = [np.ones(len(r), dtype=int) for r in rewards]
     per = [pool_metrics(r, z, ks) for r, z in zip(rewards, chain_sizes)]
     return {name: np.array([p[name] for p in per], dtype=float) for name in metric_names(ks)}

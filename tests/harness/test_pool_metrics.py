@@ -91,3 +91,9 @@ def test_chains_without_answers_are_not_in_the_pool():
         pool_metrics(r, np.array([2]))
     assert all(np.isnan(v) for v in pool_metrics(np.zeros((0, 2)), np.array([], dtype=int)).values())
     assert list(pool_metrics(r, np.array([3]))) == metric_names()
+
+
+def test_without_chain_sizes_every_answer_is_a_chain():
+    r = [np.array([[1.0, 1.0], [0.0, 0.0], [0.0, 1.0]])]
+    got = per_problem_pool_metrics(r)
+    assert got["pass@1[chain]"][0] == pytest.approx(1 / 3) == got["pass@1[solution]"][0]
