@@ -39,7 +39,7 @@ def task_class(name: str) -> type[Benchmark]:
     if plugins.is_reference(name):
         return plugins.load_reference(name)
     key = name.lower()
-    registered = _registered()
+    registered = REGISTRY if key in REGISTRY else _registered()  # entry points are scanned only when needed
     if key not in registered:
         raise KeyError(unknown("task", name, sorted(registered)) + " (or a task of your own: --task module:Class "
                        "or --task path/to/file.py)")
