@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vpo_harness.benchmarks import Problem, get_task
-from vpo_harness.harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder
+from vpo_harness.harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder, task_slug
 from vpo_harness.harness.core.store import RunStore, latest_rows, write_json_atomic
 
 CODE_TASKS = {"livecodebench"}
@@ -170,7 +170,7 @@ class EvolveConfig:
         """A deterministic folder from the identity, named by the rule every run folder is
         (:func:`~vpo_harness.harness.core.config.run_folder`), so repeating a command resumes the same run."""
         ident = self.identity(task)
-        stem = f"evo-{self.task}-{model_slug(ident['model']['spec'])}-{self.prompt_mode}-m{self.m}"
+        stem = f"evo-{task_slug(self.task)}-{model_slug(ident['model']['spec'])}-{self.prompt_mode}-m{self.m}"
         return run_folder(stem, ident)
 
     def legacy_out(self) -> Path:
@@ -194,7 +194,7 @@ class EvolveConfig:
                  "model": {"spec": self.model, "args": identity_args(self.model, self.model_args)},
                  "sampling": sampling, "evolve": self.evolve_identity()}
         h = hashlib.sha1(dumps(ident).encode()).hexdigest()[:8]
-        return Path("runs") / f"evo-{self.task}-{model_slug(self.model)}-{self.prompt_mode}-m{self.m}-{h}"
+        return Path("runs") / f"evo-{task_slug(self.task)}-{model_slug(self.model)}-{self.prompt_mode}-m{self.m}-{h}"
 
 
 #: the search's own settings that identify it, in config.json order. The lag (search/engine.py's

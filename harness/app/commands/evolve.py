@@ -7,12 +7,12 @@ import json
 import sys
 from typing import Any, Sequence
 
-from vpo_harness.harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
+from vpo_harness.harness.app.commands._args import TASK_HELP, task_ref, add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("evolve", help="evolutionary test-time search (OpenEvolve) over a task's problems")
-    p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
+    p.add_argument("--task", required=True, type=task_ref, help=TASK_HELP)
     p.add_argument("--model", required=True, help="openai:NAME (with --base-url) | hf:PATH_OR_ZOO | vllm:ID "
                                                   "(hf/vllm/zoo models are served by a `vpo serve` child)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models; "

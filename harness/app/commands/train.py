@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from vpo_harness.harness.app.commands._args import kv
+from vpo_harness.harness.app.commands._args import TASK_HELP, kv, task_ref
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a tiny policy (SFT warm start, then RL with one estimator)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", default="maze")
+    p.add_argument("--task", default="maze", type=task_ref, help=TASK_HELP)
     p.add_argument("--method", choices=METHODS, default="vpo")
     p.add_argument("--stage", choices=("sft", "rl", "all"), default="all")
     p.add_argument("--out", default=None, help="run folder (default runs/train/<task>-<method>)")
