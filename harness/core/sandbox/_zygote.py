@@ -24,6 +24,7 @@ leftovers are swept by process group and uid instead.
 Standard library only: this file runs in isolated mode outside the repository's import path.
 """
 import ctypes
+import fcntl
 import json
 import os
 import resource
@@ -37,6 +38,9 @@ import time
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
+#: the child's fds: 0-2 stdio, 3 the result channel, 4 the reply channel (gated drivers), from 5 the
+#: candidate group's counter files
+FIRST_COUNTER_FD = 5
 CLONE_NEWNS = 0x00020000
 #: what a program sees besides the Python installation: the shared libraries it links against
 LIB_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib", "/lib64", "/lib32",
@@ -167,6 +171,11 @@ def _child(cfg, job, fds, drivers, seccomp_code):
     try:
         if cfg.get("budget"):  # born in the slot's cgroup: the OOM killer's first choice, not the zygote
             _write_file("/proc/self/oom_score_adj", "1000")
+        n_counters = int(job.get("counters") or 0)
+        # the candidate group's counter files (read-only, see cgroups.counter_fds) come last: moved
+        # out of the way first, so the redirections below cannot close one of them
+        counters = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds[len(fds) - n_counters:]]
+        fds = fds[:len(fds) - n_counters]
         out_w, err_w, res_w = fds[:3]
         reply_r = fds[3] if len(fds) > 3 else None
         lim, uid, gid = job["limits"], cfg.get("uid"), cfg.get("gid")
@@ -194,7 +203,12 @@ def _child(cfg, job, fds, drivers, seccomp_code):
         redirected = True
         if reply_r is not None:
             os.dup2(reply_r, 4)
-        os.closerange(5 if reply_r is not None else 4, 1 << 16)
+        else:
+            os.closerange(4, FIRST_COUNTER_FD)
+        for k, fd in enumerate(counters):
+            os.dup2(fd, FIRST_COUNTER_FD + k)
+        job["counter_fds"] = list(range(FIRST_COUNTER_FD, FIRST_COUNTER_FD + len(counters)))
+        os.closerange(FIRST_COUNTER_FD + len(counters), 1 << 16)
         _set_limits(lim)
         if uid is not None:
             os.setgroups([])
@@ -217,9 +231,24 @@ def _child(cfg, job, fds, drivers, seccomp_code):
     os._exit(code)
 
 
+def _counter_texts(fds):
+    """The texts of the candidate group's counter files now, or None when one cannot be read (the
+    program closed it): the parent then attributes by arrival (sandbox.py)."""
+    out = []
+    for fd in fds:
+        try:
+            out.append(os.pread(fd, 4096, 0).decode("ascii", "replace"))
+        except OSError:
+            return None
+    return out
+
+
 def run_driver(ns, job, workdir):
-    """The worker's part: emit records on fd 3 and call the driver's ``main``."""
+    """The worker's part: emit records on fd 3 and call the driver's ``main``. Each record carries
+    the memory counters of the candidate's group as they were when it was emitted (``mem``), so the
+    parent can tell which test an OOM kill or a limit hit belongs to, whenever the record is read."""
     nonce = job["nonce"]
+    counter_fds = job.get("counter_fds") or []
     me = os.getpid()
     out = os.fdopen(3, "w", buffering=1, closefd=False)
     os.environ.clear()
@@ -231,6 +260,8 @@ def run_driver(ns, job, workdir):
             return
         record = dict(record)
         record["nonce"] = nonce
+        if counter_fds:
+            record["mem"] = _counter_texts(counter_fds)
         out.write(json.dumps(record, separators=(",", ":")) + "\n")
         out.flush()
 
