@@ -67,69 +67,116 @@ def _bind_ro(src, dst):
 
 
 # ---- sealing -------------------------------------------------------------------------------------
-def _place(root, path, seen):
-    """Make ``path`` (absolute, on the host) appear read-only at the same place under ``root``.
-    Symlinks are recreated (pointing where they point on the host) and their targets placed too."""
+#: the folders the sealed tree makes for itself: the child's scratch (fresh tmpfs per run) and, only
+#: while sealing, the old root. An exposed path may already live under one of these names (a venv
+#: in a checkout under /work, one under the host's /tmp): then the scratch folder gets another name
+SCRATCH = ("tmp", "work")
+
+
+def _plan(path, seen, ops):
+    """Append to ``ops`` what makes ``path`` (absolute, on the host) appear read-only at the same
+    place under the new root: folders to make, symlinks to recreate (pointing where they point on
+    the host, their targets placed too), and the path itself to bind, held open as an ``O_PATH`` fd.
+    Planned before the root's tmpfs is mounted: that tmpfs shadows a host folder (``/tmp``), and a
+    path under it must be looked at, and opened, as the host has it."""
     cur = ""
     for comp in path.strip("/").split("/"):
         cur += "/" + comp
         if cur in seen:
             continue
-        inside = root + cur
         if os.path.islink(cur):
             target = os.readlink(cur)
-            if not os.path.lexists(inside):
-                os.symlink(target, inside)
+            ops.append(("link", cur, target))
             seen.add(cur)
             resolved = os.path.normpath(os.path.join(os.path.dirname(cur), target))
-            rest = path[len(cur):]
-            _place(root, resolved + rest, seen)
+            _plan(resolved + path[len(cur):], seen, ops)
             return
         if cur == path.rstrip("/"):
-            if os.path.isdir(cur):
-                os.makedirs(inside, exist_ok=True)
-            else:
-                open(inside, "a").close()
-            _bind_ro(cur, inside)
+            ops.append(("bind", cur, os.open(cur, os.O_PATH | os.O_CLOEXEC), os.path.isdir(cur)))
             seen.add(cur)
             return
-        os.makedirs(inside, mode=0o755, exist_ok=True)
+        ops.append(("dir", cur))
+
+
+def _build(root, ops):
+    """Carry out :func:`_plan`'s ``ops`` under ``root``; binds come from the held fds, so what is
+    placed is the host's file even where ``root``'s tmpfs now covers its path."""
+    for op in ops:
+        inside = root + op[1]
+        if op[0] == "dir":
+            os.makedirs(inside, mode=0o755, exist_ok=True)
+        elif op[0] == "link":
+            if not os.path.lexists(inside):
+                os.symlink(op[2], inside)
+        else:
+            _, _, fd, is_dir = op
+            try:
+                if is_dir:
+                    os.makedirs(inside, exist_ok=True)
+                else:
+                    open(inside, "a").close()
+                _bind_ro(f"/proc/self/fd/{fd}", inside)
+            finally:
+                os.close(fd)
+
+
+def _free_name(root, name):
+    """``/name``, or ``/name-sandbox[-N]`` where an exposed path already holds ``/name``."""
+    for k in range(100):
+        cand = f"/{name}" if k == 0 else f"/{name}-sandbox" + (f"-{k}" if k > 1 else "")
+        if not os.path.lexists(root + cand):
+            return cand
+    raise OSError(17, f"no free name for the sandbox's {name} folder")
 
 
 def seal(expose):
-    """pivot_root into a minimal tree; returns the notes to record (what could not be placed)."""
+    """pivot_root into a minimal tree. Returns (the notes to record: what could not be placed, a
+    scratch folder renamed; the scratch folders' paths, ``{"tmp": ..., "work": ...}``)."""
     notes = []
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    root = "/tmp"  # any existing directory: the tmpfs over it only exists in this mount namespace
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
-    seen = set()
+    seen, ops = set(), []
     wanted = [p for p in dict.fromkeys(list(expose) + list(LIB_DIRS)) if os.path.lexists(p)]
     # nested paths: place the outer one only (its bind mount brings the inner one along)
     wanted = [p for p in wanted
               if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in wanted)]
     for path in wanted:
+        before = len(ops)
         try:
-            _place(root, os.path.abspath(path), seen)
+            _plan(os.path.abspath(path), seen, ops)
         except OSError as exc:
+            for op in ops[before:]:
+                if op[0] == "bind":
+                    os.close(op[2])
+            del ops[before:]
             notes.append(f"not placed: {path} ({exc.strerror})")
-    os.makedirs(root + "/dev", mode=0o755)
+    root = "/tmp"  # any existing directory: the tmpfs over it only exists in this mount namespace
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+    _build(root, ops)
+    os.makedirs(root + "/dev", mode=0o755, exist_ok=True)
     for dev in DEVICES:
         open(f"{root}/dev/{dev}", "a").close()
         _mount(f"/dev/{dev}", f"{root}/dev/{dev}", None, MS_BIND)
-    for d in ("proc", "tmp", "work", ".old"):
-        os.mkdir(f"{root}/{d}", 0o755)
+    os.makedirs(root + "/proc", mode=0o755, exist_ok=True)
+    scratch = {}
+    for name in SCRATCH:
+        scratch[name] = _free_name(root, name)
+        if scratch[name] != "/" + name:
+            notes.append(f"/{name} holds the Python installation: the sandbox's {name} folder is {scratch[name]}")
+        os.mkdir(root + scratch[name], 0o755)
+    old = _free_name(root, ".old")
+    os.mkdir(root + old, 0o755)
     os.chdir(root)
-    _check(_LIBC.syscall(155 if os.uname().machine == "x86_64" else 41, b".", b".old"), "pivot_root")
+    _check(_LIBC.syscall(155 if os.uname().machine == "x86_64" else 41, b".", old[1:].encode()), "pivot_root")
     os.chdir("/")
-    _check(_LIBC.umount2(b"/.old", MNT_DETACH), "umount old root")
-    os.rmdir("/.old")
+    _check(_LIBC.umount2(old.encode(), MNT_DETACH), "umount old root")
+    os.rmdir(old)
     try:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
     except OSError:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         notes.append("/proc without hidepid")
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    return notes
+    return notes, scratch
 
 
 # ---- the child -----------------------------------------------------------------------------------
@@ -183,9 +230,9 @@ def _child(cfg, job, fds, drivers, seccomp_code):
             _check(_LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
             own = f",uid={uid},gid={gid}" if uid is not None else ""
             size = lim["scratch_bytes"]
-            _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=1777")
-            _mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{own}")
-            workdir = "/work"
+            tmp, workdir = cfg["scratch"]["tmp"], cfg["scratch"]["work"]
+            _mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=1777")
+            _mount("tmpfs", workdir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{own}")
         else:
             os.setsid()
             workdir = job["workdir"]
@@ -217,6 +264,7 @@ def _child(cfg, job, fds, drivers, seccomp_code):
         os.umask(0o077)
         if seccomp_code is not None:
             sys.modules["_seccomp"].install(seccomp_code)
+        job["tmpdir"] = cfg["scratch"]["tmp"] if cfg["sealed"] else workdir
         run_driver(drivers[job["driver_key"]], job, workdir)
         code = 0
     except BaseException:
@@ -252,7 +300,7 @@ def run_driver(ns, job, workdir):
     me = os.getpid()
     out = os.fdopen(3, "w", buffering=1, closefd=False)
     os.environ.clear()
-    os.environ.update(job["env"], HOME=workdir, TMPDIR="/tmp" if job.get("sealed") else workdir)
+    os.environ.update(job["env"], HOME=workdir, TMPDIR=job.get("tmpdir") or workdir)
 
     def emit(record):
         """Send one JSON record to the parent; silently dropped in processes the program forked."""
@@ -457,7 +505,8 @@ def main():
         for key, src in cfg.get("drivers", {}).items():
             drivers[key] = _load_driver(src)
         if cfg["sealed"]:
-            notes += seal(cfg["expose"])
+            sealed_notes, cfg["scratch"] = seal(cfg["expose"])
+            notes += sealed_notes
         sys.path.extend(p for p in cfg.get("sys_path", []) if p not in sys.path)
         join_budget(budget_fds)  # last: what the zygote allocated so far is not charged to the budget
     except BaseException as exc:

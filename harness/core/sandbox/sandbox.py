@@ -238,7 +238,7 @@ class Sandbox:
                 "privileges_dropped": self.uid is not None, "rlimits": lim.as_dict(),
                 "budget": (cgroups.budget_record(self.budget.parts, lim.memory_bytes, lim.processes)
                            if self.budget.ok else {"cgroup": None, "error": self.budget.error}),
-                "notes": list(self.notes)}
+                "notes": list(self.notes) + (list(self._zygote.notes) if self._zygote is not None else [])}
 
     # ---- zygote lifecycle ----------------------------------------------------------------------
     def _ensure_zygote(self) -> Zygote:
