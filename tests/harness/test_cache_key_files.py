@@ -219,12 +219,17 @@ def test_a_hub_id_is_its_local_commit(hub: Path) -> None:
     assert zoo.fingerprint("org/other") is None and zoo.fingerprint("org/tiny", "c" * 40) is None
 
 
+def _run_hub(tmp_path: Path, name: str) -> ScriptedBackend:
+    """A cached run of the hub id ``org/tiny`` into ``tmp_path/name``; the backend says what it sampled."""
+    backend = ScriptedBackend()
+    run(RunConfig.of(task="maze", model="hf:org/tiny", limit=2, n=2, m=1, ks=(1,), progress=False, cache=True,
+                     out=str(tmp_path / name)), backend=backend)
+    return backend
+
+
 def test_a_moved_hub_ref_misses(tmp_path: Path, hub: Path) -> None:
     def once(name: str) -> ScriptedBackend:
-        backend = ScriptedBackend()
-        run(RunConfig.of(task="maze", model="hf:org/tiny", limit=2, n=2, m=1, ks=(1,), progress=False, cache=True,
-                         out=str(tmp_path / name)), backend=backend)
-        return backend
+        return _run_hub(tmp_path, name)
 
     assert len(once("a").calls) == N_CHAINS and once("b").calls == []
     (hub / "refs" / "main").write_text(COMMIT_B)
@@ -240,10 +245,7 @@ def test_a_file_edited_inside_a_hub_snapshot_misses(tmp_path: Path, hub: Path) -
     (hub / "snapshots" / COMMIT_A / "tokenizer.json").symlink_to(blobs / "tok")
 
     def once(name: str) -> ScriptedBackend:
-        backend = ScriptedBackend()
-        run(RunConfig.of(task="maze", model="hf:org/tiny", limit=2, n=2, m=1, ks=(1,), progress=False, cache=True,
-                         out=str(tmp_path / name)), backend=backend)
-        return backend
+        return _run_hub(tmp_path, name)
 
     assert len(once("a").calls) == N_CHAINS and once("b").calls == []
     (blobs / "tok").write_text('{"model": {"vocab": {"b": 0}}}')

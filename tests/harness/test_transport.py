@@ -627,25 +627,12 @@ def test_no_proxy_address_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_evolve_start_up_check_says_a_server_answered_badly() -> None:
     """A server that answers with bytes that are not HTTP did answer: the check says so (not
     "cannot connect"), and stops the search, since every request would end the same way."""
-    from vpo_harness.search.llm import ChatLLM, LLMUnreachable
-
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
         writer.write(NOT_HTTP)
         await writer.drain()
 
-    async def main() -> BaseException:
-        async with Loopback(handler=handler) as srv:
-            llm = ChatLLM(srv.url + "/v1", "m", timeout=5)
-            try:
-                await llm.check()
-            except LLMUnreachable as exc:
-                return exc
-            finally:
-                await llm.aclose()
-        raise AssertionError("no error")
-
-    msg = str(run(main()))
+    msg = _check_refused(handler, timeout=5)
     assert "answered GET /models, but not with a usable HTTP reply (NotHTTP" in msg and "cannot connect" not in msg
 
 
@@ -811,22 +798,14 @@ def test_a_server_that_keeps_failing_is_given_up_on_as_a_whole(capsys: Any) -> N
     assert "give_up_after=0.05" in str(exc) and "HTTP 503" in str(exc) and sent < 500
 
 
-def test_evolve_start_up_check_has_the_request_deadline() -> None:
-    """A server that trickles a byte at a time never trips the per-read timeout; the check is bounded
-    by the backend's deadline like every request."""
+def _check_refused(handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+                   **llm_args: Any) -> str:
+    """The message `vpo evolve`'s start-up check refuses a server served by ``handler`` with."""
     from vpo_harness.search.llm import ChatLLM, LLMUnreachable
 
-    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\n")
-        while True:
-            writer.write(b"X")
-            await writer.drain()
-            await asyncio.sleep(0.02)
-
     async def main() -> BaseException:
-        async with Loopback(handler=trickle) as srv:
-            llm = ChatLLM(srv.url + "/v1", "m", timeout=1.0, deadline=0.3, max_retries=0)
+        async with Loopback(handler=handler) as srv:
+            llm = ChatLLM(srv.url + "/v1", "m", **llm_args)
             try:
                 await llm.check()
             except LLMUnreachable as exc:
@@ -835,7 +814,21 @@ def test_evolve_start_up_check_has_the_request_deadline() -> None:
                 await llm.aclose()
         raise AssertionError("no error")
 
-    msg = str(run(main()))
+    return str(run(main()))
+
+
+def test_evolve_start_up_check_has_the_request_deadline() -> None:
+    """A server that trickles a byte at a time never trips the per-read timeout; the check is bounded
+    by the backend's deadline like every request."""
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n")
+        while True:
+            writer.write(b"X")
+            await writer.drain()
+            await asyncio.sleep(0.02)
+
+    msg = _check_refused(trickle, timeout=1.0, deadline=0.3, max_retries=0)
     assert msg.startswith("cannot connect to the server at http://127.0.0.1:") and "the deadline is 0.3 s" in msg
 
 
