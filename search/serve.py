@@ -391,6 +391,12 @@ class ModelServer:
             return self._error(exc.status, str(exc), exc.param, exc.code)
         except RecursionError:
             return self._error(400, "body is nested too deeply")
+        check = getattr(self.backend, "check_stop_strings", None)
+        if job.sampling.stop and callable(check):  # before batching: a batch fails as a whole
+            try:
+                await asyncio.to_thread(check, job.sampling.stop)
+            except ValueError as exc:
+                return self._error(400, f"field 'stop': {str(exc)[:500]}", "stop")
         return job
 
     def _failure(self, exc: BaseException) -> Any:

@@ -3,7 +3,9 @@ exactly the same chain.
 
 A chain is reused only when everything that determines its text is equal, so the key is a digest of
 all of it: the model (its spec, the model args that identify it and the digest of every file of
-the checkpoint that generation reads, or a hub id's commit, as a run's identity records them; and
+the checkpoint that generation reads (for a hub id, its commit and the digest of its snapshot's
+files; with ``trust_remote_code``, also of the checkpoint's Python modules), as a run's identity
+records them (:func:`vpo_harness.harness.core.provenance.model_fingerprint`); and
 the machine's part, the resolved device class and dtype and the backend library's versions), the prompt (the messages, the chat-template arguments and the assistant
 prefix, "" when there is none), every :class:`SamplingConfig` field and the chain's seed. Any one part
 differing is another key: nothing is reused. It is only sound for backends whose chain is a function
@@ -308,12 +310,14 @@ class CachedChains:
         """Stop storing when the backend loaded another hub commit than the key names (the hub moved
         while the model was downloaded): those chains would be stored under the older commit's key.
         One warning; the rows of this run say which came from the cache (``extra.cached``)."""
-        weights = str(self.model.get("weights") or "")
-        if not commit or not weights.startswith("hub:") or weights[4:] == commit or self.failed:
+        from vpo_harness.harness.core.provenance import hub_commit
+
+        keyed = hub_commit(self.model.get("weights"))
+        if not commit or keyed is None or keyed == commit or self.failed:
             return
-        self.failed = f"loaded commit {commit}, keyed by {weights[4:]}"
+        self.failed = f"loaded commit {commit}, keyed by {keyed}"
         print(f"[vpo] warning: {self.label} loaded hub commit {commit}, but the local hub cache named "
-              f"{weights[4:]} when the run started: this run's chains are not stored in the generation cache "
+              f"{keyed} when the run started: this run's chains are not stored in the generation cache "
               "(set HF_HUB_OFFLINE=1, or pin revision= in --model-args)", file=sys.stderr)
 
     def remember(self, row: Any) -> None:

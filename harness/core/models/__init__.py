@@ -40,7 +40,7 @@ Factory = Callable[[str, "str | None", dict[str, Any]], Backend]
 EXECUTION_ARGS: dict[str, frozenset[str]] = {
     "openai": frozenset({"concurrency", "max_retries", "timeout", "deadline", "backoff_base", "backoff_max",
                          "api_key", "eject_after", "cooldown_s", "connect_retries",
-                         "connect_backoff", "give_up_after", "headers"}),
+                         "connect_backoff", "give_up_after", "headers", "keepalive"}),
     "hf": frozenset({"batch_size"}),  # each chain has its own seeded sampler: text independent of the batch
     "mock": frozenset({"latency_s"}),
 }
