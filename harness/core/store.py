@@ -14,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -35,6 +36,52 @@ IDENTITY = "identity"
 
 class RunStoreError(RuntimeError):
     pass
+
+
+#: how the harness begins every config.json it writes (``{"format": N, ...}``, the layout version
+#: first): the run marker's text, so a run whose config.json was cut by a crash is still a run
+_MARKER_HEAD = re.compile(rb'\A\s*\{\s*"format"\s*:\s*\d')
+#: per config.json (path, size, mtime): whether it is a run marker; a scan of many folders reads each once
+_MARKER_CACHE: dict[tuple[str, int, int], bool] = {}
+
+
+def is_run_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a run of the harness: its config.json is the harness's own record
+    (a ``format`` layout version or an ``identity`` section, as `vpo run` and `vpo evolve` write it,
+    or the flat record of older versions: ``task`` and ``model`` at the top level), or a record the
+    harness began writing (its ``format`` key first) that a crash cut. Why: a model checkpoint has a
+    ``config.json`` too (a TRL run, a zoo policy), and listing every such folder as a run filled the
+    index with "? / ?x1 / partial" rows."""
+    path = Path(folder) / CONFIG
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    hit = _MARKER_CACHE.get(key)
+    if hit is None:
+        hit = _MARKER_CACHE[key] = _is_run_record(path)
+    return hit
+
+
+def _is_run_record(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        # cut or damaged: a run when the harness began it (its format key first) or wrote rows beside it
+        return bool(_MARKER_HEAD.match(data)) or any((path.parent / f).is_file() for f in (SAMPLES, RESULTS))
+    if not isinstance(record, dict):
+        return False
+    if isinstance(record.get("format"), int) or isinstance(record.get("identity"), dict):
+        return True  # one of the two is enough: a hand-edited record is listed, damaged, with its reason
+    # the flat layout of older versions (no identity section, no format): the task by name at the top,
+    # which a model's config.json (architectures, model_type) never has
+    return ("format" not in record and isinstance(record.get("task"), str)
+            and not ({"architectures", "model_type"} & set(record)))
 
 
 #: config.json is rewritten whole; events may come from a dispatch thread while the main one records
