@@ -353,6 +353,40 @@ class RunStore:
         write_json_atomic(self.folder / RESULTS, {**results, SAMPLES_BYTES: self.samples_bytes()})
 
 
+def missing_dirs(folder: str | Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first: what a command that
+    writes ``folder`` creates, and so what :func:`discard_unstarted` may take away again."""
+    out: list[Path] = []
+    here = Path(folder).absolute()
+    while not here.exists() and here != here.parent:
+        out.append(here)
+        here = here.parent
+    return out
+
+
+def discard_unstarted(folder: str | Path, created: list[Path], fresh: bool) -> bool:
+    """After a command failed before its first row: remove what it wrote into a folder that held no
+    run before (``fresh``: no config.json; config.json, the lock, an empty samples.jsonl), then the
+    folders in ``created`` (:func:`missing_dirs`) that are left empty. Why: a mistyped model, a
+    server that was down or a prompt that was too long left a folder holding only config.json and
+    .lock, which every reader then listed as a run. A run that was there before the command, or
+    that holds a row now, is kept. Returns whether the folder is gone."""
+    folder = Path(folder)
+    if not fresh or RunStore(folder).samples_bytes() > 0:
+        return False
+    for name in (CONFIG, LOCK, SAMPLES, RESULTS, CONFIG + ".tmp", RESULTS + ".tmp"):
+        try:
+            (folder / name).unlink(missing_ok=True)
+        except OSError:
+            return False
+    for d in created:  # deepest first; a folder something else wrote into stays
+        try:
+            d.rmdir()
+        except OSError:
+            break
+    return not folder.exists()
+
+
 def identity_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
     """The dotted identity fields (``sampling.n``) in which two identities differ, and both flattened.
     Fields that are not identity (:data:`NOT_IDENTITY`, written by older versions) and execution-only
