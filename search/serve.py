@@ -471,6 +471,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     kind = spec.split(":", 1)[0].strip().lower()
     if kind == "openai":
         raise ValueError("an openai: model is already a server; pass it to clients directly")
+    check_port_free(host, port)  # before the model load: a busy port was a raw [Errno 98] after it
     if kind == "vllm":
         from vpo_harness.search.server_process import serve_vllm
 
@@ -496,6 +497,21 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
         server.batcher.close()
         backend.close()
     return 0
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another process listens on, in one line, before minutes of model loading (a
+    probe bind with the server's own socket options, released at once; port 0 picks a free one)."""
+    if not port:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ValueError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc}); another "
+                             "server may hold it: stop it, or pass another --port (or --port 0 for a free one)") from None
 
 
 def _positive(cast: Any) -> Any:

@@ -86,8 +86,12 @@ class ViewData:
         seed group's header and its seeds (each a run of its own, with its problems)."""
         e = self._entry(run_id)
         if e.kind == "seeds":
-            seeds = [{"seed": s, "id": f, "name": (self.catalog.get(f) or e).row.get("name", f)}
-                     for s, f in zip(e.row.get("seeds") or [], e.row.get("seed_runs") or [])]
+            seeds = []
+            for s, f in zip(e.row.get("seeds") or [], e.row.get("seed_runs") or []):
+                member = self.catalog.find(Path(f))  # the member as the scan lists it (its id opens it)
+                seeds.append({"seed": s, "id": member.id if member else f,
+                              "name": member.row.get("name", f) if member else f,
+                              "model": member.row.get("model") if member else None})
             return {"run": {**e.row, "components_names": self._names(e), "seed_list": seeds, "warnings": [],
                             "damaged_lines": 0}, "total": 0, "page": 0, "per": PAGE_PROBLEMS, "problems": []}
         ix = self.index_of(e)

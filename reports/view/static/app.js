@@ -181,7 +181,7 @@
                       r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null,
                       g ? el("div", { cls: "note one-line group", title: g.label },
                              g.partial ? el("span", { cls: "badge partial" }, g.refused ? "group refused" : "partial group") : null,
-                             ` ${g.name}: ${g.label}`) : null);
+                             " ", g.listed ? link("run", { id: g.id }, g.name) : g.name, `: ${g.label}`) : null);
     const pick = el("input", { type: "checkbox", cls: "pick", "aria-label": `choose ${r.name || r.id}`,
                                checked: indexState.picked.has(r.id) });
     pick.addEventListener("change", () => { if (pick.checked) indexState.picked.add(r.id); else indexState.picked.delete(r.id); onPick(); });
@@ -190,8 +190,8 @@
       el("td", { cls: "pick" }, pick),
       el("td", { title: r.path, cls: "name" }, swatch(r.colour, r.dash), link("run", { id: r.id }, r.name || r.id),
          r.kind === "evolve" ? el("span", { cls: "badge kind" }, "evolve") : null,
-         r.kind === "seeds" ? el("span", { cls: "badge kind", title: "a seed group: its seeds' metrics combined" }, `${(r.seeds || []).length} seeds`) : null),
-      el("td", { cls: "task" }, r.task, el("span", { cls: "split muted" }, r.split)), el("td", { cls: "model" }, breakable(r.model)),
+         r.kind === "seeds" ? el("span", { cls: "badge kind", title: "a seed group: its seeds' metrics combined" }, `${(r.seeds || []).length} ${r.seed_axis === "training" ? "training seeds" : "seeds"}`) : null),
+      el("td", { cls: "task" }, r.task, el("span", { cls: "split muted" }, r.split)), el("td", { cls: "model", title: r.model_spec || null }, breakable(r.model)),
       el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status,
       cell("best1", estCell(h.best1)),
       cell("bestK", h.bestK ? [estCell(h.bestK), el("span", { cls: "k" }, `k=${h.K}`)] : "–"),
@@ -373,10 +373,12 @@
                                                  "aria-label": "filter problems" });
     if (filter) filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
     if (run.kind === "seeds") {  // a seed group: its seeds are the runs that hold the problems
+      const noun = run.seed_axis === "training" ? "training seed" : "seed";  // one policy per training seed
       return [meta, el("div", { cls: "row" }, mtable, ctable),
-        el("p", { cls: "muted" }, "mean over seeds; ± the within-run standard error, s± the one between seeds"),
-        el("h2", null, `Seeds (${(run.seed_list || []).length})`),
-        el("ul", { id: "seed-runs" }, (run.seed_list || []).map((s) => el("li", null, link("run", { id: s.id }, `seed ${s.seed}: ${s.name}`))))];
+        el("p", { cls: "muted" }, `mean over ${noun}s; ± the within-run standard error, s± the one between ${noun}s`),
+        el("h2", null, `${noun === "seed" ? "Seeds" : "Training seeds"} (${(run.seed_list || []).length})`),
+        el("ul", { id: "seed-runs" }, (run.seed_list || []).map((s) => el("li", null, link("run", { id: s.id }, `${noun} ${s.seed}: ${s.name}`),
+          run.seed_axis === "training" && s.model ? el("span", { cls: "muted" }, ` (${s.model})`) : null)))];
     }
     return [meta, ...warns, el("div", { cls: "row" }, mtable, ctable, evo),
       el("h2", null, `Problems (${data.total})`),
