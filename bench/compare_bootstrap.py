@@ -7,12 +7,16 @@ and reduced one metric at a time with fancy indexing (the obvious loop), to show
 """
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from vpo_harness.harness.core.metrics import best_at_k_curve, pass_at_k
-from vpo_harness.reports.compare import paired_bootstrap
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
+from vpo_harness.harness.core.metrics import best_at_k_curve, pass_at_k  # noqa: E402
+from vpo_harness.reports.compare import paired_bootstrap  # noqa: E402
 
 
 def main() -> None:

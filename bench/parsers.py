@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from vpo_harness.benchmarks import get_task, task_names
-from vpo_harness.benchmarks.tags import extract_tag, find_tags, parse_numbered_tags, strip_blocks
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
+from vpo_harness.benchmarks import get_task, task_names  # noqa: E402
+from vpo_harness.benchmarks.tags import extract_tag, find_tags, parse_numbered_tags, strip_blocks  # noqa: E402
 
 FRAGMENTS = ["<route_1>", "</route_1>", "<route_2>", "<response_1>", "<response_3>", "</response_3>",
              "<think>", "</think>", "<answer>", "</answer>", "<tool_call>", "</tool_call>", "<entity_A>",
