@@ -40,6 +40,7 @@ ALSO_READS = {"native": frozenset(), "trl": frozenset(),
 class Section:
     """One config an engine builds from the flags (SFTConfig, RLConfig, ...) and the flags that fill it."""
 
+    label: str              # how `vpo train --help` names it beside a default: "native sft", "trl", ...
     cls: type
     flags: tuple[Any, ...]  # training.flags.FieldFlag
 
@@ -59,16 +60,18 @@ def sections() -> dict[str, tuple[Section, ...]]:
     from vpo_harness.training.trl_vpo import TRLVPOConfig
     from vpo_harness.training.verl_export import VerlExport, VerlLaunch
 
-    def sec(cls: type, **how: Any) -> Section:
-        return Section(cls, tuple(field_flags(cls, **how)))
+    def sec(label: str, cls: type, **how: Any) -> Section:
+        return Section(label, cls, tuple(field_flags(cls, **how)))
 
     return {
-        "native": (sec(SFTConfig, prefix="sft_", unprefixed=BOTH_STAGES, skip=COMMAND_SET),
-                   sec(RLConfig, rename=RL_NAMES, skip=COMMAND_SET)),
-        "trl": (sec(TRLVPOConfig, rename={**RL_NAMES, "beta": "kl_coef", "grpo_overrides": "trl_args"}, skip=COMMAND_SET),),
-        "verl": (sec(VerlExport, rename={"path": "data_path"}, skip=COMMAND_SET | {"holdout", "part", "name"}),
-                 sec(VerlLaunch, rename=RL_NAMES, skip=COMMAND_SET | {"model", "train_files", "val_files", "experiment",
-                                                                     "extra", "max_prompt_length", "max_response_length"})),
+        "native": (sec("native sft", SFTConfig, prefix="sft_", unprefixed=BOTH_STAGES, skip=COMMAND_SET),
+                   sec("native rl", RLConfig, rename=RL_NAMES, skip=COMMAND_SET)),
+        "trl": (sec("trl", TRLVPOConfig, rename={**RL_NAMES, "beta": "kl_coef", "grpo_overrides": "trl_args"},
+                    skip=COMMAND_SET),),
+        "verl": (sec("verl", VerlExport, rename={"path": "data_path"}, skip=COMMAND_SET | {"holdout", "part", "name"}),
+                 sec("verl", VerlLaunch, rename=RL_NAMES,
+                     skip=COMMAND_SET | {"model", "train_files", "val_files", "experiment", "extra", "max_prompt_length",
+                                         "max_response_length"})),
     }
 
 
@@ -79,11 +82,10 @@ def add_config_flags(p: argparse.ArgumentParser | Any) -> None:
 
     seen: dict[str, list[tuple[str, Any]]] = {}
     first: dict[str, Any] = {}
-    for engine, secs in sections().items():
+    for secs in sections().values():
         for s in secs:
             for f in s.flags:
-                where = engine if engine != "native" else f"native {'sft' if s.cls.__name__ == 'SFTConfig' else 'rl'}"
-                seen.setdefault(f.dest, []).append((where, f.default))
+                seen.setdefault(f.dest, []).append((s.label, f.default))
                 if f.dest in first and first[f.dest].convert.__name__ != f.convert.__name__:
                     raise TypeError(f"{f.flag}: {first[f.dest].owner}.{first[f.dest].field} and {f.owner}.{f.field} "
                                     f"have different types")
