@@ -18,6 +18,12 @@ from vpo_harness.harness.core.paths import child_pythonpath, shared_data_dir
 # second checkout installed in the same Python is never the one a test runs
 os.environ["PYTHONPATH"] = child_pythonpath()
 
+# the library logs its notes and warnings (harness/core/log.py); tests read them on stderr as a user of
+# the `vpo` command does, so the test process sends them there as the command does
+from vpo_harness.harness.core.log import to_terminal  # noqa: E402
+
+to_terminal()
+
 _SHARED_MARKS = ("shared_data_dir(", '"shared"')
 
 

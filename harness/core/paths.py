@@ -8,9 +8,11 @@ no two names can mean different things.
 """
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from pathlib import Path
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 #: the checkout (harness/core/paths.py, links resolved); in a wheel install, the installed
 #: ``vpo_harness/`` folder, which holds the same ``checkpoints/`` as package data
@@ -78,8 +80,8 @@ def generations_dir() -> Path:
         return _folder("generations")
     if DEPRECATED_GENERATIONS_ENV not in _noted:
         _noted.add(DEPRECATED_GENERATIONS_ENV)
-        print(f"[vpo] note: ${DEPRECATED_GENERATIONS_ENV} is deprecated; set ${CACHE_ENV} (the cache root, "
-              f"which holds generations/) instead", file=sys.stderr)
+        _log.warning(f"[vpo] note: ${DEPRECATED_GENERATIONS_ENV} is deprecated; set ${CACHE_ENV} (the cache root, "
+                     f"which holds generations/) instead")
     p = Path(old)
     p.mkdir(parents=True, exist_ok=True)
     return p
