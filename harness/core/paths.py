@@ -34,6 +34,8 @@ def import_root() -> Path:
     the package was found; nothing is written anywhere (a read-only cache root is no obstacle)."""
     import vpo_harness
 
+    if vpo_harness.__file__ is None:  # a namespace from an editable install made before vpo_harness/ existed
+        return REPO_ROOT  # (pip install -e . again replaces it); its folders are this checkout's
     return Path(vpo_harness.__file__).resolve().parent.parent
 
 
