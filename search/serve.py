@@ -584,6 +584,9 @@ def serve_args(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `vpo serve` child that `vpo evolve` starts (``python -m vpo_harness.search.serve``)."""
+    from vpo_harness.harness.core.log import to_terminal
+
+    to_terminal()  # its own process: the library's notes reach its log as `vpo serve`'s do
     args = parser().parse_args(argv)
     try:
         return serve_args(args)

@@ -31,14 +31,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import sqlite3
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from vpo_harness.harness.core.models.base import GenRequest, Generation, SamplingConfig
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 #: bumped when the key or the stored value changes meaning: older entries then simply miss
 CACHE_FORMAT = 2
@@ -173,8 +175,8 @@ class GenerationCache:
                 raise self._error(exc) from None
         if bad:
             if not self.damaged:
-                print(f"[vpo] warning: generation cache {self.path}: {len(bad)} damaged entries skipped (their "
-                      f"chains are sampled again); {REMEDY}", file=sys.stderr)
+                _log.warning(f"[vpo] warning: generation cache {self.path}: {len(bad)} damaged entries skipped (their "
+                             f"chains are sampled again); {REMEDY}")
             self.damaged += len(bad)
         return out
 
@@ -286,7 +288,7 @@ class CachedChains:
             stored = self.cache.get_many(self._keys[(r.problem_id, c)] for r in requests for c in r.chain_indices)
         except CacheError as exc:  # damaged pages: every chain is a miss, and nothing is stored in that file
             self.failed = str(exc)
-            print(f"[vpo] warning: {exc}; the run samples every chain and stores none", file=sys.stderr)
+            _log.warning(f"[vpo] warning: {exc}; the run samples every chain and stores none")
             stored = {}
         hits: list[Generation] = []
         left: list[GenRequest] = []
@@ -316,9 +318,9 @@ class CachedChains:
         if not commit or keyed is None or keyed == commit or self.failed:
             return
         self.failed = f"loaded commit {commit}, keyed by {keyed}"
-        print(f"[vpo] warning: {self.label} loaded hub commit {commit}, but the local hub cache named "
+        _log.warning(f"[vpo] warning: {self.label} loaded hub commit {commit}, but the local hub cache named "
               f"{keyed} when the run started: this run's chains are not stored in the generation cache "
-              "(set HF_HUB_OFFLINE=1, or pin revision= in --model-args)", file=sys.stderr)
+              "(set HF_HUB_OFFLINE=1, or pin revision= in --model-args)")
 
     def remember(self, row: Any) -> None:
         """Store a freshly sampled chain (a scored row); failed and cached ones are not stored. A
@@ -333,7 +335,7 @@ class CachedChains:
             self.cache.put(key, self.label, generation_value(row))
         except CacheError as exc:
             self.failed = str(exc)
-            print(f"[vpo] warning: {exc}; the run goes on without storing its chains in the cache", file=sys.stderr)
+            _log.warning(f"[vpo] warning: {exc}; the run goes on without storing its chains in the cache")
             return
         self.stored += 1
 

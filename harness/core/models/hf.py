@@ -17,6 +17,7 @@ rows of different prompts share a left-padded batch). Stop strings end a row ear
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Iterator, Sequence
 
@@ -25,6 +26,8 @@ from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation
 from vpo_harness.harness.core.models.prefill import join
 from vpo_harness.harness.core.models.prompting import rendered
 from vpo_harness.harness.core.progress import step
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 
 def resolve_model_path(model: str) -> str:
@@ -286,10 +289,9 @@ class HFBackend(Backend):
                 f"{self.context_len}; use a shorter prompt style (--prompt-style compact) or a longer-context model")
         if n + sampling.max_tokens > self.context_len and not self._warned_budget:
             self._warned_budget = True
-            import sys
-
-            print(f"[vpo] {self.model_name}: prompt ({n} tokens) + max tokens ({sampling.max_tokens}) exceed the "
-                  f"context of {self.context_len}; completions may stop at the context end", file=sys.stderr)
+            
+            _log.warning(f"[vpo] {self.model_name}: prompt ({n} tokens) + max tokens ({sampling.max_tokens}) exceed the "
+                         f"context of {self.context_len}; completions may stop at the context end")
 
     def _generate_batch(self, prompts: list[tuple[str, bool]], seeds: list[int], sampling: SamplingConfig) -> list[tuple[str, int, int, str]]:
         import torch
