@@ -508,6 +508,23 @@ def test_without_reply_ids_a_replayed_id_is_not_checked() -> None:
     assert len(got) == 3 and connections == 3  # one connection per request
 
 
+def test_a_server_that_repeats_ids_still_gets_through() -> None:
+    """A connection's first reply cannot be a stray one: a server giving every reply the same id
+    is answered, each reuse of a connection costing one retry on a fresh one."""
+    async def main() -> tuple[list[Any], int]:
+        async with Loopback(reply=lambda req: response(body={"id": "same", **chat("x")})) as srv:
+            b = OpenAIServerBackend("m", srv.url, max_retries=2, backoff_base=0.0, timeout=5)
+            try:
+                gens = [await b.generate_one([{"role": "user", "content": "q"}], i, SAMPLING) for i in range(3)]
+            finally:
+                await b.aclose()
+            return gens, srv.accepted
+
+    gens, connections = run(main())
+    assert [g.error for g in gens] == [None] * 3 and [g.text for g in gens] == ["x"] * 3
+    assert [g.attempts for g in gens] == [1, 2, 2] and connections == 3
+
+
 def test_vpo_run_a_late_stray_reply_gives_no_wrong_row(tmp_path: Path, capsys: Any) -> None:
     """End to end through `vpo run`, one request at a time: every row's answer is its own problem's
     echo (0 wrong rows), none an error: each stray reply is refused and its request sent again."""

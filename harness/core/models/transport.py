@@ -22,8 +22,9 @@ transparent gzip/deflate, and a per-read timeout. What this module adds:
   one; what is guaranteed is that no request is sent on a connection holding unread bytes.
 - **A reply is never taken twice.** A stray reply that arrives just after the next request went out
   cannot be told apart by timing; when it repeats a reply already read (the same completion ``id``,
-  ``reply_ids``) it is :class:`ReplayedReply`: the connection it came on is dropped (:class:`_Checked`
-  refuses it from then on), and the backend's retry sends the request again on a fresh one. A stray
+  ``reply_ids``) on a connection that carried a request before, it is :class:`ReplayedReply`: the
+  connection it came on is dropped (:class:`_Checked` refuses it from then on), and the backend's
+  retry sends the request again on a fresh one, whose first reply is taken whatever its ``id``. A stray
   reply with a fresh ``id`` is indistinguishable from the real one on a kept-alive connection: with
   ``keepalive=False`` every request gets a connection of its own, closed after its reply.
 - **Bounded memory**: a reply head over :data:`MAX_HEAD_BYTES` (h11 itself stops at 100 KiB) or a
@@ -207,8 +208,9 @@ def _h11_state(conn: Any) -> Any:
     return None
 
 
-#: the key of a reply's ``extensions`` naming the :class:`_Checked` connection it came on
-CONNECTION = "vpo_connection"
+#: the keys of a reply's ``extensions`` naming the :class:`_Checked` connection it came on, and
+#: whether that connection had carried a request before (only then can a stray reply be waiting on it)
+CONNECTION, REUSED = "vpo_connection", "vpo_reused"
 
 
 class _Checked(httpcore.AsyncConnectionInterface):
@@ -219,6 +221,7 @@ class _Checked(httpcore.AsyncConnectionInterface):
     def __init__(self, inner: httpcore.AsyncConnectionInterface):
         self._inner = inner
         self._dropped = False
+        self._requests = 0
 
     def drop(self) -> None:
         """Never send another request on this connection (what it carries can no longer be trusted)."""
@@ -236,8 +239,11 @@ class _Checked(httpcore.AsyncConnectionInterface):
         if self._leftover():  # the last word before the request goes out: the pool tries another
             await self._inner.aclose()
             raise httpcore.ConnectionNotAvailable()
+        self._requests += 1
+        reused = self._requests > 1
         response = await self._inner.handle_async_request(request)
         response.extensions[CONNECTION] = self
+        response.extensions[REUSED] = reused
         return response
 
     def has_expired(self) -> bool:
@@ -367,7 +373,9 @@ class JSONClient:
                                        exc.start) from exc
         rid = reply.get("id") if isinstance(reply, dict) else None
         if self.reply_ids is not None and isinstance(rid, str) and rid:
-            if rid in self.reply_ids:
+            # a connection's first reply cannot be a stray one (nothing was asked on it before): a
+            # server that gives every reply the same id still gets through, one retry per reuse
+            if rid in self.reply_ids and resp.extensions.get(REUSED, True):
                 raise ReplayedReply(f"the reply repeats the id {printable(rid[:80])!r} of a reply already read "
                                     "(a stray reply on a kept-alive connection); the connection is dropped",
                                     method=method, url=url)
