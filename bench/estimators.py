@@ -6,11 +6,15 @@ Both sides compute the same numbers (checked); the ratio is printed, measured in
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from vpo_harness.harness.core import metrics
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
+from vpo_harness.harness.core import metrics  # noqa: E402
 
 KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
 

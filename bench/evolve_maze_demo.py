@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
 REPO = Path(__file__).resolve().parents[1]
 
 

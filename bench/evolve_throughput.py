@@ -45,6 +45,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ class FixedLatencyServer:
         self.in_flight -= 1
         n = len(text.split())
         await self._reply(writer, {
-            "id": "b", "object": "chat.completion", "created": 0, "model": "bench",
+            "id": f"b-{uuid.uuid4().hex}", "object": "chat.completion", "created": 0, "model": "bench",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}})
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "checkpoints" / "maze-tiny-vpo"
 

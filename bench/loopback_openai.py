@@ -14,6 +14,7 @@ import random
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -246,7 +247,8 @@ class FakeOpenAIServer:
                         choices.append({"index": i, "text": text, "finish_reason": finish})
                 usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": total,
                          "total_tokens": len(prompt.split()) + total}
-                return {"id": "fake-1", "object": "chat.completion" if chat else "text_completion",
+                return {"id": f"fake-{uuid.uuid4().hex}",  # unique, as every real server's
+                        "object": "chat.completion" if chat else "text_completion",
                         "created": int(time.time()), "model": body.get("model", "fake"),
                         "choices": choices, "usage": usage}
 

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
 REPO = Path(__file__).resolve().parents[1]
 #: the RL runs' own generation budgets (single answer, chain of 3); a warm start's record has none
 TOKENS = (40, 110)

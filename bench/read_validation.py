@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from vpo_harness.harness.core import store
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
+from vpo_harness.harness.core import store  # noqa: E402
 
 
 def _rows(n: int, m: int, d: int, rng: random.Random) -> list[dict]:

@@ -21,6 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
 REPO = Path(__file__).resolve().parents[1]
 #: a contrast: its label and arm -> coefficient (``{"a": 1, "b": -1}`` is a - b)
 Contrast = tuple[str, dict[str, float]]

@@ -30,10 +30,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from vpo_harness.harness.core.models import parse_spec  # noqa: E402
+from vpo_harness.harness.core.paths import child_pythonpath  # noqa: E402
 from vpo_harness.search.server_process import free_port  # noqa: E402
 
 OLD_COMMIT = "c4246ec"
 MODEL = "hf:maze-tiny-vpo"
+#: the name requests ask for: `vpo serve` answers only to the model's name, as vLLM's server does
+SERVED = parse_spec(MODEL)[1]
 
 
 def _old_server_main(port: int, threads: int | None) -> None:
@@ -53,7 +57,7 @@ def _old_server_main(port: int, threads: int | None) -> None:
 
 def _start(kind: str, log: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
     if kind == "new":
         cmd = [sys.executable, "-m", "vpo_harness.search.serve", "--model", MODEL, "--port", str(port), "--model-args", "batch_size=64"]
     else:
@@ -81,7 +85,7 @@ async def _level(port: int, clients: int, rounds: int, messages: list, seed0: in
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(timeout=3600, limits=limits) as client:
         async def one(seed: int) -> None:
-            body = {"model": MODEL, "messages": messages, "max_tokens": 40, "temperature": 0.7, "seed": seed}
+            body = {"model": SERVED, "messages": messages, "max_tokens": 40, "temperature": 0.7, "seed": seed}
             t0 = time.perf_counter()
             r = await client.post(url, json=body)
             r.raise_for_status()

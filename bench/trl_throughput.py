@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ from typing import Any, Iterator
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
 
 REPO = Path(__file__).resolve().parent.parent
 INIT = REPO / "checkpoints" / "maze-tiny-vpo"

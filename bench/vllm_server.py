@@ -19,13 +19,16 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Sequence
 
-from vpo_harness.harness.core.paths import child_pythonpath
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout this file sits in runs (its vpo_harness/)
+
+from vpo_harness.harness.core.paths import child_pythonpath  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = "scripts/setup_vllm_cpu.sh"
@@ -242,8 +245,8 @@ def run_in_vllm_venv(python: Path | str, args: Sequence[str], log_path: Path | s
     """Run ``python args...`` with this checkout importable as vpo_harness, in its own process group; the group is killed
     afterwards (vLLM's EngineCore/worker children must not outlive a timed-out run)."""
     env = cpu_env() if env is None else dict(env)
-    # the venv has no vpo-harness: this checkout as vpo_harness, and its root for the drivers' tests/ and bench/
-    env["PYTHONPATH"] = os.pathsep.join([child_pythonpath(env), str(REPO_ROOT)])
+    # the venv has no vpo-harness: this checkout's root, which holds vpo_harness/ and the drivers' tests/ and bench/
+    env["PYTHONPATH"] = child_pythonpath(env)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen([str(python), *args], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, cwd=str(REPO_ROOT), start_new_session=True)

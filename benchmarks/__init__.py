@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from vpo_harness.benchmarks import plugins
 from vpo_harness.benchmarks.base import Benchmark, DataError, Problem
 from vpo_harness.harness.core.suggest import unknown
 
@@ -17,21 +18,33 @@ REGISTRY: dict[str, str] = {
 }
 
 
+def _registered() -> dict[str, str]:
+    """The built-in tasks and those installed packages register (a built-in name wins)."""
+    return {**plugins.entry_point_tasks(), **REGISTRY}
+
+
 def task_names() -> list[str]:
-    return sorted(REGISTRY)
+    return sorted(_registered())
 
 
 def get_task(name: str, **options: Any) -> Benchmark:
-    """Instantiate a registered task; unknown names list the known ones."""
+    """Instantiate a task: a registered name, or a reference to a user's task class
+    (``mod:Class``, ``file.py[:Class]``: benchmarks/plugins.py); unknown names list the known ones."""
     return task_class(name)(**options)
 
 
 def task_class(name: str) -> type[Benchmark]:
-    """A registered task's class, not instantiated: its class-level settings (the paper's sampling
-    defaults) without building the task (a sandbox pool, a data index)."""
+    """A task's class, not instantiated: its class-level settings (the paper's sampling defaults)
+    without building the task (a sandbox pool, a data index)."""
+    if plugins.is_reference(name):
+        return plugins.load_reference(name)
     key = name.lower()
-    if key not in REGISTRY:
-        raise KeyError(unknown("task", name, task_names()))
+    registered = REGISTRY if key in REGISTRY else _registered()  # entry points are scanned only when needed
+    if key not in registered:
+        raise KeyError(unknown("task", name, sorted(registered)) + " (or a task of your own: --task module:Class "
+                       "or --task path/to/file.py)")
+    if key not in REGISTRY:  # an installed package's task: checked against the protocol as a reference is
+        return plugins.load_reference(registered[key])
     module_name, cls_name = REGISTRY[key].split(":")
     try:
         module = importlib.import_module(module_name)

@@ -206,12 +206,16 @@ def run_limits(n_tests: int, timeout_s: float, base: Limits | None = None,
                   progress_s=KILL_FACTOR * timeout_s * wall_factor)
 
 
-def _death_verdict(res: SandboxResult, memory: bool = True) -> tuple[str, str]:
-    """Why a run ended before its tests did. ``memory``: an OOM kill in the run's group is not yet
-    blamed on a test that reported."""
-    if memory and getattr(res, "memory_limit", False):
+def _death_verdict(res: SandboxResult, memory: bool | None = None, at_limit: bool | None = None) -> tuple[str, str]:
+    """Why a run ended before its tests did. ``memory`` / ``at_limit``: an OOM kill / a memory limit
+    hit in the run's group that is not blamed on a test that reported (default: any in the run)."""
+    if memory is None:
+        memory = bool(getattr(res, "memory_limit", False))
+    if at_limit is None:
+        at_limit = _at_limit(res)
+    if memory:
         return MLE, _budget_text(res)
-    if (getattr(res, "stalled", False) or res.timed_out) and _at_limit(res):
+    if (getattr(res, "stalled", False) or res.timed_out) and at_limit:
         return MLE, _limit_text(res)
     if getattr(res, "stalled", False):
         return TLE, (f"per-test time limit: no result after {KILL_FACTOR:g}x the limit; every process "
@@ -223,6 +227,26 @@ def _death_verdict(res: SandboxResult, memory: bool = True) -> tuple[str, str]:
     if res.signal:
         return RTE, f"process ended by signal {res.signal}"
     return RTE, f"process exited ({res.exit_code}) before reporting"
+
+
+def _counted(res: SandboxResult, k: int) -> tuple[int, int] | None:
+    """(OOM kills, limit hits) in the candidate's group while record ``k``'s step ran, as the sandbox
+    counted them from the counters the record carried (SandboxResult.record_memory); None where it
+    carried none."""
+    memory = getattr(res, "record_memory", None) or []
+    return memory[k] if 0 <= k < len(memory) else None
+
+
+def _unreported(res: SandboxResult, mem_at: int | None) -> tuple[bool, bool]:
+    """(an OOM kill, a limit hit) left for the test that never reported: what came after the last
+    record that carried the group's counters; without such records, the arrival rule (an OOM kill
+    not yet blamed on a reported test, any limit hit)."""
+    through = getattr(res, "counted_through", 0)
+    if through:
+        limit_at = getattr(res, "limit_at", None)
+        return (getattr(res, "oom_after", 0) > 0,
+                getattr(res, "limits_after", 0) > 0 or (limit_at is not None and limit_at >= through))
+    return mem_at is not None, _at_limit(res)
 
 
 def _at_limit(res: SandboxResult) -> bool:
@@ -330,17 +354,35 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
             for i in todo:
                 verdicts[i], details[i] = v, why
             break
+        loading = _counted(res, next(k for k, r in enumerate(res.records) if r is compile_rec))
+        if loading is not None and loading[0]:  # loading the program spent the budget: so would every test alone
+            for i in todo:
+                verdicts[i], details[i] = MLE, _budget_text(res)
+            break
         failed: str | None = None
-        # the first test whose record came after an OOM kill in the candidate's group was seen is
-        # the one that spent the budget (if the program died there, that is the missing test below)
+        # Each record carries the OOM kills and limit hits of its own test (_counted): a test that
+        # spent the budget is memory_limit, every other one is judged on its own output, as if it had
+        # run alone. Records without counters fall back to arrival: the first test whose record came
+        # after an OOM kill was seen is the one that spent the budget.
         mem_at = res.memory_at if getattr(res, "memory_limit", False) else None
+        if getattr(res, "counted_through", 0):
+            mem_at = None
+        # some v1 kernels never count a limit hit (memory.failcnt stays 0) while the peak shows the
+        # limit: then a time limit from where the limit was first seen is the budget's, as by arrival
+        uncounted_limit = _at_limit(res) and not (getattr(res, "budget", None) or {}).get("limit_hits")
         for k, rec in enumerate(res.records):
             j = _test_index(rec, len(todo))
             if j is None or verdicts[todo[j]] is not None:
                 continue
             i = todo[j]
             verdicts[i], details[i], times[i] = judge_record(rec, tests[i]["output"], mode)
-            if mem_at is not None and k >= mem_at:
+            own = _counted(res, k)
+            if own is not None:
+                if own[0]:
+                    verdicts[i], details[i] = MLE, _budget_text(res)
+                elif verdicts[i] == TLE and (own[1] or (uncounted_limit and k >= res.limit_at)):
+                    verdicts[i], details[i] = MLE, _limit_text(res)  # a bomb crawling at its limit
+            elif mem_at is not None and k >= mem_at:
                 verdicts[i], details[i], mem_at = MLE, _budget_text(res), None
             elif verdicts[i] == TLE and _at_limit(res) and k >= res.limit_at:  # a bomb crawling at its limit
                 verdicts[i], details[i] = MLE, _limit_text(res)
@@ -360,7 +402,8 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
             start = missing[0]  # the driver asked for a clean process (progress: at >= 1)
             notes.append(f"fresh process from test {start}: threads of a timed-out test still ran")
             continue
-        v, why = _death_verdict(res, memory=mem_at is not None)
+        memory, at_limit = _unreported(res, mem_at)
+        v, why = _death_verdict(res, memory=memory, at_limit=at_limit)
         verdicts[missing[0]], details[missing[0]] = v, why
         start = missing[0] + 1
         if runs > max_restarts or first_failure:

@@ -349,6 +349,31 @@ def reward_from_counts(n_gold: int, n_diamond: int, n_lava_hit: int, bonus: bool
     return np.clip(r, 0.0, 1.0)
 
 
+def rewards_if_stopped(maze: Any, moves: Sequence[str] | str, reward_mode: str = "linear") -> np.ndarray:
+    """The reward of the route's first k moves scored as if it reached E right after them, for k = 0 ..
+    the steps it uses (up to reaching E or the budget): row k of a (steps + 1, 4) array. Why: a route
+    scores zero until it reaches E, so its real reward cannot say where its progress stopped; this
+    can (``--cut plateau`` of prefix-mode search cuts where its scalar first reaches its best)."""
+    maze = MazeInstance.from_problem(maze)
+    _, info = simulate(maze, moves, reward_mode)
+    gold, diamond, lava = set(maze.gold), set(maze.diamond), set(maze.lava)
+    got_g: set[Pos] = set()
+    got_d: set[Pos] = set()
+    hit: set[Pos] = set()
+    bonus = False
+    out = []
+    for k, pos in enumerate(info["path"]):
+        if k > 0 and pos != maze.exit:
+            got_g |= {pos} & gold
+            got_d |= {pos} & diamond
+            hit |= {pos} & lava
+            bonus = bonus or pos == maze.bonus
+        out.append(reward_from_counts(len(got_g), len(got_d), len(hit), bonus, total_gold=len(gold),
+                                      total_diamond=len(diamond), total_lava=len(lava), completed=True,
+                                      reward_mode=reward_mode))
+    return np.array(out)
+
+
 def simulate(maze: Any, moves: Sequence[str] | str, reward_mode: str = "linear") -> tuple[np.ndarray, dict[str, Any]]:
     """Run ``moves``: a list of moves (UP/DOWN/LEFT/RIGHT or U/D/L/R, any case; anything else is skipped
     without using a step) or an answer string (read with :func:`parse_moves`).

@@ -1,7 +1,11 @@
 """vpo-harness: evaluation and test-time search for diversity-trained models."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and language servers
+    from vpo_harness.harness.core.results import load_run
+    from vpo_harness.harness.eval.runner import RunConfig, run
 
 __all__ = ["load_run", "run", "RunConfig"]
 

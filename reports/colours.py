@@ -69,6 +69,18 @@ def run_styles(keys: Iterable[str]) -> list[RunStyle]:
     return [book.style(str(k)) for k in keys]
 
 
+#: Okabe and Ito's eight colours, distinguishable under the common colour-vision deficiencies (and in
+#: greyscale by lightness for the first few): the palette of ``vpo plot --style paper``
+COLOUR_BLIND_SAFE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#000000", "#F0E442")
+
+
+def paper_styles(n: int) -> list[RunStyle]:
+    """The styles of a paper figure's ``n`` runs, in order: :data:`COLOUR_BLIND_SAFE`, then the same
+    colours again with the next line style of :data:`DASHES`."""
+    k = len(COLOUR_BLIND_SAFE)
+    return [RunStyle(COLOUR_BLIND_SAFE[i % k], DASHES[(i // k) % len(DASHES)]) for i in range(n)]
+
+
 def run_colour(key: str) -> str:
     """The colour of a run shown alone (its preferred colour: what it gets when first in a document)."""
     return PALETTE[_preferred(key)]

@@ -15,6 +15,7 @@ import numpy as np
 from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate, crossed_estimate
 from vpo_harness.harness.core.seed_groups import unit_label, unit_seed, unit_seed as seed_of_unit
 from vpo_harness.reports.tables import Cell, format_number, latex_escape, legend_for, write_table
+from vpo_harness.harness.core.pool_metrics import metric_names as pool_metric_names
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
 
 #: config fields that must agree between compared runs (reward mode lives in the task options)
@@ -234,7 +235,8 @@ def default_metric_names(runs: Sequence[RunPools], ks: Sequence[int], strategies
     return ([f"best@{k}" for k in ks] + [f"pass@{k}" for k in ks] + [f"pass^{k}" for k in ks]
             + [f"cover@{t:g}" for t in taus] + [f"best_tokens@{int(round(T))}" for T in budgets]
             + [f"selected@{k}[{s}]" for s in strategies for k in ks]
-            + ["diversity", "pareto_fraction", "vpo_objective"] + [f"component:{c}" for c in shared])
+            + ["diversity", "pareto_fraction", "vpo_objective"] + [f"component:{c}" for c in shared]
+            + pool_metric_names())
 
 
 def default_ks(runs: Sequence[RunPools]) -> list[int]:

@@ -21,7 +21,8 @@ from vpo_harness.harness.core.results import is_evolve_run, run_kind
 from vpo_harness.harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
 from vpo_harness.reports.compare import TIE_TOL, Comparison, Row, paired_bootstrap
 from vpo_harness.reports.tables import as_estimate, write_table
-from vpo_harness.search.metrics import candidate_budgets, evolve_at_budgets, evolve_candidates, sampling_at_budgets
+from vpo_harness.search.metrics import (candidate_budgets, evolve_at_budgets, evolve_candidates, evolve_rewards,
+                                        hypervolume_at_budgets, sampling_at_budgets)
 
 BASELINE = "baseline"
 #: identity fields two evolve runs must share to be compared (as for sampling runs)
@@ -36,6 +37,7 @@ class Baseline:
     solved: dict[str, np.ndarray]  # problem -> 0/1 flags of its samples
     scalars: dict[str, np.ndarray]
     n_errors: int = 0
+    rewards: dict[str, np.ndarray] = field(default_factory=dict)  # problem -> (n, d) vectors in chain order
 
 
 @dataclass
@@ -50,6 +52,7 @@ class EvolveRun:
     solved_definition: str
     baseline: Baseline | None
     label: str = ""
+    rewards: dict[str, np.ndarray] = field(default_factory=dict)  # problem -> (n, d) vectors in evaluation order
     _values: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @property
@@ -143,6 +146,7 @@ def _baseline(folder: Path, ids: list[str], thr: dict[str, float] | None) -> Bas
         return None
     solved: dict[str, list[bool]] = {p: [] for p in ids}
     scalars: dict[str, list[float]] = {p: [] for p in ids}
+    rewards: dict[str, list[list[float]]] = {p: [] for p in ids}
     n_errors = 0
     for r in sorted(latest_rows(bfolder), key=lambda r: (str(r["problem_id"]), int(r["chain_index"]))):
         pid = r["problem_id"]
@@ -154,8 +158,10 @@ def _baseline(folder: Path, ids: list[str], thr: dict[str, float] | None) -> Bas
         for s, ok in zip(r.get("scalars") or [], r.get("passed") or []):
             scalars[pid].append(float(s))
             solved[pid].append(float(s) >= thr[pid] - TOL if thr is not None else bool(ok))
+        rewards[pid] += list(r.get("rewards") or [])
     return Baseline(bfolder, {p: np.asarray(v, dtype=float) for p, v in solved.items()},
-                    {p: np.asarray(v, dtype=float) for p, v in scalars.items()}, n_errors)
+                    {p: np.asarray(v, dtype=float) for p, v in scalars.items()}, n_errors,
+                    {p: np.asarray(v, dtype=float) if v else np.zeros((0, 0)) for p, v in rewards.items()})
 
 
 def load_evolve(folder: str | Path, label: str | None = None) -> EvolveRun:
@@ -187,7 +193,7 @@ def load_evolve(folder: str | Path, label: str | None = None) -> EvolveRun:
     thr = _thresholds(folder, facts, results if isinstance(results, dict) else None, ids)
     defn = "optimal scalar (exact maze search)" if thr is not None else "passed (every component 1)"
     return EvolveRun(folder, facts, list(ids), cands, budget, defn, _baseline(folder, list(ids), thr),
-                     label or folder.name)
+                     label or folder.name, evolve_rewards(rows, ids, iterations))
 
 
 def require_candidates(run: EvolveRun, verb: str) -> EvolveRun:
@@ -381,6 +387,49 @@ def curves(run: EvolveRun) -> dict[str, dict[str, list[float]]]:
             est = [mean_se(vals[:, j]) for j in range(len(xs))]
             out[f"{name}_{metric}"] = {"x": xs, "mean": [e.mean for e in est], "stderr": [e.stderr for e in est]}
     return out
+
+
+def hypervolume_curves(run: EvolveRun) -> dict[str, dict[str, list[float]]]:
+    """Mean and standard error over problems of the hypervolume of the first c reward vectors
+    (:func:`~vpo_harness.search.metrics.hypervolume_at_budgets`), at the table's budgets (powers of
+    two and the whole budget: each point is an exact hypervolume per problem), for the search and,
+    when present, its plain-sampling baseline (the first c samples in chain order: independent draws)."""
+    xs = candidate_budgets(run.budget)
+    parts = [("evolve", run.rewards)] + ([("sampling", run.baseline.rewards)] if run.baseline is not None else [])
+    out: dict[str, dict[str, list[float]]] = {}
+    for name, vectors in parts:
+        vals = hypervolume_at_budgets(vectors, run.problem_ids, xs)
+        est = [mean_se(vals[:, j]) for j in range(len(xs))]
+        out[name] = {"x": xs, "mean": [e.mean for e in est], "stderr": [e.stderr for e in est]}
+    return out
+
+
+def draw_hypervolume(ax: Any, runs: Sequence[EvolveRun], colours: Sequence[str] | None = None) -> None:
+    """Hypervolume of the reward vectors found against candidates: the search solid with markers,
+    plain sampling of the same model dashed, one colour per run, bands ±1 standard error over problems."""
+    from vpo_harness.reports.colours import run_styles
+    from vpo_harness.search.metrics import HV_REF
+
+    colours = list(colours) if colours is not None else [s.colour for s in run_styles(str(r.path) for r in runs)]
+    for run, color in zip(runs, colours):
+        tag = " (partial)" if run.partial else ""
+        for name, c in hypervolume_curves(run).items():
+            x, m, s = (np.asarray(c[k], dtype=float) for k in ("x", "mean", "stderr"))
+            ok = ~np.isnan(m)
+            if not ok.any():
+                continue
+            style = "-o" if name == "evolve" else "--s"
+            lab = f"{run.label}{tag}: {'evolve' if name == 'evolve' else 'plain sampling'}"
+            ax.plot(x[ok], m[ok], style, color=color, lw=1.6, ms=3.5, label=lab)
+            ax.fill_between(x[ok], (m - np.nan_to_num(s))[ok], (m + np.nan_to_num(s))[ok], color=color,
+                            alpha=0.15 if name == "evolve" else 0.08, lw=0)
+    integer_axis(ax, max((r.budget for r in runs), default=1))
+    ax.set_xlabel("candidates evaluated per problem")
+    ax.set_ylabel("hypervolume of the reward vectors (mean over problems)")
+    ax.set_title(f"front found: hypervolume, reference {HV_REF:g} on every component", fontsize=9)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
 
 
 def integer_axis(ax: Any, xmax: int) -> None:

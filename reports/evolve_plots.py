@@ -1,6 +1,7 @@
-"""Figures of evolve runs: fraction solved and best task scalar vs candidates evaluated (evolve solid,
-plain sampling of the same model at the same budget dashed, one colour per run), computed from the
-stored rows of the run and of its ``baseline/`` (reports/evolve.py)."""
+"""Figures of evolve runs: fraction solved, best task scalar and the hypervolume of the reward vectors
+found vs candidates evaluated (evolve solid, plain sampling of the same model at the same budget
+dashed, one colour per run), computed from the stored rows of the run and of its ``baseline/``
+(reports/evolve.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,7 @@ def plot_evolve(runs: Sequence[str | Path], out: str | Path, labels: Sequence[st
     import matplotlib.pyplot as plt
 
     from vpo_harness.harness.core.results import check_same_task
-    from vpo_harness.reports.evolve import draw, load_evolve, require_candidates
+    from vpo_harness.reports.evolve import draw, draw_hypervolume, load_evolve, require_candidates
 
     if labels is not None and len(labels) != len(runs):
         raise ValueError(f"--labels has {len(labels)} names for {len(runs)} runs")
@@ -23,8 +24,9 @@ def plot_evolve(runs: Sequence[str | Path], out: str | Path, labels: Sequence[st
     loaded = [load_evolve(r, labels[i] if labels else None) for i, r in enumerate(runs)]
     for r in loaded:
         require_candidates(r, "plot")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    draw(axes, loaded)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+    draw(axes[:2], loaded)
+    draw_hypervolume(axes[2], loaded)
     f = loaded[0].facts
     fig.suptitle(title or f"vpo evolve on {f.get('task')} {f.get('split') or ''} "
                           f"({len(loaded[0].problem_ids)} problems), mean ± s.e.", fontsize=11)

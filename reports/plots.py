@@ -13,11 +13,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from vpo_harness.harness.core.suggest import did_you_mean  # noqa: E402
 from vpo_harness.reports.axes import ZERO_NOTE, ZERO_YLIM, k_axis  # noqa: E402
-from vpo_harness.reports.colours import run_styles  # noqa: E402
+from vpo_harness.reports.colours import paper_styles, run_styles  # noqa: E402
 
 
 def _save(fig: plt.Figure, out: str | Path) -> Path:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a paper figure lays itself out (constrained, legend outside)
+        fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, bbox_inches="tight", pad_inches=0.05)  # never clip a rotated or long label
@@ -196,7 +197,10 @@ class PlotRun:
     key: str = ""
 
 
-def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[PlotRun]:
+def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = None,
+                   keep_labels: bool = False) -> list[PlotRun]:
+    """The runs of a figure; ``labels`` name them, with the pool shape (and seed count) appended
+    unless ``keep_labels`` (a paper figure: the labels are printed as the user gave them)."""
     import json
 
     from vpo_harness.reports.compare import default_ks
@@ -224,7 +228,10 @@ def load_plot_runs(paths: Sequence[str | Path], labels: Sequence[str] | None = N
         model = str(f.get("model") or "?").split(":", 1)[-1].rstrip("/").split("/")[-1]
         if pools.seeds:  # a seed group: its entries are (problem, seed) pairs
             shape += f", {pools.seeds_label}"
-        lab = (labels[i] if shape in labels[i] else f"{labels[i]} ({shape})") if labels else f"{model} ({shape})"
+        if labels:
+            lab = labels[i] if keep_labels or shape in labels[i] else f"{labels[i]} ({shape})"
+        else:
+            lab = f"{model} ({shape})"
         out.append(PlotRun(lab, pools=pools, ks=ks, key=str(p)))
     return out
 
@@ -353,17 +360,23 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
 
     taus = tuple(taus or DEFAULT_TAUS)
     st = STYLES[style]
+    paper = style == "paper"
     # the colours are handed out over all the figure's runs, so a bar panel (evaluation runs only)
-    # colours a run as the line panels next to it do
-    colour = [r.colour or s.colour for r, s in zip(runs, run_styles(r.key or r.label for r in runs))]
-    cols = min(len(metrics), 2 if style == "paper" else 3)
+    # colours a run as the line panels next to it do; a paper figure takes a colour-blind-safe palette
+    styles = paper_styles(len(runs)) if paper else run_styles(r.key or r.label for r in runs)
+    colour = [s.colour if paper else (r.colour or s.colour) for r, s in zip(runs, styles)]
+    dash = [s.dash if paper else "solid" for s in styles]
+    cols = min(len(metrics), 2 if paper else 3)
     rows = (len(metrics) + cols - 1) // cols
     rc = {"font.size": st["font"], "axes.titlesize": st["font"], "axes.labelsize": st["font"],
           "legend.fontsize": st["font"] - 1.5, "xtick.labelsize": st["font"] - 1, "ytick.labelsize": st["font"] - 1,
           "lines.linewidth": st["lw"], "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
     width = st["w"] * cols if style != "paper" or cols == 1 else 6.9
     with plt.rc_context(rc):
-        fig, axes = plt.subplots(rows, cols, figsize=(width, st["h"] * rows), dpi=st["dpi"], squeeze=False)
+        # paper: constrained layout keeps every label inside the figure and makes room for the legend
+        # placed outside the panels, below them
+        fig, axes = plt.subplots(rows, cols, figsize=(width, st["h"] * rows + (0.35 if paper else 0.0)),
+                                 dpi=st["dpi"], squeeze=False, layout="constrained" if paper else None)
         limits: list[tuple[float, float]] = []
         bounded_all = True
         for ax, metric in zip(axes.ravel(), metrics):
@@ -387,9 +400,12 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                     raise ValueError(f"--metric {metric}: needs an evaluation run (evolve runs have no pools here)")
                 x = np.arange(len(names))
                 ax.bar(x, vals, yerr=errs, capsize=3, color=cols,
-                       error_kw={"lw": st["lw"] * 0.8})
+                       error_kw={"lw": st["lw"] * 0.8, **({"ecolor": "0.2"} if paper else {})})
                 tilt = len(names) > 2
-                ax.set_xticks(x, names, rotation=15 if tilt else 0, ha="right" if tilt else "center")
+                if paper:  # the shared legend names the colours; tilted names ran into the y label
+                    ax.set_xticks(x, [])
+                else:
+                    ax.set_xticks(x, names, rotation=15 if tilt else 0, ha="right" if tilt else "center")
                 lo = min(0.0, float(np.nanmin(np.array(vals) - errs)))
                 hi = max(0.0, float(np.nanmax(np.array(vals) + errs)))
                 ax.set_title(ptitle + " (bars: ±1 s.e.)")
@@ -404,7 +420,7 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                     lab = r.label + (" (plain sampling: best@k)" if dashed and metric == "evolve" else
                                      " (plain sampling: pass@k)" if dashed else "")
                     marker = "o" if x.size <= 40 and kind != "tau" else None
-                    ax.plot(x, m, ls="--" if dashed else "-", marker=marker, ms=st["ms"],
+                    ax.plot(x, m, ls="--" if dashed else dash[i], marker=marker, ms=st["ms"],
                             color=colour[i], label=lab, zorder=3)
                     ax.fill_between(x, m - s, m + s, color=colour[i], alpha=0.2, lw=0)
                     if r.evolve is not None and metric == "evolve-solved" and r.evolve.get("baseline"):
@@ -434,17 +450,18 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                     ax.set_xlabel("candidates evaluated per problem")
                     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
                 ax.set_title(ptitle)
-                handles, labs = ax.get_legend_handles_labels()
-                handles.append(Patch(facecolor="0.6", alpha=0.35, lw=0))
-                labs.append("band: ±1 standard error")
-                ax.legend(handles, labs, loc="best")
+                if not paper:  # a paper figure has one legend for all panels, outside them (below)
+                    handles, labs = ax.get_legend_handles_labels()
+                    handles.append(Patch(facecolor="0.6", alpha=0.35, lw=0))
+                    labs.append("band: ±1 standard error")
+                    ax.legend(handles, labs, loc="best")
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
             limits.append((lo, hi))
         for ax in axes.ravel()[len(metrics):]:
             ax.axis("off")
         used = axes.ravel()[:len(metrics)]
-        if share_y:
+        if share_y and not paper:  # a paper figure's panels each show their own curves (their own limits)
             lo = min(a for a, _ in limits)
             hi = max(b for _, b in limits)
             ylim = _flat_limits(lo, hi, bounded_all)
@@ -458,8 +475,33 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
                 ax.text(0.5, 0.5, ZERO_NOTE, transform=ax.transAxes, ha="center", color="0.35")
         if title:
             fig.suptitle(title)
-        fig.tight_layout()
+        if paper:
+            _figure_legend(fig, used, runs, colour, dash)
+        else:
+            fig.tight_layout()
     return fig
+
+
+def _figure_legend(fig: plt.Figure, used: Sequence[plt.Axes], runs: Sequence[PlotRun], colour: Sequence[str],
+                   dash: Sequence[str]) -> None:
+    """One legend for every panel, outside the data (below the panels): each run once (a line, or a
+    patch when only bars are drawn), the extra lines the panels drew (plain sampling), and the band."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    seen: dict[str, Any] = {}
+    for ax in used:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    lines = bool(seen)
+    for r, c, d in zip(runs, colour, dash):
+        if r.label not in seen:
+            seen[r.label] = Line2D([], [], color=c, ls=d) if lines else Patch(facecolor=c)
+    if lines:  # (a bar panel's title says its error bars are ±1 s.e.)
+        seen["±1 standard error"] = Patch(facecolor="0.6", alpha=0.35, lw=0)
+    wide = fig.get_size_inches()[0] > 4  # a two-column figure: three entries a row; one column: two
+    fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=min(len(seen), 3 if wide else 2),
+               frameon=False)
 
 
 def plot_metrics(paths: Sequence[str | Path], out: str | Path, metric: str, labels: Sequence[str] | None = None,
@@ -468,7 +510,7 @@ def plot_metrics(paths: Sequence[str | Path], out: str | Path, metric: str, labe
     """:func:`metric_figure` of run folders, saved by extension (.pdf/.svg are vector, fonts embedded)."""
     if style not in STYLES:
         raise ValueError(f"--style: expected {' or '.join(STYLES)}, got {style!r}")
-    runs = load_plot_runs(paths, labels)
+    runs = load_plot_runs(paths, labels, keep_labels=style == "paper")
     fig = metric_figure(runs, expand_metrics(metric, runs), title, style, taus, share_y)
     with plt.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}):  # text stays text
         return _save(fig, out)

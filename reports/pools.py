@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vpo_harness.harness.core import metrics
+from vpo_harness.harness.core.pool_metrics import per_problem_pool_metrics
 from vpo_harness.harness.core.config import recorded_ks
 from vpo_harness.harness.eval.selection import Pool, answer_key, applicable, selected_at_k, split_visible, visible_mask
 
@@ -227,7 +228,9 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
 
     Names: ``best@k``, ``pass@k``, ``pass^k``, ``cover@tau``, ``selected@k[strategy]``, ``diversity``,
     ``pareto_fraction``, ``vpo_objective``, ``mean_scalar``, ``component:NAME`` (the problem's mean
-    reward on that component) and ``best_tokens@T`` for each token budget T. The VPO objective uses
+    reward on that component), ``best_tokens@T`` for each token budget T, and the VPO authors' pool
+    metrics (``union_coverage``, ``best_individual``, ``pass@k[solution]``, ``pass@k[chain]``,
+    ``witness_count``, ``witness_fraction``: vpo_harness.harness.core.pool_metrics). The VPO objective uses
     one seeded Dirichlet weight set per reward dimension, so two runs compared with the same
     ``objective_seed`` share their weights.
     """
@@ -263,6 +266,7 @@ def per_problem_metrics(run: RunPools, ks: Sequence[int], strategies: Sequence[s
         obj.append(metrics.vpo_objective(r, w))
     out["vpo_objective"] = np.asarray(obj)
     out["mean_scalar"] = np.array([s.mean() if s.size else np.nan for s in run.scalars])
+    out.update(per_problem_pool_metrics(run.rewards, run.chain_sizes))
     run._metrics[key] = out
     return out
 

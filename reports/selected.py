@@ -74,7 +74,15 @@ def format_selected(paths: Sequence[str | Path], strategies: Sequence[str], seed
                 mc = f"[mc {e['mc_stderr']:.3f}]" if e["mc_stderr"] >= 5e-4 else ""
                 cells.append(Cell(as_estimate(e), note=mc))
             lines.append([label, s + (" (=best@k)" if s == "oracle" else "")] + cells)
-    return write_table(head, lines, align="l" * len(head), seed_legend=legend_for(axes))
+    shown = any(isinstance(c, Cell) and c.note for ln in lines for c in ln)
+    return write_table(head, lines, align="l" * len(head), notes=[MC_LEGEND] if shown else [],
+                       seed_legend=legend_for(axes))
+
+
+#: what the ``[mc x]`` beside a selected@k number is, printed under every table that shows one
+MC_LEGEND = ("[mc x]: Monte Carlo error: this selected@k is estimated from seeded random draws (k-subsets of "
+             "the pool, a vote's tie-breaks), and x is that estimate's own standard error, apart from the ± "
+             "over problems")
 
 
 def plot_selected(paths: Sequence[str | Path], out: str | Path, strategy: str, labels: Sequence[str] | None = None,

@@ -31,6 +31,9 @@ DEFAULT=(
 if [ "$#" -gt 0 ]; then GLOBS=("$@"); else GLOBS=("${DEFAULT[@]}"); fi
 
 rm -rf mutants
+# the import name is vpo_harness/'s links (docs/layers.md): copied as links, they point at mutants/'s own
+# (mutated) folders; mutmut's also_copy would copy the linked folders' unmutated files instead
+mkdir mutants && cp -a vpo_harness mutants/
 # mutmut runs the tests from ./mutants, where ../shared/data is not next to the checkout any more
 export VPO_SHARED_DATA="${VPO_SHARED_DATA:-$(cd .. && pwd)/shared/data}"
 log=$(mktemp)

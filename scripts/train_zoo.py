@@ -4,11 +4,13 @@
     python scripts/train_zoo.py --seeds 1 --methods vpo
     python scripts/train_zoo.py --dry-run              # print the `vpo train` steps, run nothing
     python scripts/train_zoo.py --smoke --seeds 0      # a tiny budget into runs/zoo-smoke, never checkpoints/
+    python scripts/train_zoo.py --install              # package into checkpoints/, over the bundled policies
 
 Per training seed: one SFT warm start (``vpo train --stage sft``), shared by that seed's four RL runs
 (``vpo train --stage rl --init <warm start>``, early-stopped on the val split, docs/training_protocol.md),
 then each run's best step is packaged with its model card into the zoo's folder
-(``checkpoints/maze-tiny-<method>`` for seed 0, ``checkpoints/maze-tiny-<method>-s<seed>`` otherwise).
+(``<runs>/checkpoints/maze-tiny-<method>`` for seed 0, ``.../maze-tiny-<method>-s<seed>`` otherwise; only
+``--install`` writes into the bundled ``checkpoints/``, replacing the shipped policies).
 Every step is printed before it runs; its output goes to ``<runs>/logs/<step>.log``. A finished step
 is skipped when the command is run again, an interrupted one resumes from its last checkpoint
 (``vpo train`` resumes itself), and a failed step stops only the steps that depend on it.
@@ -243,7 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", type=_methods, default=list(ROW_METHODS), help="comma-separated methods")
     ap.add_argument("--runs", default=None, help="run folders (default runs/zoo, or runs/zoo-smoke with --smoke)")
     ap.add_argument("--dest", default=None,
-                    help="where packaged policies go (default checkpoints/, or <runs>/checkpoints with --smoke)")
+                    help="where packaged policies go (default <runs>/checkpoints; the bundled checkpoints/ only "
+                         "with --install)")
+    ap.add_argument("--install", action="store_true",
+                    help="package into the bundled checkpoints/, replacing the shipped policies")
     ap.add_argument("--jobs", type=int, default=2, help="steps run at once (one torch thread each)")
     ap.add_argument("--smoke", action="store_true", help="tiny budget, to check the plumbing")
     ap.add_argument("--dry-run", action="store_true", help="print the steps and whether each is finished")
@@ -252,7 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     runs = Path(a.runs or ("runs/zoo-smoke" if a.smoke else "runs/zoo"))
     runs = runs if runs.is_absolute() else REPO / runs
-    dest = Path(a.dest) if a.dest else (runs / "checkpoints" if a.smoke else REPO / "checkpoints")
+    bundled = REPO / "checkpoints"
+    dest = Path(a.dest) if a.dest else (bundled if a.install else runs / "checkpoints")
+    if a.install and a.smoke:
+        ap.error("--install with --smoke: a smoke budget never replaces the bundled policies")
+    if not a.install and dest.resolve() == bundled.resolve():
+        ap.error(f"--dest {a.dest}: is the bundled checkpoints/ folder; pass --install to replace the shipped policies")
     if a.summary:
         print("| method | seeds | own objective | rise (last - warm start) | rose (> 2 s.e.) | best@30 rise |")
         print("|---|---|---|---|---|---|")

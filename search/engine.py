@@ -58,9 +58,10 @@ from typing import Any, Callable, Sequence
 
 from vpo_harness.benchmarks import Benchmark, Problem
 from vpo_harness.harness.core.seeding import derive_seed
-from vpo_harness.search.adapters import adapter_for
+from vpo_harness.benchmarks.steps import adapter_for
 from vpo_harness.search.evaluator import Evaluation, TaskEvaluator
 from vpo_harness.search.llm import ChatLLM
+from vpo_harness.search.pareto import Member, ParetoArchive
 
 log = logging.getLogger("vpo.evolve")
 STATE_FILE = "vpo_state.json"  # what a checkpoint holds beyond OpenEvolve's files (see the docstring)
@@ -94,6 +95,7 @@ class EvolveSettings:
     llm_slots: asyncio.Semaphore | None = None  # the run's cap on LLM requests in flight
     cut: str = "uniform"             # prefix mode: where the parent's answer is cut (CUT_RULES)
     allow_zero_parents: bool = True  # False: a zero-score parent is redrawn while better ones exist
+    select: str = "scalar"           # parents by OpenEvolve's scalar selection, or on the Pareto front (search/pareto.py)
 
 
 #: prefix mode's cut rules: a uniform step of the parent's answer, or where its reward stopped improving
@@ -160,7 +162,7 @@ class ProblemEvolution:
         from vpo_harness.search.database import OrderedProgramDatabase
 
         self.s, self.problem = s, problem
-        self.adapter = adapter_for(s.task)  # how this search reads the task's answers (search/adapters.py)
+        self.adapter = adapter_for(s.task)  # how this search reads the task's answers (benchmarks/steps.py)
         self.evaluator = TaskEvaluator(s.task, problem)
         self.ckpt_dir = s.checkpoint_root / _safe(problem.id) / "checkpoints"
         self.db = OrderedProgramDatabase(s.config.database, name=problem.id,
@@ -168,6 +170,8 @@ class ProblemEvolution:
         self.sampler = PromptSampler(s.config.prompt)
         self.ops = schedule(s.iterations, s.lag)
         self.pending: dict[int, Draw] = {}  # drawn, not yet admitted
+        # --select pareto: the non-dominated candidates, which the parents are drawn from
+        self.front: ParetoArchive | None = ParetoArchive() if s.select == "pareto" else None
         self._task_text: str | None = None
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         self._writes: list[concurrent.futures.Future] = []
@@ -195,9 +199,12 @@ class ProblemEvolution:
             # usable when the rows hold every iteration it admitted (a kill leaves them so: rows are
             # written before their admission; a hand-edited samples.jsonl may not)
             if (state.get("format") != STATE_FORMAT or state.get("lag") != self.s.lag
-                    or ("admit", it) not in self.ops or any(i not in done for i in range(it + 1))):
+                    or ("admit", it) not in self.ops or any(i not in done for i in range(it + 1))
+                    or (self.front is not None and "front" not in state)):
                 continue
             self.db.load_extra_state(state["db"])
+            if self.front is not None:
+                self.front = ParetoArchive.from_state(state["front"])
             with self.db.streams():
                 self.db.load(str(path))
             self.pending = {int(d["iteration"]): Draw(**d) for d in state["pending"]}
@@ -293,7 +300,11 @@ class ProblemEvolution:
         parent = None
         inspirations: list[Any] = []
         with self.db.streams():
-            if self.db.programs:
+            if self.front is not None:
+                if self.front:  # the front's draws take the database's stream, in the schedule's order
+                    p, ins = self.front.draw(self.db.rand, cfg.prompt.num_diverse_programs)
+                    parent, inspirations = _program(p, cfg.language), [_program(m, cfg.language) for m in ins]
+            elif self.db.programs:
                 parent, inspirations = self.db.sample_from_island(island, cfg.prompt.num_diverse_programs,
                                                                   allow_zero=self.s.allow_zero_parents)
             mode, messages = self._messages(it, island, parent, inspirations)
@@ -326,7 +337,7 @@ class ProblemEvolution:
                 comp = await s.llm.complete(d.messages, seed, **kw)
         else:
             comp = await s.llm.complete(d.messages, seed, **kw)
-        if d.mode in ("task", "mutation", "prefix"):  # all answer in the task's own format
+        if d.mode in ("task", "mutation", "prefix", "feedback"):  # all answer in the task's own format
             grade, arg = self.evaluator.evaluate_text, (comp.text, s.m)
         else:
             grade, arg = self.evaluator.evaluate_many, (self._parse(comp.text, d.mode, d.parent_code),)
@@ -371,7 +382,13 @@ class ProblemEvolution:
         with self.db.streams():
             for r in rows:
                 ans = r["answers"][0]
-                if ans is None or (has_parent and ans == d.parent_code) or r["program_id"] in self.db.programs:
+                if ans is None or (has_parent and ans == d.parent_code):
+                    continue
+                if self.front is not None:
+                    self.front.add(Member(id=r["program_id"], code=ans, reward=tuple(r["rewards"][0]),
+                                          generation=d.parent_generation + 1 if has_parent else 0,
+                                          metrics=dict(r["metrics"])))
+                if r["program_id"] in self.db.programs:
                     continue
                 prog = Program(id=r["program_id"], code=ans, language=cfg.language, parent_id=d.parent_id,
                                generation=d.parent_generation + 1 if has_parent else 0,
@@ -396,6 +413,8 @@ class ProblemEvolution:
         snap = self.db.snapshot()
         state = {"format": STATE_FORMAT, "iteration": it, "lag": self.s.lag, "db": self.db.extra_state(),
                  "pending": [asdict(d) for _, d in sorted(self.pending.items())]}
+        if self.front is not None:
+            state["front"] = self.front.state()
         info = None if best is None else (best.code, {
             "id": best.id, "generation": best.generation, "iteration": best.iteration_found,
             "parent_id": best.parent_id, "metrics": dict(best.metrics), "language": best.language})
@@ -465,6 +484,8 @@ class ProblemEvolution:
             return "task", self._task_prompt()
         if s.prompt_mode == "prefix":  # the task's own prompt; the draw adds the parent's answer prefix
             return "prefix", self._task_prompt()
+        if s.prompt_mode == "feedback":
+            return "feedback", self._feedback_prompt(parent)
         own = self._task_mutation(parent, inspirations)
         if own is not None:
             return "mutation", own
@@ -491,6 +512,24 @@ class ProblemEvolution:
                                             lang=cfg.language if s.code else "text")
         return ("diff" if diff else "full_rewrite"), [{"role": "system", "content": system},
                                                      {"role": "user", "content": user}]
+
+    def _feedback_prompt(self, parent: Any) -> list[dict[str, str]]:
+        """Feedback mode: the task's own prompt, then the parent's answer and its reward components in
+        words (``feedback`` of the task's adapter, benchmarks/steps.py: Maze says which items the
+        route collects and which lava it crosses), and a request for a better answer in the format
+        asked. For models that read text (Qwen3, any OpenAI-compatible model); a task-trained policy
+        that only knows the task prompt gets prefix mode instead."""
+        s, ad = self.s, self.adapter
+        names = self.evaluator.components
+        reward = tuple(float(parent.metrics.get(c, 0.0)) for c in names)
+        what = "an answer" if s.m == 1 else f"{s.m} different answers"
+        follow = (f"\n\nAn earlier answer to this task: {ad.shown_answer(self.problem, parent.code)}\n"
+                  f"How it did: {ad.feedback(self.problem, parent.code, reward, names)}\n"
+                  f"Write {what} that keep what it gets right and do better where it falls short, "
+                  "in the format asked above.")
+        messages = [dict(m) for m in self._task_prompt()]
+        messages[-1]["content"] += follow
+        return messages
 
     def _task_mutation(self, parent: Any, inspirations: list[Any]) -> list[dict[str, str]] | None:
         """The task's own mutation prompt (``SearchAdapter.mutation_prompt``) for non-code tasks that have
@@ -531,6 +570,14 @@ class ProblemEvolution:
         if not s.code:  # a route written as text: the task's parser reads it from the block
             code = s.task.parse_single(code or "")
         return [code.strip() if code and code.strip() else None]
+
+
+def _program(m: Member, language: str) -> Any:
+    """A front member as the OpenEvolve ``Program`` the prompts and rows read (id, code, generation,
+    metrics): the member may have left the database, which evicts by scalar score."""
+    from openevolve.database import Program
+
+    return Program(id=m.id, code=m.code, language=language, generation=m.generation, metrics=dict(m.metrics))
 
 
 def _split_blocks(text: str) -> list[str]:

@@ -25,15 +25,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from vpo_harness.benchmarks import Problem, get_task
-from vpo_harness.harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder
+from vpo_harness.harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder, task_slug
 from vpo_harness.harness.core.store import RunStore, latest_rows, write_json_atomic
 
 CODE_TASKS = {"livecodebench"}
 #: seconds per LLM request where neither --timeout nor the YAML's llm.timeout says
 DEFAULT_TIMEOUT_S = 300.0
 #: evolve: OpenEvolve's templates / the task's mutation prompt; task: independent samples of the task
-#: prompt; prefix: the task prompt with the start of a parent's answer as the assistant prefix
-PROMPT_MODES = ("evolve", "task", "prefix")
+#: prompt; prefix: the task prompt with the start of a parent's answer as the assistant prefix; feedback:
+#: the task prompt, the parent's answer and its reward components in words (for models that read text)
+PROMPT_MODES = ("evolve", "task", "prefix", "feedback")
 
 
 @dataclass
@@ -46,6 +47,7 @@ class EvolveConfig:
     prompt_mode: str = "evolve"
     cut: str = "uniform"              # prefix mode: where the parent's answer is cut (search.engine.CUT_RULES)
     allow_zero_parents: bool | None = None  # None: the mode's default (prefix: False, others: True)
+    select: str = "scalar"            # parent selection: OpenEvolve's scalar one, or the Pareto front (search/pareto.py)
     config_path: str | None = None
     out: str | None = None
     split: str = "test"
@@ -79,6 +81,10 @@ class EvolveConfig:
 
         if self.cut not in CUT_RULES:
             raise ValueError(f"--cut must be one of {', '.join(CUT_RULES)}, got {self.cut!r}")
+        from vpo_harness.search.pareto import SELECTIONS
+
+        if self.select not in SELECTIONS:
+            raise ValueError(f"--select must be one of {', '.join(SELECTIONS)}, got {self.select!r}")
         if self.allow_zero_parents not in (None, True, False):
             raise ValueError(f"allow_zero_parents must be true, false or unset, got {self.allow_zero_parents!r}")
         if self.concurrency < 1:
@@ -127,13 +133,15 @@ class EvolveConfig:
         return canonical_config(self.run_config(), task if task is not None else task_class(self.task))
 
     def evolve_identity(self) -> dict[str, Any]:
-        """The search's own identity settings; the prefix mode's (``cut``, ``allow_zero_parents``) only
-        where they act or are set, so folders from before they existed keep their identity."""
+        """The search's own identity settings; the prefix mode's (``cut``, ``allow_zero_parents``) and
+        ``select`` only where they act or are set, so folders from before they existed keep their identity."""
         out = {name: copy.deepcopy(getattr(self, name)) for name in EVOLVE_IDENTITY}
         if self.prompt_mode != "prefix":
             out.pop("cut")
         if self.allow_zero_parents is None:
             out.pop("allow_zero_parents")
+        if self.select == "scalar":
+            out.pop("select")
         return out
 
     def sections(self) -> dict[str, dict[str, Any]]:
@@ -162,7 +170,7 @@ class EvolveConfig:
         """A deterministic folder from the identity, named by the rule every run folder is
         (:func:`~vpo_harness.harness.core.config.run_folder`), so repeating a command resumes the same run."""
         ident = self.identity(task)
-        stem = f"evo-{self.task}-{model_slug(ident['model']['spec'])}-{self.prompt_mode}-m{self.m}"
+        stem = f"evo-{task_slug(self.task)}-{model_slug(ident['model']['spec'])}-{self.prompt_mode}-m{self.m}"
         return run_folder(stem, ident)
 
     def legacy_out(self) -> Path:
@@ -186,7 +194,7 @@ class EvolveConfig:
                  "model": {"spec": self.model, "args": identity_args(self.model, self.model_args)},
                  "sampling": sampling, "evolve": self.evolve_identity()}
         h = hashlib.sha1(dumps(ident).encode()).hexdigest()[:8]
-        return Path("runs") / f"evo-{self.task}-{model_slug(self.model)}-{self.prompt_mode}-m{self.m}-{h}"
+        return Path("runs") / f"evo-{task_slug(self.task)}-{model_slug(self.model)}-{self.prompt_mode}-m{self.m}-{h}"
 
 
 #: the search's own settings that identify it, in config.json order. The lag (search/engine.py's
@@ -194,7 +202,7 @@ class EvolveConfig:
 #: legacy_out hashes this section in this order: a new setting is appended and left out of
 #: evolve_identity while unset, or older folders are no longer found
 EVOLVE_IDENTITY = ("problems", "iterations", "prompt_mode", "config_path", "baseline", "cut",
-                   "allow_zero_parents", "lag")
+                   "allow_zero_parents", "lag", "select")
 #: the search's own settings of how it runs: how many iterations are in flight changes no row
 EVOLVE_EXECUTION = ("serve_threads", "timeout_s", "parallel")
 
@@ -419,7 +427,7 @@ async def _evolve_all(cfg: EvolveConfig, run: RunConfig, task: Any, problems: Se
                               checkpoint_root=folder / "openevolve", write_rows=write_rows, solved=solved_fn(task),
                               on_iteration=on_iteration, code=cfg.task in CODE_TASKS, lag=cfg.lag,
                               parallel=cfg.parallel, llm_slots=asyncio.Semaphore(cfg.concurrency), cut=cfg.cut,
-                              allow_zero_parents=cfg.zero_parents_allowed())
+                              allow_zero_parents=cfg.zero_parents_allowed(), select=cfg.select)
     sem = asyncio.Semaphore(cfg.concurrency)
     slots = list(range(1, cfg.concurrency + 1))
     writing: list[ProblemEvolution] = []  # finished problems whose last checkpoint is being written
@@ -495,20 +503,22 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
                     record: dict[str, Any]) -> dict[str, Any]:
     from vpo_harness.harness.core import metrics as hm
     from vpo_harness.search.engine import complete_iterations
-    from vpo_harness.search.metrics import baseline_curves, candidate_budgets, evolve_curves
+    from vpo_harness.search.metrics import (baseline_curves, candidate_budgets, evolve_curves, evolve_rewards,
+                                            hypervolume_curve, sampling_rewards)
     from vpo_harness.search.solved import TOL, thresholds
 
     by_p = _rows_by_problem(folder, cfg.iterations)
     rows = [r for p in problems for rs in complete_iterations(by_p.get(p.id, [])).values() for r in rs]
     ids = [p.id for p in problems]
     curves = evolve_curves(rows, ids, cfg.iterations)
+    budget = (cfg.iterations + 1) * cfg.m
+    curves["hypervolume_vs_candidates"] = hypervolume_curve(evolve_rewards(rows, ids, cfg.iterations), ids, budget)
     pools, scal, passes = [], [], []
     for pid in ids:
         rs = [r for r in rows if r["problem_id"] == pid]
         pools.append(np.array([r["rewards"][0] for r in rs], dtype=float) if rs else np.zeros((0, 1)))
         scal.append(np.array([r["scalars"][0] for r in rs], dtype=float))
         passes.append(np.array([r["passed"][0] for r in rs], dtype=bool))
-    budget = (cfg.iterations + 1) * cfg.m
     ks = candidate_budgets(budget)
     summary = hm.summarize(pools, scal, passes, ks, task.component_names, objective_seed=hm.METRIC_SEED)
     thr = thresholds(task, list(problems))
@@ -518,11 +528,13 @@ def compute_results(folder: Path, cfg: EvolveConfig, task: Any, problems: Sequen
         def solved(pid: str, s: float, ok: bool) -> bool:
             return s >= thr[pid] - TOL if thr is not None else ok
 
-        baseline = baseline_curves(latest_rows(bfolder), ids, solved, budget)
+        brows = latest_rows(bfolder)
+        baseline = baseline_curves(brows, ids, solved, budget)
+        baseline["hypervolume_vs_candidates"] = hypervolume_curve(sampling_rewards(brows, ids), ids, budget)
     tokens = [r.get("completion_tokens") or 0 for r in rows]
     return {
         "kind": "evolve", "task": cfg.task, "split": cfg.split, "model": record["identity"]["model"]["spec"], "m": cfg.m,
-        "n": cfg.iterations + 1, "iterations": cfg.iterations, "prompt_mode": cfg.prompt_mode,
+        "n": cfg.iterations + 1, "iterations": cfg.iterations, "prompt_mode": cfg.prompt_mode, "select": cfg.select,
         "pool_size": budget, "metrics": summary, "n_chains": len(rows), "n_errors": 0,
         "mean_completion_tokens": float(np.sum(tokens) / max(1, len({(r['problem_id'], r['iteration']) for r in rows}))),
         "solved_definition": "optimal scalar (exact maze search)" if thr is not None else "passed (every component 1)",

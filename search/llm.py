@@ -28,7 +28,7 @@ from typing import Any
 
 from vpo_harness.harness.core.models.base import SamplingConfig, chat_template_args as template_args
 from vpo_harness.harness.core.models.endpoints import connect_failure, split_urls, within
-from vpo_harness.harness.core.models.transport import RemoteProtocolError, Timeout
+from vpo_harness.harness.core.models.transport import PERMANENT, RemoteProtocolError, Timeout
 from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend, RequestDeadline, ServerUnreachable
 
 #: no connection could be opened to the server(s): the openai backend's own error, under the name the
@@ -75,7 +75,9 @@ class ChatLLM:
 
         Each ``GET /models`` is bounded by the backend's own ``deadline`` (as every request is), so a
         server that accepts the connection and never answers fails this check within it. A server
-        that answers with an error (a proxy without ``/models``) is up: it is reported, not fatal."""
+        that answers with an error (a proxy without ``/models``) is up: it is reported, not fatal. One
+        that answers with something that is not a usable HTTP reply is refused, and said to have
+        answered (not "cannot connect")."""
         from vpo_harness.harness.core.printable import printable
 
         models: list[str] = []
@@ -94,6 +96,11 @@ class ChatLLM:
                                           f"(the deadline is {self.backend.deadline:g} s)")
                     exc.method, exc.url = "GET", url + "/models"  # type: ignore[attr-defined]
                 why = connect_failure(exc)
+                if isinstance(exc, PERMANENT):  # it answered, with bytes no retry will make usable
+                    dead.append(f"the server at {url} answered GET /models, but not with a usable HTTP reply "
+                                f"({printable(f'{type(exc).__name__}: {exc}')[:300]}); is the URL (--base-url) "
+                                "an OpenAI-compatible server?")
+                    continue
                 if why is None and not isinstance(exc, (Timeout, RemoteProtocolError, RequestDeadline)):
                     print(f"[vpo] the LLM server at {url} answered GET /models, with an error "
                           f"({printable(f'{type(exc).__name__}: {exc}')[:300]}); going on", file=sys.stderr)

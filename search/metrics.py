@@ -111,10 +111,21 @@ def candidate_budgets(total: int) -> list[int]:
 
 def evolve_candidates(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
                       iterations: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per problem, (scalars, solved flags) of its candidates in evaluation order (iteration, then
-    answer index), over the leading run of complete iterations only: a budget of c candidates must
-    mean the first c the search evaluated, so an iteration missing in the middle (a crash, or later
-    iterations finished first when several are in flight) ends what is known."""
+    """Per problem, (scalars, solved flags) of its candidates in evaluation order
+    (:func:`evolve_order`)."""
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for pid, rs in evolve_order(rows, problem_ids, iterations).items():
+        out[pid] = (np.asarray([float(r["scalars"][0]) for r in rs], dtype=float),
+                    np.asarray([bool(r.get("solved")) for r in rs], dtype=bool))
+    return out
+
+
+def evolve_order(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
+                 iterations: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Per problem, its candidate rows in evaluation order (iteration, then answer index), over the
+    leading run of complete iterations only: a budget of c candidates must mean the first c the
+    search evaluated, so an iteration missing in the middle (a crash, or later iterations finished
+    first when several are in flight) ends what is known."""
     by_it: dict[str, dict[int, dict[int, dict[str, Any]]]] = {p: {} for p in problem_ids}
     for r in rows:
         pid = r["problem_id"]
@@ -124,22 +135,75 @@ def evolve_candidates(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str]
         if iterations is not None and it > iterations:
             continue
         by_it[pid].setdefault(it, {})[int(r.get("answer_index", 0))] = r  # later rows win
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for pid, its in by_it.items():
-        sc: list[float] = []
-        ok: list[bool] = []
+        ordered: list[dict[str, Any]] = []
         it = 0
         while it in its:
             ch = its[it]
             of = int(next(iter(ch.values())).get("of", len(ch)))
             if len(ch) != of:
                 break
-            for j in sorted(ch):
-                sc.append(float(ch[j]["scalars"][0]))
-                ok.append(bool(ch[j].get("solved")))
+            ordered += [ch[j] for j in sorted(ch)]
             it += 1
-        out[pid] = (np.asarray(sc, dtype=float), np.asarray(ok, dtype=bool))
+        out[pid] = ordered
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# the front a search found: hypervolume of the reward vectors against candidates
+def evolve_rewards(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str],
+                   iterations: int | None = None) -> dict[str, np.ndarray]:
+    """Per problem, (n, d) reward vectors of the search's candidates in evaluation order."""
+    return {pid: _stack([r["rewards"][0] for r in rs]) for pid, rs in evolve_order(rows, problem_ids, iterations).items()}
+
+
+def sampling_rewards(rows: Sequence[dict[str, Any]], problem_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per problem, (n, d) reward vectors of a sampling run's answers in chain order (chains are
+    independent draws, so the first c are a sample of c)."""
+    by: dict[str, list[dict[str, Any]]] = {p: [] for p in problem_ids}
+    for r in rows:
+        if r["problem_id"] in by and not r.get("error"):
+            by[r["problem_id"]].append(r)
+    return {pid: _stack([v for r in sorted(rs, key=lambda r: int(r["chain_index"])) for v in r["rewards"]])
+            for pid, rs in by.items()}
+
+
+def _stack(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.asarray(vectors, dtype=float) if len(vectors) else np.zeros((0, 0))
+
+
+#: the reference point of a search's hypervolume, on every component: a margin below 0, so that a
+#: candidate with one component at 0 (a route that collects no gold) still adds the volume its other
+#: components earn; with the origin as reference it would add none
+HV_REF = -0.1
+#: components above which the exact hypervolume is not computed (its cost grows as n^d): NaN instead
+HV_MAX_DIMS = 8
+
+
+def hypervolume_at_budgets(vectors: dict[str, np.ndarray], problem_ids: Sequence[str],
+                           budgets: Sequence[int]) -> np.ndarray:
+    """(P, len(budgets)): the hypervolume (reference :data:`HV_REF` on every component) of each
+    problem's first c reward vectors; NaN where fewer than c are stored or the vectors have more than
+    :data:`HV_MAX_DIMS` components. The size of the front found so far: it grows when a candidate
+    opens a new trade-off, even when no scalar improves."""
+    from vpo_harness.harness.core.metrics import hypervolume
+
+    out = np.full((len(problem_ids), len(budgets)), np.nan)
+    for i, pid in enumerate(problem_ids):
+        v = vectors.get(pid, np.zeros((0, 0)))
+        if v.ndim != 2 or v.shape[1] > HV_MAX_DIMS:
+            continue
+        for j, c in enumerate(budgets):
+            if 0 < c <= v.shape[0]:
+                out[i, j] = hypervolume(v[: int(c)], ref=HV_REF)
+    return out
+
+
+def hypervolume_curve(vectors: dict[str, np.ndarray], problem_ids: Sequence[str], budget: int) -> dict[str, list]:
+    """Mean hypervolume over problems against candidates, at :func:`candidate_budgets` up to ``budget``."""
+    xs = candidate_budgets(budget)
+    return _curve(hypervolume_at_budgets(vectors, problem_ids, xs), xs)
 
 
 def evolve_at_budgets(cands: dict[str, tuple[np.ndarray, np.ndarray]], problem_ids: Sequence[str],

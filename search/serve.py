@@ -391,6 +391,12 @@ class ModelServer:
             return self._error(exc.status, str(exc), exc.param, exc.code)
         except RecursionError:
             return self._error(400, "body is nested too deeply")
+        check = getattr(self.backend, "check_stop_strings", None)
+        if job.sampling.stop and callable(check):  # before batching: a batch fails as a whole
+            try:
+                await asyncio.to_thread(check, job.sampling.stop)
+            except ValueError as exc:
+                return self._error(400, f"field 'stop': {str(exc)[:500]}", "stop")
         return job
 
     def _failure(self, exc: BaseException) -> Any:
@@ -465,6 +471,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
     kind = spec.split(":", 1)[0].strip().lower()
     if kind == "openai":
         raise ValueError("an openai: model is already a server; pass it to clients directly")
+    check_port_free(host, port)  # before the model load: a busy port was a raw [Errno 98] after it
     if kind == "vllm":
         from vpo_harness.search.server_process import serve_vllm
 
@@ -490,6 +497,21 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
         server.batcher.close()
         backend.close()
     return 0
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another process listens on, in one line, before minutes of model loading (a
+    probe bind with the server's own socket options, released at once; port 0 picks a free one)."""
+    if not port:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ValueError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc}); another "
+                             "server may hold it: stop it, or pass another --port (or --port 0 for a free one)") from None
 
 
 def _positive(cast: Any) -> Any:
@@ -562,6 +584,9 @@ def serve_args(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `vpo serve` child that `vpo evolve` starts (``python -m vpo_harness.search.serve``)."""
+    from vpo_harness.harness.core.log import to_terminal
+
+    to_terminal()  # its own process: the library's notes reach its log as `vpo serve`'s do
     args = parser().parse_args(argv)
     try:
         return serve_args(args)

@@ -112,15 +112,27 @@ def _integer(body: dict[str, Any], name: str) -> int | None:
     return v
 
 
+def encodable(text: str, where: str) -> str:
+    """``text``, or :class:`BadRequest` naming ``where`` when it holds a lone surrogate (``"\\ud800"``
+    in the JSON): no UTF-8 string holds one, so no tokenizer can encode it, and found only inside a
+    batch it used to fail the whole request with a 500."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadRequest(where, f"holds a lone surrogate {ascii(text[exc.start])} at character {exc.start + 1}, "
+                                "which UTF-8 (and so the tokenizer) cannot encode") from None
+    return text
+
+
 def _text_content(c: Any, where: str) -> str:
     if isinstance(c, str):
-        return c
+        return encodable(c, where)
     if isinstance(c, list):  # content parts: text only (no image/audio backends here)
         out = []
         for j, p in enumerate(c):
             if not (isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("text"), str)):
                 raise BadRequest(f"{where}[{j}]", "only {\"type\": \"text\", \"text\": str} content parts are supported")
-            out.append(p["text"])
+            out.append(encodable(p["text"], f"{where}[{j}].text"))
         return "".join(out)
     raise BadRequest(where, f"expected a string or a list of text parts, got {type(c).__name__}")
 
@@ -149,7 +161,7 @@ def _prompt(body: dict[str, Any]) -> str:
         prompt = prompt[0]
     if not isinstance(prompt, str):
         raise BadRequest("prompt", "expected a string (or a list holding one string)")
-    return prompt
+    return encodable(prompt, "prompt")
 
 
 def _stop(body: dict[str, Any]) -> tuple[str, ...]:
@@ -162,7 +174,7 @@ def _stop(body: dict[str, Any]) -> tuple[str, ...]:
         raise BadRequest("stop", "expected a string or a list of strings")
     if len(stop) > MAX_STOP:
         raise BadRequest("stop", f"at most {MAX_STOP} stop strings, got {len(stop)}")
-    return tuple(s for s in stop if s)
+    return tuple(encodable(s, f"stop[{i}]") for i, s in enumerate(stop) if s)
 
 
 def _template_args(body: dict[str, Any], default: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -176,6 +188,8 @@ def _template_args(body: dict[str, Any], default: dict[str, Any]) -> tuple[tuple
         # scalars only: SamplingConfig is frozen and hashable, and batches group requests by it
         if not (v is None or isinstance(v, (str, int, float, bool))):
             raise BadRequest(f"chat_template_kwargs.{k}", f"expected a string, number, boolean or null, got {type(v).__name__}")
+        if isinstance(v, str):
+            encodable(v, f"chat_template_kwargs.{k}")
     return tuple(sorted({**default, **extra}.items()))
 
 

@@ -11,35 +11,18 @@ from typing import Iterator
 
 import pytest
 
+from vpo_harness.harness.core.paths import child_pythonpath, shared_data_dir
 
-def _import_this_checkout() -> None:
-    """Tests import the checkout they sit in as vpo_harness.*, whatever the editable install points
-    at: a second worktree, or mutmut's copy in mutants/, is then tested as itself. (Subprocesses
-    started by tests use the installed package; CI installs the checkout it tests.)"""
-    import importlib.machinery
-    import importlib.util
-    import sys
+# pytest's ``pythonpath = ["."]`` (pyproject.toml) puts this checkout first for the tests themselves;
+# the processes they start (``python -m vpo_harness...``, served models, scripts) get it here, so a
+# second checkout installed in the same Python is never the one a test runs
+os.environ["PYTHONPATH"] = child_pythonpath()
 
-    root = Path(__file__).resolve().parent.parent
-    folders = ("harness", "benchmarks", "search", "training", "reports")
+# the library logs its notes and warnings (harness/core/log.py); tests read them on stderr as a user of
+# the `vpo` command does, so the test process sends them there as the command does
+from vpo_harness.harness.core.log import to_terminal  # noqa: E402
 
-    class CheckoutFinder:
-        @staticmethod
-        def find_spec(name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
-            if name == "vpo_harness":
-                return importlib.machinery.ModuleSpec(name, None, is_package=True)
-            head, _, folder = name.partition(".")
-            if head == "vpo_harness" and folder in folders:
-                return importlib.util.spec_from_file_location(
-                    name, root / folder / "__init__.py", submodule_search_locations=[str(root / folder)])
-            return None
-
-    sys.meta_path.insert(0, CheckoutFinder())
-
-
-_import_this_checkout()
-
-from vpo_harness.harness.core.paths import shared_data_dir  # noqa: E402
+to_terminal()
 
 _SHARED_MARKS = ("shared_data_dir(", '"shared"')
 

@@ -468,26 +468,17 @@ def train_rl(cfg: RLConfig) -> Path:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    for f, v in asdict(RLConfig()).items():
-        flag = f"--{f.replace('_', '-')}"
-        if isinstance(v, bool):
-            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=v)
-        elif isinstance(v, dict):
-            from vpo_harness.harness.core.models import parse_model_args
+    """One flag per RLConfig field, its type and default read from the dataclass (training/flags.py)."""
+    from vpo_harness.training.flags import add_config_arguments
 
-            p.add_argument(flag, type=parse_model_args, default=v)  # k=v,... as on the vpo command line
-        elif v is None:
-            kind = str(RLConfig.__dataclass_fields__[f].type)  # "int | None", "str | None", ...
-            p.add_argument(flag, type=str if kind.startswith("str") else float if kind.startswith("float") else int,
-                           default=None)
-        else:
-            p.add_argument(flag, type=type(v), default=v)
+    add_config_arguments(p, RLConfig)
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    add_arguments(p)
-    print(train_rl(RLConfig(**vars(p.parse_args(argv)))))
+    from vpo_harness.training.flags import config_from_args, main_parser
+
+    p, flags = main_parser(RLConfig, __doc__)
+    print(train_rl(config_from_args(RLConfig, p.parse_args(argv), flags)))
 
 
 if __name__ == "__main__":

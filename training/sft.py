@@ -166,19 +166,17 @@ def train_sft(cfg: SFTConfig) -> Path:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    for f, v in asdict(SFTConfig()).items():
-        typ = type(v) if v is not None else (int if f == "limit" else float)
-        if isinstance(v, bool):
-            p.add_argument(f"--{f.replace('_', '-')}", type=lambda s: s.lower() in ("1", "true", "yes"), default=v)
-        else:
-            p.add_argument(f"--{f.replace('_', '-')}", type=typ, default=v)
+    """One flag per SFTConfig field, its type and default read from the dataclass (training/flags.py)."""
+    from vpo_harness.training.flags import add_config_arguments
+
+    add_config_arguments(p, SFTConfig)
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    add_arguments(p)
-    cfg = SFTConfig(**vars(p.parse_args(argv)))
-    print(train_sft(cfg))
+    from vpo_harness.training.flags import config_from_args, main_parser
+
+    p, flags = main_parser(SFTConfig, __doc__)
+    print(train_sft(config_from_args(SFTConfig, p.parse_args(argv), flags)))
 
 
 if __name__ == "__main__":

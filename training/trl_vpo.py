@@ -596,33 +596,19 @@ Raw: `trl_curves.jsonl`; full settings: `trl_vpo_config.json`.
 
 
 # ---- command line -------------------------------------------------------------------------------------------------
-def config_from_args(ns: argparse.Namespace) -> TRLVPOConfig:
-    known = {f.name for f in fields(TRLVPOConfig)}
-    kw = {k: v for k, v in vars(ns).items() if k in known and v is not None}
-    return TRLVPOConfig(**kw)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    for f in fields(TRLVPOConfig):
-        if f.name in ("task_args", "grpo_overrides", "lora"):
-            continue
-        default = getattr(TRLVPOConfig(), f.name)
-        if f.name == "data_path":
-            p.add_argument("--data-path", default=None)
-            continue
-        flag = f"--{f.name.replace('_', '-')}"
-        if isinstance(default, bool):
-            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None)
-        elif default is None:
-            p.add_argument(flag, type=int, default=None)
-        else:
-            p.add_argument(flag, type=type(default), default=None)
+    """One flag per TRLVPOConfig field, its type and default read from the dataclass (training/flags.py):
+    ``--grpo-overrides`` and ``--lora`` take ``k=v,...``."""
+    from vpo_harness.training.flags import add_config_arguments
+
+    add_config_arguments(p, TRLVPOConfig)
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    print(train_trl(config_from_args(p.parse_args(argv))))
+    from vpo_harness.training.flags import config_from_args, main_parser
+
+    p, flags = main_parser(TRLVPOConfig, __doc__)
+    print(train_trl(config_from_args(TRLVPOConfig, p.parse_args(argv), flags)))
 
 
 if __name__ == "__main__":

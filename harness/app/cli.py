@@ -40,8 +40,10 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from vpo_harness.harness.core.log import to_terminal
     from vpo_harness.harness.core.models.endpoints import ServerUnreachable
 
+    to_terminal()  # the library's notes and warnings reach the terminal as the lines they always were
     args = parse_args(build_parser(), argv)
     try:
         return int(args.func(args) or 0)

@@ -134,6 +134,13 @@ def model_slug(spec: str) -> str:
     return spec.split(":", 1)[-1].rstrip("/").split("/")[-1] or "model"
 
 
+def task_slug(name: str) -> str:
+    """The task's part of a folder name: the name, or for a task reference (``mod:Class``,
+    ``/path/file.py[:Class]``) its class, else its file's stem."""
+    tail = name.rstrip("/").split("/")[-1]
+    return tail.rsplit(":", 1)[-1] if ":" in tail else tail.removesuffix(".py")
+
+
 def run_folder(stem: str, identity: dict[str, Any], tail: str = "") -> Path:
     """``runs/<stem>-<hash><tail>``, the hash taken over ``identity`` as sorted JSON: the one rule
     every default run folder is named by (`vpo run`, seed groups, `vpo evolve`), so repeating a
@@ -279,7 +286,7 @@ class RunConfig:
         """A deterministic folder name from the identity, so repeating a command resumes the same run.
         ``seed_group``: the parent folder of a ``--seeds`` group, named from the identity less the
         seed (so every seed count and order of one run lands in one parent)."""
-        stem = f"{self.task.name}-{model_slug(self.model.spec)}-m{self.sampling.m}-n{self.sampling.n}"
+        stem = f"{task_slug(self.task.name)}-{model_slug(self.model.spec)}-m{self.sampling.m}-n{self.sampling.n}"
         return run_folder(stem, self.identity(seed=not seed_group), tail="-seeds" if seed_group else "")
 
     @property

@@ -4,12 +4,15 @@ is read once, not on every run.
 Why whole: a digest of a file's two ends missed a checkpoint whose middle tensors were edited in
 place, and the generation cache then served the old weights' texts. Why a memo: hashing a
 multi-GB checkpoint on every ``vpo run`` would cost more than the cache saves. An entry is reused
-while the file's (path, size, mtime_ns, inode) are all unchanged; any write through the file
-system changes the mtime, a replaced file has another inode.
+while the file's (path, size, mtime_ns, ctime_ns, inode, device) are all unchanged. Any write through
+the file system changes the mtime; the mtime can be put back (``touch -d``, ``os.utime``, ``rsync
+-t``, ``cp -p``) but the ctime cannot: the kernel sets it on every write and every ``utime`` to now.
+A replaced file has another inode.
 
 One hole a stat memo has (git calls it "racily clean"): a file written twice within one tick of
-the file system's clock keeps its mtime. So a file whose mtime is less than :data:`SETTLE_NS` old is
-hashed but not remembered; by the time it is remembered, a later write gets a later mtime.
+the file system's clock keeps its mtime and ctime. So a file whose mtime or ctime is less than
+:data:`SETTLE_NS` old is hashed but not remembered; by the time it is remembered, a later write gets a
+later ctime.
 
 The memo is a JSON file under the cache root (``digests/files.json``), replaced atomically; two
 processes writing it at once lose at most each other's new entries (a re-hash later), and an
@@ -28,6 +31,8 @@ MEMO_NAME = "files.json"
 #: a file modified more recently than this is not remembered (see the module docstring)
 SETTLE_NS = 2_000_000_000
 _CHUNK = 8 << 20
+#: the clock the settle rule reads (a name of its own so a test can move it on instead of waiting)
+_now_ns = time.time_ns
 
 
 def _hash_file(path: Path) -> str:
@@ -39,7 +44,10 @@ def _hash_file(path: Path) -> str:
 
 
 def _stat_key(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
+    """What must be equal for a remembered digest to stand: the ctime is the part no user call can
+    set back, so a rewrite that restores the mtime still misses (nanosecond times: a second's
+    resolution would hide two writes within one second)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 class DigestMemo:
@@ -70,7 +78,7 @@ class DigestMemo:
         if isinstance(entry, dict) and entry.get("stat") == key and isinstance(entry.get("sha256"), str):
             return entry["sha256"]
         value = _hash_file(Path(where))
-        if time.time_ns() - st.st_mtime_ns >= SETTLE_NS:
+        if _now_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= SETTLE_NS:
             self._entries[where] = {"stat": key, "sha256": value}
             self._dirty = True
         return value

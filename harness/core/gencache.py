@@ -3,7 +3,9 @@ exactly the same chain.
 
 A chain is reused only when everything that determines its text is equal, so the key is a digest of
 all of it: the model (its spec, the model args that identify it and the digest of every file of
-the checkpoint that generation reads, or a hub id's commit, as a run's identity records them; and
+the checkpoint that generation reads (for a hub id, its commit and the digest of its snapshot's
+files; with ``trust_remote_code``, also of the checkpoint's Python modules), as a run's identity
+records them (:func:`vpo_harness.harness.core.provenance.model_fingerprint`); and
 the machine's part, the resolved device class and dtype and the backend library's versions), the prompt (the messages, the chat-template arguments and the assistant
 prefix, "" when there is none), every :class:`SamplingConfig` field and the chain's seed. Any one part
 differing is another key: nothing is reused. It is only sound for backends whose chain is a function
@@ -29,14 +31,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import sqlite3
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from vpo_harness.harness.core.models.base import GenRequest, Generation, SamplingConfig
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 #: bumped when the key or the stored value changes meaning: older entries then simply miss
 CACHE_FORMAT = 2
@@ -171,8 +175,8 @@ class GenerationCache:
                 raise self._error(exc) from None
         if bad:
             if not self.damaged:
-                print(f"[vpo] warning: generation cache {self.path}: {len(bad)} damaged entries skipped (their "
-                      f"chains are sampled again); {REMEDY}", file=sys.stderr)
+                _log.warning(f"[vpo] warning: generation cache {self.path}: {len(bad)} damaged entries skipped (their "
+                             f"chains are sampled again); {REMEDY}")
             self.damaged += len(bad)
         return out
 
@@ -284,7 +288,7 @@ class CachedChains:
             stored = self.cache.get_many(self._keys[(r.problem_id, c)] for r in requests for c in r.chain_indices)
         except CacheError as exc:  # damaged pages: every chain is a miss, and nothing is stored in that file
             self.failed = str(exc)
-            print(f"[vpo] warning: {exc}; the run samples every chain and stores none", file=sys.stderr)
+            _log.warning(f"[vpo] warning: {exc}; the run samples every chain and stores none")
             stored = {}
         hits: list[Generation] = []
         left: list[GenRequest] = []
@@ -308,13 +312,15 @@ class CachedChains:
         """Stop storing when the backend loaded another hub commit than the key names (the hub moved
         while the model was downloaded): those chains would be stored under the older commit's key.
         One warning; the rows of this run say which came from the cache (``extra.cached``)."""
-        weights = str(self.model.get("weights") or "")
-        if not commit or not weights.startswith("hub:") or weights[4:] == commit or self.failed:
+        from vpo_harness.harness.core.provenance import hub_commit
+
+        keyed = hub_commit(self.model.get("weights"))
+        if not commit or keyed is None or keyed == commit or self.failed:
             return
-        self.failed = f"loaded commit {commit}, keyed by {weights[4:]}"
-        print(f"[vpo] warning: {self.label} loaded hub commit {commit}, but the local hub cache named "
-              f"{weights[4:]} when the run started: this run's chains are not stored in the generation cache "
-              "(set HF_HUB_OFFLINE=1, or pin revision= in --model-args)", file=sys.stderr)
+        self.failed = f"loaded commit {commit}, keyed by {keyed}"
+        _log.warning(f"[vpo] warning: {self.label} loaded hub commit {commit}, but the local hub cache named "
+              f"{keyed} when the run started: this run's chains are not stored in the generation cache "
+              "(set HF_HUB_OFFLINE=1, or pin revision= in --model-args)")
 
     def remember(self, row: Any) -> None:
         """Store a freshly sampled chain (a scored row); failed and cached ones are not stored. A
@@ -329,7 +335,7 @@ class CachedChains:
             self.cache.put(key, self.label, generation_value(row))
         except CacheError as exc:
             self.failed = str(exc)
-            print(f"[vpo] warning: {exc}; the run goes on without storing its chains in the cache", file=sys.stderr)
+            _log.warning(f"[vpo] warning: {exc}; the run goes on without storing its chains in the cache")
             return
         self.stored += 1
 

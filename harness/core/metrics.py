@@ -250,16 +250,51 @@ def mean_pairwise_l1(rewards: np.ndarray) -> float:
     return float((coef @ s).sum() / (n * (n - 1) / 2))
 
 
+def nondominated(rewards: np.ndarray) -> np.ndarray:
+    """Mask (n,) of a pool's candidates that no other candidate dominates (at least as good on every
+    component and better on one); equal vectors do not dominate each other, so ties are all kept."""
+    r = np.asarray(rewards, dtype=float)
+    if r.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
+    ge = (r[:, None, :] >= r[None, :, :]).all(-1)  # ge[j, i]: j >= i everywhere
+    gt = (r[:, None, :] > r[None, :, :]).any(-1)
+    return ~(ge & gt).any(axis=0)
+
+
 def pareto_fraction(rewards: np.ndarray) -> float:
     """Fraction of a pool's candidates that no other candidate dominates (ties count as non-dominated)."""
     r = np.asarray(rewards, dtype=float)
-    n = r.shape[0]
-    if n == 0:
+    if r.shape[0] == 0:
         return float("nan")
-    ge = (r[:, None, :] >= r[None, :, :]).all(-1)  # ge[j, i]: j >= i everywhere
-    gt = (r[:, None, :] > r[None, :, :]).any(-1)
-    dominated = (ge & gt).any(axis=0)
-    return float(1.0 - dominated.mean())
+    return float(nondominated(r).mean())
+
+
+def hypervolume(rewards: np.ndarray, ref: float | np.ndarray = 0.0) -> float:
+    """Volume of the region dominated by a pool's reward vectors (n, d) and bounded below by ``ref``
+    (default the origin: rewards lie in [0, 1]): the size of the front a search found, which grows
+    when a candidate opens a new trade-off even if no scalar improves. Exact, by slicing along the
+    last component (points sorted there, each slab the (d-1)-volume of the points above it); fronts
+    of a search's pool are small, so the exponential worst case does not arise in practice."""
+    r = np.asarray(rewards, dtype=float)
+    if r.ndim != 2:
+        raise ValueError(f"hypervolume wants an (n, d) array, got shape {r.shape}")
+    lo = np.broadcast_to(np.asarray(ref, dtype=float), (r.shape[1],))
+    r = r[(r > lo).all(axis=1)] if r.shape[0] else r
+    return _hv(r[nondominated(r)] if r.shape[0] else r, lo)
+
+
+def _hv(r: np.ndarray, lo: np.ndarray) -> float:
+    if r.shape[0] == 0:
+        return 0.0
+    if r.shape[1] == 1:
+        return float(r[:, 0].max() - lo[0])
+    levels = np.unique(r[:, -1])[::-1]  # slabs from the top down
+    total = 0.0
+    for k, z in enumerate(levels):
+        below = levels[k + 1] if k + 1 < len(levels) else lo[-1]
+        above = r[r[:, -1] >= z][:, :-1]
+        total += (z - below) * _hv(above[nondominated(above)], lo[:-1])
+    return float(total)
 
 
 def dirichlet_weights(d: int, K: int = VPO_K, alpha: float = VPO_ALPHA,

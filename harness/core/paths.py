@@ -8,11 +8,15 @@ no two names can mean different things.
 """
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]  # harness/core/paths.py -> the checkout
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
+
+#: the checkout (harness/core/paths.py, links resolved); in a wheel install, the installed
+#: ``vpo_harness/`` folder, which holds the same ``checkpoints/`` as package data
+REPO_ROOT = Path(__file__).resolve().parents[2]
 #: the bundled tiny Maze policies (``hf:maze-tiny-vpo`` ... resolve here through harness.core.models.zoo)
 BUNDLED_CHECKPOINTS = REPO_ROOT / "checkpoints"
 #: the one variable that moves the cache root
@@ -22,38 +26,26 @@ DEPRECATED_GENERATIONS_ENV = "VPO_CACHE_DIR"
 _noted: set[str] = set()
 
 
-#: the folders that install as vpo_harness.<folder> (setup.py)
-NAMESPACED = ("harness", "benchmarks", "search", "training", "reports")
-
-
 def import_root() -> Path:
-    """A folder to put on a child interpreter's PYTHONPATH so that ``vpo_harness`` is this checkout.
+    """The folder that holds the ``vpo_harness`` package this process runs: the checkout's root (which
+    holds ``vpo_harness/``, links to the top-level folders), or site-packages for a wheel install.
 
-    The checkout's folders are installed as ``vpo_harness.<folder>`` (setup.py's package_dir), which no
-    PYTHONPATH entry of the checkout itself provides. A child that must run exactly this code (a served
-    model, a script in vLLM's own virtualenv, which has no vpo-harness installed) gets this folder:
-    ``vpo_harness/`` holding one symlink per top-level folder, made once per checkout under the cache.
-    """
-    import hashlib
+    Read from the package itself, not from this file's resolved path, so it is right whichever way
+    the package was found; nothing is written anywhere (a read-only cache root is no obstacle)."""
+    import vpo_harness
 
-    root = _folder("import-roots") / hashlib.sha1(str(REPO_ROOT).encode()).hexdigest()[:12]
-    ns = root / "vpo_harness"
-    if all((ns / name).resolve() == REPO_ROOT / name for name in NAMESPACED):
-        return root
-    ns.mkdir(parents=True, exist_ok=True)
-    for name in NAMESPACED:
-        link = ns / name
-        tmp = ns / f".{name}.{os.getpid()}"
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(REPO_ROOT / name, target_is_directory=True)
-        os.replace(tmp, link)  # atomic: concurrent callers each leave a correct link
-    return root
+    if vpo_harness.__file__ is None:  # a namespace from an editable install made before vpo_harness/ existed
+        return REPO_ROOT  # (pip install -e . again replaces it); its folders are this checkout's
+    return Path(vpo_harness.__file__).resolve().parent.parent
 
 
 def child_pythonpath(env: dict[str, str] | None = None) -> str:
-    """PYTHONPATH for a child that must import this checkout (:func:`import_root` first)."""
+    """PYTHONPATH for a child that must run this same code (a served model, a driver in vLLM's own
+    virtualenv, a test's subprocess): :func:`import_root` first, then ``env``'s own PYTHONPATH (default
+    ``os.environ``). The one way the project hands its checkout to a child process."""
     rest = (env if env is not None else os.environ).get("PYTHONPATH", "")
-    return os.pathsep.join([str(import_root())] + [p for p in rest.split(os.pathsep) if p])
+    first = str(import_root())
+    return os.pathsep.join([first] + [p for p in rest.split(os.pathsep) if p and p != first])
 
 
 def shared_data_dir() -> Path:
@@ -90,8 +82,8 @@ def generations_dir() -> Path:
         return _folder("generations")
     if DEPRECATED_GENERATIONS_ENV not in _noted:
         _noted.add(DEPRECATED_GENERATIONS_ENV)
-        print(f"[vpo] note: ${DEPRECATED_GENERATIONS_ENV} is deprecated; set ${CACHE_ENV} (the cache root, "
-              f"which holds generations/) instead", file=sys.stderr)
+        _log.warning(f"[vpo] note: ${DEPRECATED_GENERATIONS_ENV} is deprecated; set ${CACHE_ENV} (the cache root, "
+                     f"which holds generations/) instead")
     p = Path(old)
     p.mkdir(parents=True, exist_ok=True)
     return p

@@ -4,8 +4,8 @@ On a terminal it is a tqdm bar. When stderr is not a terminal (a redirected log,
 carriage returns and escape codes would pile up as kilobytes of redraws, so the same calls print
 plain lines instead: one at every tenth of the total but not within ``min_gap_s`` of the previous
 line, one every ``interval_s`` while nothing else is printed, and one at the end, e.g.
-``[vpo] generate: 12/24 chain (50%), 3.10 chain/s, 0:04 elapsed, ETA 0:04`` (tqdm's bar shows its
-own estimate of the time left). A job of a few seconds prints its
+``[vpo] generate: 12/24 chain (50%), 3.10 chain/s, 0:04 elapsed, ETA 0:04`` (``ETA after 5%`` until
+enough is done to estimate from; tqdm's bar shows its own estimate of the time left). A job of a few seconds prints its
 final line only; a long one about a dozen. Transient bars
 (``leave=False``: evolve's per-problem bars) print nothing there; their totals show in the overall bar.
 
@@ -22,6 +22,10 @@ from typing import Any, Iterable, Iterator, TextIO
 
 #: plain mode: a line at every 1/STEPS of the total
 STEPS = 10
+#: an ETA is printed once this share of the work (and at least ETA_MIN_UNITS) is done: before, the
+#: first batch's time (a model still warming up, one long chain) made estimates like ``ETA 7:26:21``
+ETA_MIN_SHARE = 0.05
+ETA_MIN_UNITS = 3
 
 
 def is_terminal(stream: Any) -> bool:
@@ -180,11 +184,14 @@ class PlainProgress:
 
     def eta(self, elapsed: float, done: float) -> str:
         """What is left at the rate so far (``ETA 1:05``): ``done`` at the total, ``ETA ?`` while
-        there is no rate or no total to count down to."""
+        there is no rate or no total to count down to, or too little done to estimate from
+        (:data:`ETA_MIN_SHARE`, :data:`ETA_MIN_UNITS`)."""
         if self.total and self.n >= self.total:
             return "done"
         if not self.total or elapsed <= 0 or done <= 0:
             return "ETA ?"
+        if done < max(ETA_MIN_UNITS, ETA_MIN_SHARE * (self.total - self._start_n)):
+            return f"ETA after {100 * ETA_MIN_SHARE:.0f}%"
         return f"ETA {_clock((self.total - self.n) * elapsed / done)}"
 
     def _print(self, now: float | None = None) -> None:

@@ -7,6 +7,7 @@ import hashlib
 import importlib.metadata as md
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from vpo_harness.harness.core.paths import REPO_ROOT
@@ -37,12 +38,56 @@ def git_hash() -> str | None:
 
 
 def model_fingerprint(spec: str, args: Mapping[str, Any] | None = None) -> str | None:
-    """Digest of the checkpoint a ``backend:name`` spec points at, or the hub commit its ``revision``
-    model arg resolves to (see vpo_harness.harness.core.models.zoo.fingerprint)."""
+    """What generation with ``spec`` built with ``args`` runs, for a run's identity and the
+    generation cache key: the digest of the checkpoint's generation files (see
+    vpo_harness.harness.core.models.zoo.fingerprint); for a hub id ``hub:COMMIT/DIGEST``, the commit its
+    ``revision`` model arg resolves to in the local hub cache and the digest of that snapshot's files,
+    hashed and memoised as a local checkpoint's are (a file edited inside the snapshot keeps the
+    commit). With ``trust_remote_code`` the checkpoint's own Python modules run too, so
+    ``+code:DIGEST`` of them is appended. None where there are no local bytes to digest."""
     from vpo_harness.harness.core.models import zoo
+    from vpo_harness.harness.core.models.hub_cache import local_snapshot
 
-    revision = (args or {}).get("revision")
-    return zoo.fingerprint(spec.split(":", 1)[-1], str(revision) if revision else None)
+    args = args or {}
+    name = spec.split(":", 1)[-1]
+    revision = str(args["revision"]) if args.get("revision") else None
+    out = zoo.fingerprint(name, revision)
+    if out is None:
+        return None
+    folder = zoo.weights_location(name)
+    if out.startswith("hub:"):
+        folder = local_snapshot(name, revision)
+        files = zoo.fingerprint(str(folder)) if folder is not None else None
+        if files is None:  # the snapshot went away between the two looks: nothing to pin it to
+            return None
+        out = f"{out}/{files}"
+    if args.get("trust_remote_code") and folder is not None and folder.is_dir():
+        out = f"{out}+code:{code_digest(folder)}"
+    return out
+
+
+def hub_commit(fingerprint: str | None) -> str | None:
+    """The commit of a ``hub:COMMIT/...`` fingerprint (:func:`model_fingerprint`), else None."""
+    if not fingerprint or not fingerprint.startswith("hub:"):
+        return None
+    return fingerprint[4:].split("/", 1)[0].split("+", 1)[0]
+
+
+def code_digest(folder: Path) -> str:
+    """Digest of every ``.py`` file under a checkpoint folder, each hashed whole through the digest
+    memo: ``trust_remote_code`` makes transformers import the ``modeling_*.py`` / ``configuration_*.py``
+    modules ``config.json``'s ``auto_map`` names and whatever they import beside them, so an edit to
+    any of them changes what generation runs. (An ``auto_map`` entry naming another repository's code,
+    ``org/repo--module.Class``, is fetched by transformers from that repository; only its name is in
+    ``config.json``, which the checkpoint digest covers.)"""
+    from vpo_harness.harness.core.digests import DigestMemo
+
+    memo = DigestMemo()
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*.py") if p.is_file()):
+        h.update(f"{f.relative_to(folder).as_posix()}\0{memo.digest(f)}\0".encode("utf-8", "surrogatepass"))
+    memo.save()
+    return h.hexdigest()[:16]
 
 
 def problems_fingerprint(problems: Sequence[Any]) -> str:

@@ -201,7 +201,11 @@ def group_label(n_read: int, seeds: Sequence[int], incomplete: dict[Any, str], a
 def member_folder(parent: str | Path, marker: dict[str, Any], seed: int) -> Path:
     """Where the run of ``seed`` lives: ``PARENT/seed-S``, or the member a training-seed marker names."""
     if marker["kind"] == TRAINING_KIND:
-        return Path(parent) / marker["members"][str(seed)]
+        # the marker stores the member relative to the group (``../../maze-tiny-vpo@1``): folded, so
+        # the path names the member as a scan finds it (an unfolded one was a link that opened nothing)
+        import os
+
+        return Path(os.path.normpath(Path(parent) / marker["members"][str(seed)]))
     return seed_folder(parent, seed)
 
 

@@ -14,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -35,6 +36,52 @@ IDENTITY = "identity"
 
 class RunStoreError(RuntimeError):
     pass
+
+
+#: how the harness begins every config.json it writes (``{"format": N, ...}``, the layout version
+#: first): the run marker's text, so a run whose config.json was cut by a crash is still a run
+_MARKER_HEAD = re.compile(rb'\A\s*\{\s*"format"\s*:\s*\d')
+#: per config.json (path, size, mtime): whether it is a run marker; a scan of many folders reads each once
+_MARKER_CACHE: dict[tuple[str, int, int], bool] = {}
+
+
+def is_run_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a run of the harness: its config.json is the harness's own record
+    (a ``format`` layout version or an ``identity`` section, as `vpo run` and `vpo evolve` write it,
+    or the flat record of older versions: ``task`` and ``model`` at the top level), or a record the
+    harness began writing (its ``format`` key first) that a crash cut. Why: a model checkpoint has a
+    ``config.json`` too (a TRL run, a zoo policy), and listing every such folder as a run filled the
+    index with "? / ?x1 / partial" rows."""
+    path = Path(folder) / CONFIG
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    hit = _MARKER_CACHE.get(key)
+    if hit is None:
+        hit = _MARKER_CACHE[key] = _is_run_record(path)
+    return hit
+
+
+def _is_run_record(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        # cut or damaged: a run when the harness began it (its format key first) or wrote rows beside it
+        return bool(_MARKER_HEAD.match(data)) or any((path.parent / f).is_file() for f in (SAMPLES, RESULTS))
+    if not isinstance(record, dict):
+        return False
+    if isinstance(record.get("format"), int) or isinstance(record.get("identity"), dict):
+        return True  # one of the two is enough: a hand-edited record is listed, damaged, with its reason
+    # the flat layout of older versions (no identity section, no format): the task by name at the top,
+    # which a model's config.json (architectures, model_type) never has
+    return ("format" not in record and isinstance(record.get("task"), str)
+            and not ({"architectures", "model_type"} & set(record)))
 
 
 #: config.json is rewritten whole; events may come from a dispatch thread while the main one records
@@ -304,6 +351,40 @@ class RunStore:
 
     def write_results(self, results: dict[str, Any]) -> None:
         write_json_atomic(self.folder / RESULTS, {**results, SAMPLES_BYTES: self.samples_bytes()})
+
+
+def missing_dirs(folder: str | Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first: what a command that
+    writes ``folder`` creates, and so what :func:`discard_unstarted` may take away again."""
+    out: list[Path] = []
+    here = Path(folder).absolute()
+    while not here.exists() and here != here.parent:
+        out.append(here)
+        here = here.parent
+    return out
+
+
+def discard_unstarted(folder: str | Path, created: list[Path], fresh: bool) -> bool:
+    """After a command failed before its first row: remove what it wrote into a folder that held no
+    run before (``fresh``: no config.json; config.json, the lock, an empty samples.jsonl), then the
+    folders in ``created`` (:func:`missing_dirs`) that are left empty. Why: a mistyped model, a
+    server that was down or a prompt that was too long left a folder holding only config.json and
+    .lock, which every reader then listed as a run. A run that was there before the command, or
+    that holds a row now, is kept. Returns whether the folder is gone."""
+    folder = Path(folder)
+    if not fresh or RunStore(folder).samples_bytes() > 0:
+        return False
+    for name in (CONFIG, LOCK, SAMPLES, RESULTS, CONFIG + ".tmp", RESULTS + ".tmp"):
+        try:
+            (folder / name).unlink(missing_ok=True)
+        except OSError:
+            return False
+    for d in created:  # deepest first; a folder something else wrote into stays
+        try:
+            d.rmdir()
+        except OSError:
+            break
+    return not folder.exists()
 
 
 def identity_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:

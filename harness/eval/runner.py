@@ -28,8 +28,8 @@ from vpo_harness.harness.core.provenance import git_hash, model_fingerprint, pro
 from vpo_harness.harness.core.results import summarize_rows
 from vpo_harness.harness.core.rows import ChainRow
 from vpo_harness.harness.core.seeding import derive_seed
-from vpo_harness.harness.core.seed_groups import is_seed_group, register_seeds, seed_folder
-from vpo_harness.harness.core.store import RunStore, latest_rows
+from vpo_harness.harness.core.seed_groups import MARKER as SEEDS_MARKER, is_seed_group, register_seeds, seed_folder
+from vpo_harness.harness.core.store import CONFIG, RunStore, discard_unstarted, latest_rows, missing_dirs
 
 DEFAULT_KS = metrics.DEFAULT_KS
 __all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec", "DEFAULT_KS", "run",
@@ -119,12 +119,20 @@ def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = No
     with get_task(cfg.task.name, **cfg.task.options) as task:  # the group is named and checked canonically
         cfg = canonical_config(cfg, task)
     parent = Path(cfg.execution.out) if cfg.execution.out else cfg.default_out(seed_group=True)
+    created = missing_dirs(parent)
     register_seeds(parent, seeds, cfg.identity(seed=False))
-    for i, seed in enumerate(seeds, 1):
-        one = replace(cfg, sampling=replace(cfg.sampling, seed=int(seed)),
-                      execution=replace(cfg.execution, out=str(seed_folder(parent, seed))))
-        print(f"[vpo] {parent}: seed {seed} ({i} of {len(seeds)})", file=sys.stderr)
-        run(one, backend=backend, problems=problems, executor=executor)
+    try:
+        for i, seed in enumerate(seeds, 1):
+            one = replace(cfg, sampling=replace(cfg.sampling, seed=int(seed)),
+                          execution=replace(cfg.execution, out=str(seed_folder(parent, seed))))
+            print(f"[vpo] {parent}: seed {seed} ({i} of {len(seeds)})", file=sys.stderr)
+            run(one, backend=backend, problems=problems, executor=executor)
+    except BaseException:
+        # the group this command created holds no seed run yet (each failed one removed itself): gone too
+        if parent.absolute() in created and not any(seed_folder(parent, s).exists() for s in seeds):
+            (parent / SEEDS_MARKER).unlink(missing_ok=True)
+            discard_unstarted(parent, created, fresh=True)
+        raise
     return parent
 
 
@@ -162,11 +170,17 @@ def _run(cfg: RunConfig, task: Benchmark, problems: list[Problem], source: str, 
     folder = Path(ex.out) if ex.out else default_folder(given, cfg)
     store = RunStore(folder, flush_every=ex.flush_every)
     record = build_config_record(cfg, task, sampling, problems, source)
+    created, fresh = missing_dirs(folder), not (folder / CONFIG).exists()
     store.lock()  # one writer per folder: a second `vpo run` here is refused, not run twice
+    finished = False
     try:
-        return _run_locked(cfg, task, problems, backend, executor, sampling, folder, store, record)
+        out = _run_locked(cfg, task, problems, backend, executor, sampling, folder, store, record)
+        finished = True
+        return out
     finally:
         store.unlock()
+        if not finished:  # failed (or interrupted) before its first row: no run folder is left behind
+            discard_unstarted(folder, created, fresh)
 
 
 def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backend: Backend | None,

@@ -86,8 +86,12 @@ class ViewData:
         seed group's header and its seeds (each a run of its own, with its problems)."""
         e = self._entry(run_id)
         if e.kind == "seeds":
-            seeds = [{"seed": s, "id": f, "name": (self.catalog.get(f) or e).row.get("name", f)}
-                     for s, f in zip(e.row.get("seeds") or [], e.row.get("seed_runs") or [])]
+            seeds = []
+            for s, f in zip(e.row.get("seeds") or [], e.row.get("seed_runs") or []):
+                member = self.catalog.find(Path(f))  # the member as the scan lists it (its id opens it)
+                seeds.append({"seed": s, "id": member.id if member else f,
+                              "name": member.row.get("name", f) if member else f,
+                              "model": member.row.get("model") if member else None})
             return {"run": {**e.row, "components_names": self._names(e), "seed_list": seeds, "warnings": [],
                             "damaged_lines": 0}, "total": 0, "page": 0, "per": PAGE_PROBLEMS, "problems": []}
         ix = self.index_of(e)
@@ -163,7 +167,10 @@ class ViewData:
         return {"run": e.id, "problem_id": problem_id, **problem_view(e.config, problem_id)}
 
     def lineage(self, run_id: str, problem_id: str) -> dict[str, Any]:
-        """An evolve run's tree for one problem (no texts) and its best-so-far curve by iteration."""
+        """An evolve run's tree for one problem (no texts), its best-so-far curve by iteration, and
+        each node's reward vector with whether it lies on the front of the problem's candidates (no
+        other candidate at least as good on every component and better on one: what ``--select
+        pareto`` keeps), for the page's plane of two chosen components."""
         e = self._entry(run_id)
         ix = self.index_of(e)
         metas = [ix.rows[s] for s in ix.problem_slots(problem_id)]
@@ -172,12 +179,16 @@ class ViewData:
             raise NotFound(f"run {run_id!r} has no lineage for problem {problem_id!r} (not an evolve run?)")
         score = {m.program_id: (m.scalars[0] if m.scalars else None) for m in metas}
         nodes = []
-        for m in sorted(metas, key=lambda m: (m.iteration or 0, m.answer_index or 0, m.chain_index)):
+        metas = sorted(metas, key=lambda m: (m.iteration or 0, m.answer_index or 0, m.chain_index))
+        front = _front([m.rewards[0] if m.rewards and not m.error else None for m in metas])
+        d = max((len(m.rewards[0]) for m in metas if m.rewards), default=0)
+        for k, m in enumerate(metas):
             s, ps = score[m.program_id], score.get(m.parent_id) if m.parent_id else None
             nodes.append({"id": m.program_id, "parent": m.parent_id, "island": m.island, "iteration": m.iteration,
                           "chain_index": m.chain_index, "score": s, "passed": bool(m.passed and m.passed[0]),
                           "delta": (s - ps) if s is not None and ps is not None else None,
-                          "error": m.error})
+                          "error": m.error, "reward": list(m.rewards[0]) if m.rewards else None,
+                          "front": front[k]})
         best, curve = -math.inf, []
         by_it: dict[int, float] = {}
         for n in nodes:
@@ -187,7 +198,8 @@ class ViewData:
             best = max(best, by_it[it])
             curve.append({"iteration": it, "best": best})
         thr = ((e.results.raw.get("thresholds") if e.results is not None else None) or {}).get(problem_id)
-        return {"run": e.id, "problem_id": problem_id, "nodes": nodes, "best_so_far": curve, "threshold": thr}
+        return {"run": e.id, "problem_id": problem_id, "nodes": nodes, "best_so_far": curve, "threshold": thr,
+                "components": component_names(self._names(e), d)}
 
     def node(self, run_id: str, problem_id: str, program_id: str) -> dict[str, Any]:
         """One lineage node: its row (as a chain), its parent's program and the diff child vs parent."""
@@ -316,6 +328,25 @@ def _evolve_header(e: RunEntry) -> dict[str, Any] | None:
 def _with_text(est: Any) -> Any:
     """An estimate of results.json with the cell vpo_harness.reports.tables writes for it (what the page shows)."""
     return {**est, "text": format_estimate(est)} if isinstance(est, dict) else est
+
+
+def _front(vectors: list[Any]) -> list[bool]:
+    """Which of the vectors lie on the front of those given (None: no vector, never on it); vectors
+    of another length than the most common one (a damaged row) are left off it."""
+    import numpy as np
+
+    from vpo_harness.harness.core.metrics import nondominated
+
+    lens = [len(v) for v in vectors if v is not None]
+    if not lens:
+        return [False] * len(vectors)
+    d = max(set(lens), key=lens.count)
+    keep = [k for k, v in enumerate(vectors) if v is not None and len(v) == d]
+    mask = nondominated(np.asarray([vectors[k] for k in keep], dtype=float).reshape(len(keep), d))
+    out = [False] * len(vectors)
+    for k, on in zip(keep, mask):
+        out[k] = bool(on)
+    return out
 
 
 def component_names(names: list[str], d: int) -> list[str]:

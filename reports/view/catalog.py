@@ -1,6 +1,8 @@
 """Find run folders under the given directories and summarise each for the index page.
 
-A run folder is any folder holding ``config.json`` (an evolve run's ``baseline/`` is one too). The
+A run folder is a folder whose ``config.json`` is the harness's own record
+(``vpo_harness.harness.core.store.is_run_folder``; a model checkpoint's ``config.json`` is not one;
+an evolve run's ``baseline/`` is a run too). The
 summary comes from ``vpo_harness.harness.core.results`` (results.json when current, the stored rows otherwise) and is
 cached per folder until one of its files changes, so reloading the index of many runs is cheap.
 A folder that cannot be read becomes one entry with ``status: damaged`` and the reason in one line.
@@ -21,8 +23,10 @@ from typing import Any, Iterable
 from vpo_harness.harness.core.config import recorded_ks
 from vpo_harness.harness.core.metrics import Estimate, mean_se
 from vpo_harness.harness.core.results import RunResults, read_results, results_at
-from vpo_harness.harness.core.seed_groups import MARKER, group_state, is_seed_group, seed_runs
-from vpo_harness.harness.core.store import CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError
+from vpo_harness.harness.core.seed_groups import (MARKER, group_state, is_seed_group, member_folder, read_marker,
+                                                 seed_runs)
+from vpo_harness.harness.core.store import (CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError,
+                                           is_run_folder)
 from vpo_harness.reports.colours import StyleBook
 from vpo_harness.reports.tables import format_estimate
 from vpo_harness.reports.view.samples import SampleIndex
@@ -58,18 +62,39 @@ def display_name(folder: Path, roots: Iterable[Path]) -> str:
 
 
 def find_run_folders(roots: Iterable[str | Path]) -> list[Path]:
-    """Every folder with a config.json or a seed group's marker under ``roots`` (a root may itself be
-    one), sorted, no repeats."""
+    """Every run folder (:func:`is_run_folder`) and seed group under ``roots`` (a root may itself be
+    one), sorted, no repeats, less the groups of one member found beside that member (a plain
+    `vpo demo` writes one such group per method; listing it too showed every method twice)."""
     seen: dict[str, Path] = {}
+    groups: dict[str, Path] = {}
     for root in roots:
         root = Path(root)
-        if (root / CONFIG).is_file() or (root / MARKER).is_file():
-            seen.setdefault(os.path.realpath(root), root)
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP and not d.startswith("."))
-            if CONFIG in filenames or MARKER in filenames:
+        for dirpath, _, filenames in _walk(root):
+            if MARKER in filenames:
+                groups.setdefault(os.path.realpath(dirpath), Path(dirpath))
+            elif CONFIG in filenames and is_run_folder(dirpath):
                 seen.setdefault(os.path.realpath(dirpath), Path(dirpath))
+    for real, folder in groups.items():
+        if not _lone_member_listed(folder, seen):
+            seen.setdefault(real, folder)
     return sorted(seen.values(), key=lambda p: str(p))
+
+
+def _walk(root: Path) -> Iterable[tuple[str, list[str], list[str]]]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP and not d.startswith("."))
+        yield dirpath, dirnames, filenames
+
+
+def _lone_member_listed(group: Path, listed: dict[str, Path]) -> bool:
+    """Whether ``group`` lists one seed whose run folder is among ``listed`` (realpath -> folder)."""
+    try:
+        marker = read_marker(group)
+    except (RunStoreError, OSError):
+        return False  # a damaged marker is listed: its row says what is wrong
+    if len(marker["seeds"]) != 1:
+        return False
+    return os.path.realpath(member_folder(group, marker, marker["seeds"][0])) in listed
 
 
 def _stamp(folder: Path) -> tuple:
@@ -102,6 +127,17 @@ def _est(e: Estimate | None) -> dict[str, float] | None:
                    n_seeds=e.n_seeds)
     out["text"] = format_estimate(e)  # the page writes the cell `vpo show` writes (reports.tables)
     return out
+
+
+def model_label(spec: str) -> str:
+    """A model spec as the index names it: a policy given by an absolute path (``hf:/home/u/trl/out/
+    checkpoint-500``) by its last two folders (``hf:.../out/checkpoint-500``), which tell runs apart
+    without a path filling the column; the full spec stays in the row's ``model_spec``."""
+    backend, colon, rest = spec.partition(":")
+    if not colon or not rest.startswith("/"):
+        return spec
+    parts = Path(rest).parts
+    return spec if len(parts) <= 3 else f"{backend}:.../{'/'.join(parts[-2:])}"
 
 
 def reward_mode(config: dict[str, Any]) -> str:
@@ -179,7 +215,8 @@ def _summarise(folder: Path, run_id: str, ix: SampleIndex | None) -> RunEntry:
     row.update(kind="evolve" if config.get("kind") == "evolve" else "eval",
                task=str(task.get("name") or config.get("task") or "?"),
                split=str(task.get("split") or config.get("split") or "?"),
-               model=str(model.get("spec") or config.get("model") or "?"),
+               model=model_label(str(model.get("spec") or config.get("model") or "?")),
+               model_spec=str(model.get("spec") or config.get("model") or "?"),
                pool=f"{samp.get('n', config.get('n', '?'))}x{samp.get('m', config.get('m', 1))}",
                reward_mode=reward_mode(config), created=_created(config, folder),
                n_problems=int((ident.get("problems") or {}).get("n") or 0))
@@ -223,8 +260,9 @@ def group_info(parent: Path) -> dict[str, Any]:
     try:
         state = group_state(parent)
     except (RunStoreError, OSError) as exc:
-        return {"name": parent.name, "label": str(exc).splitlines()[0], "partial": True, "refused": True}
-    return {"name": parent.name, "label": state.label(), "partial": state.partial, "refused": False}
+        return {"id": str(parent), "name": parent.name, "label": str(exc).splitlines()[0], "partial": True,
+                "refused": True}
+    return {"id": str(parent), "name": parent.name, "label": state.label(), "partial": state.partial, "refused": False}
 
 
 def _summarise_group(folder: Path, run_id: str) -> RunEntry:
@@ -237,6 +275,9 @@ def _summarise_group(folder: Path, run_id: str) -> RunEntry:
     first = summarise(seeds[0][1], str(seeds[0][1]))
     row = {**first.row, "id": run_id, "path": str(folder), "kind": "seeds", "note": None, "seed_axis": state.axis,
            "seeds": [s for s, _ in seeds], "seed_runs": [str(f) for _, f in seeds]}
+    if state.axis == "training":  # one policy per training seed: the group names them all, not seed 0's
+        specs = list(dict.fromkeys(str(read_marker(folder)["models"][str(s)]) for s, _ in seeds))
+        row.update(model=", ".join(model_label(m) for m in specs), model_spec=", ".join(specs))
     res = results_at(folder)
     if res is None:
         row.update(status="partial", note="no seed has rows yet", metrics={})
@@ -280,7 +321,9 @@ class Catalog:
     def entries(self) -> list[RunEntry]:
         out = []
         groups: dict[Path, dict[str, Any]] = {}  # each seed group read once per scan
-        for folder in find_run_folders(self.roots):
+        folders = find_run_folders(self.roots)
+        listed = {str(f) for f in folders}
+        for folder in folders:
             run_id = str(folder)
             stamp = _stamp(folder)
             hit = self._cache.get(run_id)
@@ -292,11 +335,22 @@ class Catalog:
                 # the index names the folder once; its notes need not repeat it
                 row["short_note"] = row["note"].replace(f"{folder}{os.sep}", "") if row.get("note") else None
                 self._cache[run_id] = hit
+            hit[1].row.pop("group", None)
             if is_seed_group(folder.parent):  # read on every scan: a sibling seed may have changed
                 if folder.parent not in groups:
                     groups[folder.parent] = group_info(folder.parent)
                 hit[1].row["group"] = groups[folder.parent]
             out.append(hit[1])
+        # a training-seed group's members live outside it (the demo's runs): each names its group too
+        members = {os.path.realpath(f): e.path for e in out if e.row.get("seed_axis") == "training"
+                   for f in e.row.get("seed_runs") or []}
+        for e in out:
+            parent = members.get(os.path.realpath(e.path))
+            if parent is not None and "group" not in e.row:
+                groups.setdefault(parent, group_info(parent))
+                e.row["group"] = groups[parent]
+        for info in groups.values():  # a link only to a group the index lists (a lone member's is not)
+            info["listed"] = info["id"] in listed
         # runs new to this session take their styles oldest first, so a later scan (and the next
         # session, when the new folders are newer) gives the runs already seen the styles they had
         for e in sorted(out, key=lambda e: (e.row.get("created") or "", e.id)):
@@ -313,6 +367,16 @@ class Catalog:
             if e.id == run_id:
                 return e
         return None
+
+
+    def find(self, folder: Path) -> RunEntry | None:
+        """The listed run held in ``folder`` (compared by real path: a group names its members by
+        paths that need not be spelt as the scan found them), or None."""
+        real = os.path.realpath(folder)
+        hit = self._cache.get(str(folder))
+        if hit is not None and os.path.realpath(hit[1].path) == real:
+            return self.get(str(folder))
+        return next((e for e in self.entries() if os.path.realpath(e.path) == real), None)
 
 
 def to_json_text(obj: Any) -> str:

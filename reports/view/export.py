@@ -121,18 +121,37 @@ def _runs_with(data: ViewData, pid: str, ids: set[str]) -> dict[str, Any]:
     return {**page, "runs": [r for r in page["runs"] if r["id"] in ids]}
 
 
+def _exported_row(row: dict[str, Any], ids: set[str]) -> dict[str, Any]:
+    """An index row as exported: its group linked only when the group's pages are exported too."""
+    g = row.get("group")
+    return {**row, "group": {**g, "listed": g["id"] in ids}} if isinstance(g, dict) else row
+
+
+def with_members(data: ViewData, entries: list[RunEntry]) -> list[RunEntry]:
+    """``entries`` and, after each seed group, its members (each listed once): a group's page links
+    to its seeds, and an exported link must open a page that was written."""
+    out: list[RunEntry] = []
+    for e in entries:
+        found = [data.catalog.find(Path(f)) for f in e.row.get("seed_runs") or []] if e.kind == "seeds" else []
+        for x in [e, *(m for m in found if m is not None)]:
+            if all(x.id != y.id for y in out):
+                out.append(x)
+    return out
+
+
 def export_site(data: ViewData, entries: list[RunEntry], out: str | Path) -> ExportStats:
     """Write the pages of ``entries`` under ``out`` (a new or empty folder)."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out}: exists and is not an empty folder (give a new folder for the export)")
     (out / "data").mkdir(parents=True, exist_ok=True)
+    entries = with_members(data, entries)
     w = _Writer(out)
     w.copy("index.html", _index_html())
     for name in sorted({f for f, _ in FILES.values()} - {"index.html"}):
         w.copy(name)
     ids = {e.id for e in entries}
-    w.page("runs", {}, lambda: {"roots": [str(r) for r in data.catalog.roots], "runs": [e.row for e in entries],
+    w.page("runs", {}, lambda: {"roots": [str(r) for r in data.catalog.roots], "runs": [_exported_row(e.row, ids) for e in entries],
                                 "exported": True})
     for e in entries:
         w.page("curve", {"id": e.id}, lambda e=e: data.curve(e.id))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from vpo_harness.benchmarks.livecodebench_judge import (PASS, RTE, VERDICTS, WRONG, grade_program, judge_record,
+from vpo_harness.benchmarks.livecodebench_judge import (MLE, PASS, RTE, TLE, VERDICTS, WRONG, grade_program, judge_record,
                                             stdout_matches, value_matches)
 from vpo_harness.harness.core.sandbox.sandbox import SandboxResult
 
@@ -131,3 +131,64 @@ def test_time_limits_at_the_memory_limit_are_memory_limit() -> None:
     assert g.verdicts == [PASS, MLE, MLE]
     g = grade_program(_AtLimit(recs[:2], limit_at=None, stalled=True), "x", "stdin", None, tests, max_restarts=0)
     assert g.verdicts == [PASS, TLE, TLE]
+
+
+class _Counted(_Replay):
+    """A run whose records carry the OOM kills and limit hits of their own test (as the sandbox
+    counts them from the group's counters each record carried)."""
+
+    def __init__(self, recs: list[Any], oom_after: int = 0, limits_after: int = 0):
+        super().__init__(recs, done=True)
+        self.oom_after, self.limits_after = oom_after, limits_after
+
+    def run(self, driver, payload, limits=None, on_record=None):
+        res = super().run(driver, payload, limits, on_record)
+        res.records = [{k: v for k, v in r.items() if k not in ("oom_kills", "limit_hits")} for r in self.recs]
+        res.record_memory = [(r["oom_kills"], r["limit_hits"]) for r in self.recs]
+        kills = sum(r.get("oom_kills", 0) for r in self.recs) + self.oom_after
+        hits = sum(r.get("limit_hits", 0) for r in self.recs) + self.limits_after
+        res.memory_limit, res.memory_at = kills > 0, (1 if kills else None)  # arrival: the first test
+        res.limit_at = 1 if hits else None
+        res.budget = {"oom_kills": kills, "limit_hits": hits}
+        res.oom_after, res.limits_after, res.counted_through = self.oom_after, self.limits_after, len(self.recs)
+        return res
+
+
+def _counted_test(i: int, out: str | None, kills: int = 0, hits: int = 0) -> dict[str, Any]:
+    rec = {"kind": "test", "i": i, "oom_kills": kills, "limit_hits": hits}
+    rec.update({"status": "ok", "out": out} if out is not None else {"status": "timeout"})
+    return rec
+
+
+COMPILED = {"kind": "compile", "status": "ok", "oom_kills": 0, "limit_hits": 0}
+
+
+@pytest.mark.parametrize("recs, expect", [
+    # six children of 800 MiB on every test: each test spent the budget (was [MLE, WRONG, WRONG])
+    ([_counted_test(i, "[9, 9, 9, 9, 9, 0]\n", kills=5) for i in range(3)], [MLE, MLE, MLE]),
+    # children spend the budget, then the right answer is printed (was [MLE, PASS])
+    ([_counted_test(i, "3\n", kills=2) for i in range(2)], [MLE, MLE]),
+    # only the middle test spends it: the others are judged on their own output
+    ([_counted_test(0, "3\n"), _counted_test(1, "3\n", kills=3), _counted_test(2, "3\n")], [PASS, MLE, PASS]),
+    ([_counted_test(0, "3\n", kills=1), _counted_test(1, "4\n"), _counted_test(2, "3\n")], [MLE, WRONG, PASS]),
+    # a crawl at the limit is the budget's for the test that hit it, a plain time limit stays one
+    ([_counted_test(0, None, hits=4), _counted_test(1, None), _counted_test(2, "3\n")], [MLE, TLE, PASS]),
+])
+def test_memory_verdicts_belong_to_the_test_that_spent_the_budget(recs, expect) -> None:
+    tests = [{"input": "1", "output": "3"}] * len(recs)
+    assert grade_program(_Counted([COMPILED, *recs]), "x", "stdin", None, tests).verdicts == expect
+
+
+def test_a_kill_after_the_last_counted_record_is_the_dying_tests() -> None:
+    """The program died in test 1 with an OOM kill counted after test 0's record: test 1 is
+    memory_limit; a death with no kill after the last counted record is not, even if test 0 spent
+    the budget."""
+    tests = [{"input": "1", "output": "3"}] * 2
+    g = grade_program(_Counted([COMPILED, _counted_test(0, "3\n")], oom_after=1), "x", "stdin", None, tests,
+                      max_restarts=0)
+    assert g.verdicts == [PASS, MLE]
+    g = grade_program(_Counted([COMPILED, _counted_test(0, "3\n", kills=2)]), "x", "stdin", None, tests,
+                      max_restarts=0)
+    assert g.verdicts == [MLE, RTE]
+    loaded = {**COMPILED, "oom_kills": 1}  # loading the program spent it: so would every test alone
+    assert grade_program(_Counted([loaded]), "x", "stdin", None, tests).verdicts == [MLE, MLE]

@@ -95,7 +95,7 @@ def test_compact_prompt_fits_the_bundled_models_context(task):
 
 def test_tasks_without_a_mutation_prompt_say_so():
     from vpo_harness.benchmarks import get_task
-    from vpo_harness.search.adapters import adapter_for
+    from vpo_harness.benchmarks.steps import adapter_for
 
     assert adapter_for(get_task("toolrl")).mutation_prompt(None, Shown("x", (0.0,)), [], 1) is None
     maze = get_task("maze")

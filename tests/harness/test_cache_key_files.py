@@ -21,10 +21,16 @@ _OLD = time.time() - 3600  # an mtime old enough for the memo to remember the fi
 
 
 def _age(folder: Path) -> None:
-    """Back-date every file so the memo remembers it (a fresh file is never remembered)."""
+    """Back-date every file's mtime (its ctime stays now: see :func:`_settled`)."""
     for f in folder.rglob("*"):
         if f.is_file():
             os.utime(f, (_OLD, _OLD))
+
+
+def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Move the memo's clock an hour on, so files written now count as settled and are remembered
+    (a file's ctime cannot be set back, and a test must not wait)."""
+    monkeypatch.setattr(digests, "_now_ns", lambda: time.time_ns() + 3600 * 10**9)
 
 
 @pytest.fixture
@@ -91,6 +97,7 @@ def test_a_middle_tensor_of_a_big_file_changes_the_digest(tmp_path: Path, monkey
     with open(weights, "wb") as fh:
         fh.truncate(size)
     _age(folder)
+    _settled(monkeypatch)
     hashed: list[str] = []
     real = digests._hash_file
     monkeypatch.setattr(digests, "_hash_file", lambda p: hashed.append(p.name) or real(p))
@@ -105,19 +112,74 @@ def test_a_middle_tensor_of_a_big_file_changes_the_digest(tmp_path: Path, monkey
     assert after != before and hashed[-1] == "model.safetensors"
 
 
-def test_the_memo_never_remembers_a_file_still_being_written(tmp_path: Path) -> None:
-    """Two writes within one tick of the clock keep the mtime: a fresh file is hashed every time."""
+def test_the_memo_never_remembers_a_file_still_being_written(tmp_path: Path, monkeypatch) -> None:
+    """Two writes within one tick of the clock keep the mtime: a fresh file is hashed every time,
+    and a back-dated mtime does not make it settled (its ctime is still fresh)."""
     f = tmp_path / "w.bin"
     f.write_bytes(b"a" * 100)
     memo = digests.DigestMemo(tmp_path / "memo")
     memo.digest(f)
+    os.utime(f, (_OLD, _OLD))
+    memo.digest(f)
     memo.save()
     assert not (tmp_path / "memo" / digests.MEMO_NAME).exists()
-    os.utime(f, (_OLD, _OLD))
+    _settled(monkeypatch)
     first = memo.digest(f)
     memo.save()
     again = digests.DigestMemo(tmp_path / "memo")
     assert again.digest(f) == first and str(f.resolve()) in json.loads((tmp_path / "memo" / digests.MEMO_NAME).read_text())
+
+
+def _rewrite_keeping_mtime(path: Path, data: bytes) -> None:
+    """Rewrite a file in place (same inode, same size) and put its old mtime back, as ``touch -d``,
+    ``cp -p`` or ``rsync -t`` would."""
+    st = path.stat()
+    assert len(data) == st.st_size
+    with open(path, "r+b") as fh:
+        fh.write(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    while path.stat().st_ctime_ns == st.st_ctime_ns:  # within one tick of the kernel's coarse clock:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # what any later rewrite would get
+    after = path.stat()
+    assert (after.st_mtime_ns, after.st_ino, after.st_size) == (st.st_mtime_ns, st.st_ino, st.st_size)
+
+
+def test_a_rewrite_with_its_mtime_restored_misses_the_memo(tmp_path: Path, monkeypatch) -> None:
+    _settled(monkeypatch)
+    f = tmp_path / "model.safetensors"
+    f.write_bytes(b"weights-v1")
+    os.utime(f, (_OLD, _OLD))
+    digests.DigestMemo(tmp_path / "memo").digest(f)
+    first = digests.DigestMemo(tmp_path / "memo")
+    first.digest(f)
+    first.save()
+    _rewrite_keeping_mtime(f, b"weights-v2")
+    assert digests.DigestMemo(tmp_path / "memo").digest(f) == digests._hash_file(f)
+
+
+def test_a_checkpoint_rewritten_with_its_mtime_restored_misses_the_cache(tmp_path: Path, ckpt: Path,
+                                                                         monkeypatch) -> None:
+    _settled(monkeypatch)
+    assert len(_run(tmp_path, ckpt, "a").calls) == N_CHAINS
+    assert _run(tmp_path, ckpt, "b").calls == []  # remembered by the memo, every chain from the cache
+    _rewrite_keeping_mtime(ckpt / "model.safetensors", b"weights-v2")
+    assert len(_run(tmp_path, ckpt, "c").calls) == N_CHAINS
+
+
+def test_remote_code_is_part_of_the_key(tmp_path: Path, ckpt: Path) -> None:
+    """With trust_remote_code the checkpoint's modeling_*.py runs: editing it misses; without
+    trust_remote_code transformers never imports it, so it is not part of the key."""
+    (ckpt / "modeling_tiny.py").write_text("SCALE = 1\n")
+    (ckpt / "configuration_tiny.py").write_text("class C: pass\n")
+    remote = {"model_args": {"trust_remote_code": True}}
+    assert len(_run(tmp_path, ckpt, "a", **remote).calls) == N_CHAINS
+    assert _run(tmp_path, ckpt, "b", **remote).calls == []
+    plain = len(_run(tmp_path, ckpt, "p").calls)
+    (ckpt / "modeling_tiny.py").write_text("SCALE = 2\n")
+    assert len(_run(tmp_path, ckpt, "c", **remote).calls) == N_CHAINS
+    assert plain == N_CHAINS and _run(tmp_path, ckpt, "q").calls == []
+    (ckpt / "configuration_tiny.py").write_text("class C: x = 1\n")
+    assert len(_run(tmp_path, ckpt, "d", **remote).calls) == N_CHAINS
 
 
 def test_an_unreadable_memo_is_an_empty_one(tmp_path: Path) -> None:
@@ -157,16 +219,48 @@ def test_a_hub_id_is_its_local_commit(hub: Path) -> None:
     assert zoo.fingerprint("org/other") is None and zoo.fingerprint("org/tiny", "c" * 40) is None
 
 
+def _run_hub(tmp_path: Path, name: str) -> ScriptedBackend:
+    """A cached run of the hub id ``org/tiny`` into ``tmp_path/name``; the backend says what it sampled."""
+    backend = ScriptedBackend()
+    run(RunConfig.of(task="maze", model="hf:org/tiny", limit=2, n=2, m=1, ks=(1,), progress=False, cache=True,
+                     out=str(tmp_path / name)), backend=backend)
+    return backend
+
+
 def test_a_moved_hub_ref_misses(tmp_path: Path, hub: Path) -> None:
     def once(name: str) -> ScriptedBackend:
-        backend = ScriptedBackend()
-        run(RunConfig.of(task="maze", model="hf:org/tiny", limit=2, n=2, m=1, ks=(1,), progress=False, cache=True,
-                         out=str(tmp_path / name)), backend=backend)
-        return backend
+        return _run_hub(tmp_path, name)
 
     assert len(once("a").calls) == N_CHAINS and once("b").calls == []
     (hub / "refs" / "main").write_text(COMMIT_B)
     assert len(once("c").calls) == N_CHAINS
+
+
+def test_a_file_edited_inside_a_hub_snapshot_misses(tmp_path: Path, hub: Path) -> None:
+    """The commit stays, the snapshot's bytes change: the snapshot's files are part of the key, as a
+    local checkpoint's are (here a blob behind the snapshot's link, as huggingface_hub lays it out)."""
+    blobs = hub / "blobs"
+    blobs.mkdir()
+    (blobs / "tok").write_text('{"model": {"vocab": {"a": 0}}}')
+    (hub / "snapshots" / COMMIT_A / "tokenizer.json").symlink_to(blobs / "tok")
+
+    def once(name: str) -> ScriptedBackend:
+        return _run_hub(tmp_path, name)
+
+    assert len(once("a").calls) == N_CHAINS and once("b").calls == []
+    (blobs / "tok").write_text('{"model": {"vocab": {"b": 0}}}')
+    assert len(once("c").calls) == N_CHAINS
+    (hub / "snapshots" / COMMIT_A / "generation_config.json").write_text('{"temperature": 0.1}')
+    assert len(once("d").calls) == N_CHAINS
+
+
+def test_a_hub_fingerprint_names_its_commit(hub: Path) -> None:
+    from vpo_harness.harness.core.provenance import hub_commit, model_fingerprint
+
+    got = model_fingerprint("hf:org/tiny", {})
+    assert got is not None and got.startswith(f"hub:{COMMIT_A}/") and hub_commit(got) == COMMIT_A
+    assert hub_commit(model_fingerprint("hf:org/tiny", {"revision": COMMIT_B})) == COMMIT_B
+    assert model_fingerprint("hf:org/other", {}) is None and hub_commit("0123abcd") is None
 
 
 def test_a_hub_id_without_a_local_snapshot_is_not_cached_by_default(hub: Path) -> None:

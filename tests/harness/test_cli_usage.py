@@ -29,3 +29,15 @@ def test_unknown_flag_before_any_subcommand_is_the_top_level_usage(capsys: pytes
     with pytest.raises(SystemExit):
         main(["--zzzz", "run"])
     assert capsys.readouterr().err.startswith("usage: vpo ")
+
+
+def test_a_bad_task_args_entry_names_the_task_flag(capsys) -> None:
+    """`--task-args` shares the k=v parser of `--model-args`; its error names the flag given, not
+    model_args."""
+    from vpo_harness.harness.app.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--task", "maze", "--model", "mock:x", "--task-args", "reward_mode"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --task-args: bad entry 'reward_mode': expected key=value" in err and "model_args" not in err

@@ -30,6 +30,7 @@ IDENTITY_CHANGES = {"problems": "hardest:4", "iterations": 7, "m": 3, "prompt_mo
 EXECUTION_CHANGES["parallel"] = 2  # in flight: speed only (search/engine.py's schedule)
 IDENTITY_CHANGES["lag"] = 1        # which database state each iteration draws from
 IDENTITY_CHANGES["allow_zero_parents"] = False  # which parents may be drawn
+IDENTITY_CHANGES["select"] = "pareto"           # how parents are drawn (search/pareto.py)
 #: identity only where they act (prefix mode); elsewhere they are left out, so older folders keep theirs
 PREFIX_IDENTITY_CHANGES = {"cut": "plateau"}
 
@@ -49,7 +50,8 @@ def test_prefix_settings_are_identity_in_prefix_mode_only(name):
 
 def test_new_evolve_fields_keep_older_identities():
     evolve = base().identity()["evolve"]
-    assert "cut" not in evolve and "allow_zero_parents" not in evolve
+    assert "cut" not in evolve and "allow_zero_parents" not in evolve and "select" not in evolve
+    assert base(select="pareto").identity()["evolve"]["select"] == "pareto"
     assert base(prompt_mode="prefix").identity()["evolve"]["cut"] == "uniform"
 
 
@@ -59,7 +61,8 @@ def test_zero_parents_default_follows_the_mode():
     assert base(prompt_mode="prefix", allow_zero_parents=True).zero_parents_allowed()
 
 
-@pytest.mark.parametrize("kw, match", [({"prompt_mode": "prefixx"}, "--prompt-mode"), ({"cut": "middle"}, "--cut")])
+@pytest.mark.parametrize("kw, match", [({"prompt_mode": "prefixx"}, "--prompt-mode"), ({"cut": "middle"}, "--cut"),
+                                       ({"select": "front"}, "--select")])
 def test_bad_prefix_settings_are_one_line(kw, match):
     with pytest.raises(ValueError, match=match):
         base(**kw).validate()

@@ -192,3 +192,32 @@ def test_checkpoint_generation_defaults_do_not_leak_in():
     after = texts(b.generate(reqs(1, 3), SAMPLING))
     assert after == before
     assert model.generation_config is saved and saved.repetition_penalty == 5.0  # restored untouched
+
+
+def test_a_stop_string_the_tokenizer_cannot_take_is_named_before_any_batch(monkeypatch) -> None:
+    """`vpo serve` asks the hf backend first: the stop string transformers' stop-string criteria
+    refuse is named by its index; a list that passed is not checked again."""
+    from types import SimpleNamespace
+
+    from transformers.generation import stopping_criteria
+
+    from vpo_harness.harness.core.models.hf import HFBackend
+
+    built: list[str] = []
+
+    class Criteria:
+        def __init__(self, tokenizer, stops):
+            built.extend(stops)
+            if "\u2603" in stops[0]:
+                raise ValueError("no token sequence for it")
+
+        def __call__(self, ids, scores):
+            return None
+
+    monkeypatch.setattr(stopping_criteria, "StopStringCriteria", Criteria)
+    stub = SimpleNamespace(tokenizer=None, _stops_ok=set())
+    HFBackend.check_stop_strings(stub, ("ok", "</s>"))
+    HFBackend.check_stop_strings(stub, ("ok", "</s>"))
+    assert built == ["ok", "</s>"]  # remembered
+    with pytest.raises(ValueError, match=r"stop string 1 \('\\u2603'\) cannot be used .*no token sequence"):
+        HFBackend.check_stop_strings(stub, ("ok", "\u2603"))

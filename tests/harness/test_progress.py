@@ -96,6 +96,12 @@ def test_every_plain_line_says_what_is_left() -> None:
     assert bar.line(now=bar._t0 + 10).endswith("0:10 elapsed, ETA 0:30")  # 15 chains left at 0.5/s
     bar.update(15)
     assert bar.line(now=bar._t0 + 40).endswith("0:40 elapsed, done")
+    # too little done to estimate from (one chain of 100 after a slow first batch): no ETA yet
+    early = PlainProgress(total=100, desc="generate", unit="chain", file=io.StringIO())
+    early.update(1)
+    assert early.line(now=early._t0 + 67).endswith("1:07 elapsed, ETA after 5%")
+    early.update(4)
+    assert early.line(now=early._t0 + 100).endswith("ETA 31:40")  # 95 left at 0.05/s
     unknown = PlainProgress(total=None, desc="read", file=io.StringIO())
     unknown.update(3)
     assert unknown.line(now=unknown._t0 + 1).endswith("ETA ?")

@@ -389,3 +389,55 @@ def test_ray_executor_reports_losses_and_restarts(tmp_path: Path) -> None:
         store.append_event(e)
     assert [e["event"] for e in store.events()] == [e["event"] for e in got]
     assert json.loads((tmp_path / "config.json").read_text())["execution"]["executor"] == "ray"
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_run_that_fails_before_its_first_row_leaves_no_folder(tmp_path: Path, capsys) -> None:
+    """An unreachable server fails the run after its folder was made: the folder (and the parents the
+    command made) go again, for one run and for a --seeds group; a folder that held a run before
+    stays, and so does a run that stored a row before it failed."""
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    argv = ["run", "--task", "maze", "--model", "openai:x", "--base-url", url, "--limit", "2", "-n", "2",
+            "--no-progress"]
+    assert main(argv + ["--out", str(tmp_path / "new" / "run")]) != 0
+    assert "cannot connect" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    assert main(argv + ["--seeds", "0,1", "--out", str(tmp_path / "group")]) != 0
+    assert not (tmp_path / "group").exists()
+    (tmp_path / "empty").mkdir()  # a folder made by hand for the run: kept, but holds nothing of it
+    assert main(argv + ["--out", str(tmp_path / "empty")]) != 0
+    assert list((tmp_path / "empty").iterdir()) == []
+    # a run folder from before is the user's: kept as it was
+    old = run(cfg(tmp_path, out=str(tmp_path / "old")), backend=ScriptedBackend())
+    before = sorted(p.name for p in old.iterdir())
+    assert main(argv + ["--out", str(old)]) != 0
+    assert sorted(p.name for p in old.iterdir()) == before
+    # so is a folder some earlier command began (its config.json, no rows yet): not this command's to remove
+    begun = tmp_path / "begun"
+    begun.mkdir()
+    (begun / "config.json").write_text((old / "config.json").read_text())
+    assert main(argv + ["--out", str(begun)]) != 0
+    assert (begun / "config.json").is_file()
+
+
+class FailsAfterOne(ScriptedBackend):
+    """Yields one chain, then fails: the run has a row to keep."""
+
+    def generate(self, requests: Sequence[GenRequest], sampling: SamplingConfig) -> Iterator[Generation]:
+        for g in super().generate(requests, sampling):
+            yield g
+            raise RuntimeError("the server went away")
+
+
+def test_a_run_that_failed_after_a_row_keeps_its_folder(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="went away"):
+        run(cfg(tmp_path, out=str(tmp_path / "kept"), flush_every=1), backend=FailsAfterOne())
+    assert len(list(iter_samples(tmp_path / "kept" / SAMPLES))) == 1  # resumable: the row is there

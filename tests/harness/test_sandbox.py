@@ -302,3 +302,84 @@ def test_parent_kills_a_run_that_stops_reporting(sb):
     # records that keep coming in time reset the deadline: 3 x 0.6 s > 1 s in all, never 1 s apart
     ok = sb.run(deaf, [0.6, 0.6, 0.6], limits=Limits(wall_s=30, progress_s=1.0))
     assert ok.done and not ok.stalled
+
+
+# ---- the sandbox seals wherever Python lives ----------------------------------------------------------
+_GRADE_IN_VENV = """
+import json, sys
+from vpo_harness.benchmarks.livecodebench_judge import grade_program
+from vpo_harness.harness.core.sandbox import Limits, Sandbox
+
+code = ("import os, sys\\nprint(sys.executable, os.path.exists(sys.executable))\\n"
+        "print(sum(map(int, input().split())))\\nprint(os.getcwd())\\n")
+with Sandbox(Limits()) as sb:
+    g = grade_program(sb, code, "stdin", None, [{"input": "2 3", "output": sys.executable + " True\\n5\\n" + sys.argv[1]}])
+print(json.dumps({"verdicts": g.verdicts, "details": g.details, "notes": g.isolation.get("notes"),
+                  "prefix": sys.prefix, "executable": sys.executable}))
+"""
+
+
+def _grade_in_a_venv_at(where: Path, workdir: str) -> dict:
+    """Make a venv at ``where`` and grade a real program with it, the home folder read-only; the
+    program prints the interpreter it really runs (the venv's, placed in the sealed tree: it must be
+    there) and its working folder."""
+    import json
+    import subprocess
+    import sys
+
+    from vpo_harness.harness.core.paths import child_pythonpath
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(where)],
+                   check=True, timeout=120)
+    home = where / "home"
+    home.mkdir()
+    home.chmod(0o555)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PYTHONPATH": child_pythonpath(),
+           "VPO_SHARED_DATA": os.environ.get("VPO_SHARED_DATA", "")}
+    out = subprocess.run([str(where / "bin" / "python"), "-c", _GRADE_IN_VENV, workdir], env=env,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["prefix"] == str(where) and got["executable"] == str(where / "bin" / "python")
+    return got
+
+
+@pytest.mark.integration
+def test_a_venv_under_the_host_temporary_folder_grades(tmp_path: Path) -> None:
+    """The sealed root is a tmpfs over the host's /tmp: a venv there is placed from the host's
+    folder (held open before that tmpfs covers it), and the child's own /tmp gets another name, so
+    it does not shadow the venv either."""
+    got = _grade_in_a_venv_at(tmp_path / "venv", "/work")
+    assert got["verdicts"] == ["pass"], got
+    assert any("/tmp holds the Python installation" in n for n in got["notes"]), got["notes"]
+
+
+@pytest.mark.integration
+def test_a_venv_under_a_top_level_work_folder_grades() -> None:
+    """A venv inside a checkout under /work (a common container working folder): the child's
+    working folder, /work elsewhere, gets another name. Needs a writable top-level /work."""
+    import shutil
+    import tempfile
+
+    if not (os.path.isdir("/work") and os.access("/work", os.W_OK)):
+        pytest.skip("no writable top-level /work on this machine (test_the_scratch_folders_step_aside_for_an_exposed_path covers the naming)")
+    where = Path(tempfile.mkdtemp(prefix="vpo-venv-test-", dir="/work"))
+    try:
+        got = _grade_in_a_venv_at(where / "venv", "/work-sandbox")
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert got["verdicts"] == ["pass"], got
+    assert any("/work holds the Python installation" in n for n in got["notes"]), got["notes"]
+
+
+def test_the_scratch_folders_step_aside_for_an_exposed_path(tmp_path: Path) -> None:
+    """A mocked sealed root whose Python installation was placed under /work and /tmp: the child's
+    scratch folders take free names (what a machine without a writable top-level /work checks)."""
+    from vpo_harness.harness.core.sandbox import _zygote
+
+    assert _zygote._free_name(str(tmp_path), "work") == "/work"
+    (tmp_path / "work" / "venv").mkdir(parents=True)
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp-sandbox").mkdir()
+    assert _zygote._free_name(str(tmp_path), "work") == "/work-sandbox"
+    assert _zygote._free_name(str(tmp_path), "tmp") == "/tmp-sandbox-2"

@@ -213,3 +213,37 @@ def test_livecodebench_memory_mb_sets_the_candidates_budget(setup):
     finally:
         small.close()
         default.close()
+
+
+PER_TEST_DRIVER = """
+import os, time
+
+def main(payload, emit):
+    for i, bomb in enumerate(payload):
+        if bomb:  # three children at once, 3 x 60 MiB against the 128 MiB budget: the OOM killer acts
+            kids = []
+            for _ in range(3):
+                pid = os.fork()
+                if pid == 0:
+                    b = bytearray(60 << 20)
+                    b[::4096] = b"\\\\1" * len(range(0, len(b), 4096))
+                    time.sleep(1)
+                    os._exit(0)
+                kids.append(pid)
+            for k in kids:
+                os.waitpid(k, 0)
+        emit({"kind": "test", "i": i})
+"""
+
+
+def test_each_record_carries_its_own_tests_oom_kills(setup):
+    """The child reads the group's counters as it emits each record, so the kills belong to the step
+    that caused them, however late the parent reads the records (LiveCodeBench's per-test verdicts)."""
+    with Sandbox(Limits(wall_s=30, memory_bytes=128 * MiB), uid=UID, gid=UID) as sb:
+        r = sb.run(PER_TEST_DRIVER, [False, True, False, True, False])
+    assert [rec["i"] for rec in r.records] == list(range(5)), (r.records, r.stderr_tail)
+    assert len(r.record_memory) == 5 and all(m is not None for m in r.record_memory)
+    kills = [m[0] for m in r.record_memory]
+    assert [k > 0 for k in kills] == [False, True, False, True, False], kills
+    assert sum(kills) == r.budget["oom_kills"] and r.oom_after == 0 and r.counted_through == 5
+    assert all(set(rec) == {"kind", "i"} for rec in r.records)  # the driver's records, as it emitted them

@@ -25,6 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -513,4 +514,51 @@ def test_signal_ignoring_program_on_three_tests_is_killed_per_test():
     assert all("killed by the parent" in d for d in grade.details), grade.details
     # loose: each run's own wall limit (7 s for the last test, 11 s for the first) was not needed
     assert grade.wall_s < 3 * (KILL_FACTOR * 1.0 + MARGIN_S), grade.wall_s
+    assert live_pids_of_uid(uid) == []
+
+
+# ---- one verdict per test ------------------------------------------------------------------------------
+#: the budget of these cases: a quarter of the default, so that they spend it in a fraction of the time
+PER_TEST_BUDGET = 256 << 20
+PER_TEST_TIMEOUT_S = 4.0
+
+
+def _children(n: int, mib: int, indent: str = "") -> str:
+    """Program lines: ``n`` children at once, each touching ``mib`` MiB, waited for."""
+    body = ("kids = []\nfor _ in range(%d):\n    pid = os.fork()\n    if pid == 0:\n"
+            "        b = bytearray(%d << 20)\n        b[::4096] = b'\\1' * len(range(0, len(b), 4096))\n"
+            "        time.sleep(1)\n        os._exit(0)\n    kids.append(pid)\n"
+            "statuses = [os.waitpid(k, 0)[1] for k in kids]\n") % (n, mib)
+    return "".join(indent + line + "\n" for line in body.splitlines())
+
+
+#: name -> (program, tests, verdicts). Each test's verdict must be the one it gets when graded alone:
+#: the memory budget it spent is its own, not the next test's, and the other tests are judged on their
+#: own output. The issue's two programs, scaled to PER_TEST_BUDGET: six children of 200 MiB on every
+#: test (6 x 800 MiB against 1 GiB), and children that spend the budget before the program prints the
+#: right answer. Several children at once: the OOM killer acts, where one child at the limit often
+#: crawls into a time limit while the kernel reclaims. (A mix of passing and failing tests is checked
+#: on replayed records in tests/benchmarks/test_livecodebench_judge.py, and the counters each record
+#: carries in tests/harness/test_sandbox_cgroups.py.)
+_PER_TEST = {
+    "fork_six_children": ("import os, time\ninput()\n" + _children(6, 200) + "print(statuses)\n", 3, [MLE] * 3),
+    "bomb_then_right_answer": ("import os, time\nx = input()\n" + _children(4, 150) + "print(x)\n", 2, [MLE] * 2),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(_PER_TEST))
+def test_memory_verdicts_are_per_test_as_when_run_alone(name: str) -> None:
+    code, n, expect = _PER_TEST[name]
+    tests = [{"input": str(i), "output": str(i)} for i in range(n)]
+    uid = UID_BASE + SLOTS + 2
+    limits = Limits(memory_bytes=PER_TEST_BUDGET)
+    with Sandbox(limits, uid=uid, gid=uid) as sb:
+        def grade(some: list[dict[str, str]]) -> Any:
+            return grade_program(sb, code, "stdin", None, some, timeout_s=PER_TEST_TIMEOUT_S, base_limits=limits)
+
+        together = grade(tests)
+        alone = [grade([t]).verdicts[0] for t in tests]
+    assert together.verdicts == alone == expect, (together.as_dict(), alone)
+    assert all("OOM kill in its cgroup" in d for v, d in zip(together.verdicts, together.details) if v == MLE)
     assert live_pids_of_uid(uid) == []

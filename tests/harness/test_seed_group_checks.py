@@ -118,8 +118,8 @@ def test_a_complete_group_is_not_partial_anywhere(group: Path, tmp_path: Path, c
     from vpo_harness.reports.view.catalog import Catalog
 
     rows = [e.row for e in Catalog([group.parent]).entries() if Path(e.row["path"]).parent == group]
-    assert len(rows) == 3 and all(r["group"] == {"name": "group", "label": "3 seeds", "partial": False,
-                                                 "refused": False} for r in rows)
+    assert len(rows) == 3 and all(r["group"] == {"id": str(group), "name": "group", "label": "3 seeds", "partial": False,
+                                                 "refused": False, "listed": True} for r in rows)
 
 
 def test_report_shows_the_seed_count_and_the_between_seed_se_as_show_does(group: Path, tmp_path: Path,

@@ -135,14 +135,16 @@ class Loopback:
 class ThreadedLoopback:
     """A :class:`Loopback` on an event loop of its own thread, for a synchronous client (a `vpo` command)."""
 
-    def __init__(self, reply: Callable[[Request], bytes]):
-        self.reply = reply
+    def __init__(self, reply: Callable[[Request], bytes] | None = None,
+                 handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = None):
+        self.reply, self.handler = reply, handler
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
     def __enter__(self) -> Loopback:
         self.thread.start()
-        self.srv = asyncio.run_coroutine_threadsafe(Loopback(self.reply).__aenter__(), self.loop).result(10)
+        self.srv = asyncio.run_coroutine_threadsafe(Loopback(self.reply, self.handler).__aenter__(),
+                                                    self.loop).result(10)
         return self.srv
 
     def __exit__(self, *exc: Any) -> None:
@@ -255,9 +257,13 @@ def test_connection_refused_is_a_connect_error_with_its_reason() -> None:
     assert connect_failure(exc) == "connection refused" and exc.method == "GET"
 
 
-@pytest.mark.parametrize("partial", [b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{\"a\"",
-                                     b"HTTP/1.1 200 OK\r\nContent-Le", b"not http at all\r\n\r\n"])
-def test_a_broken_reply_is_a_protocol_error(partial: bytes) -> None:
+@pytest.mark.parametrize("partial, permanent", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{\"a\"", False), (b"HTTP/1.1 200 OK\r\nContent-Le", False),
+    (b"", False), (b"not http at all\r\n\r\n", True), (b"HTTP/1.1 2x0 OK\r\n\r\n", True),
+    (b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\n", True)])
+def test_a_broken_reply_is_a_protocol_error(partial: bytes, permanent: bool) -> None:
+    """A connection dropped mid-reply is retried; bytes that are not HTTP are NotHTTP, which no retry
+    changes. Either way the message names the failure once (not httpx's class name again)."""
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
         writer.write(partial)
@@ -267,7 +273,11 @@ def test_a_broken_reply_is_a_protocol_error(partial: bytes) -> None:
         async with Loopback(handler=handler) as srv:
             return await get_error(srv.url, RemoteProtocolError)
 
-    assert connect_failure(run(main())) is None  # retried with backoff, not a fail-fast connect error
+    exc = run(main())
+    assert connect_failure(exc) is None  # not a fail-fast connect error
+    b = OpenAIServerBackend("m", "http://127.0.0.1:1/v1", max_retries=0, timeout=5)
+    assert isinstance(exc, transport.NotHTTP) is permanent and b._retryable(exc) is not permanent
+    assert "RemoteProtocolError" not in str(exc)
 
 
 def test_status_json_and_no_content_replies() -> None:
@@ -293,8 +303,10 @@ def test_status_json_and_no_content_replies() -> None:
     assert b._retryable(busy) and b._backoff(0, busy) == 3.0
     assert isinstance(garbage, json.JSONDecodeError) and b._retryable(garbage)
     assert empty is None
-    for exc in (Timeout("t"), RemoteProtocolError("p"), ConnectError("c"), ReplyTooLarge("big")):
+    for exc in (Timeout("t"), RemoteProtocolError("p"), ConnectError("c"), transport.ReplayedReply("again")):
         assert b._retryable(exc), exc
+    for exc in (ReplyTooLarge("big"), transport.NotHTTP("no status line")):  # the same bytes would come back
+        assert not b._retryable(exc), exc
     assert not b._retryable(StatusError(400, {}, "bad request")) and not b._retryable(ValueError("a bug"))
 
 
@@ -410,6 +422,235 @@ def test_vpo_run_rows_never_carry_another_problems_answer(extra: str, tmp_path: 
         (text,) = texts  # both chains of a problem have their own problem's echo
         assert text.startswith("ECHO ") and text[5:] in questions and text not in seen
         seen.add(text)
+
+
+# ---- a stray reply that arrives after the next request went out ----------------------------------------
+
+
+def chat_reply(text: str) -> bytes:
+    """A chat completion with an id of its own, as every real server gives each reply."""
+    import uuid
+
+    return response(body={"id": f"chatcmpl-{uuid.uuid4().hex}", **chat(text)})
+
+
+def late_stray(answer: Callable[[Request], bytes], requests: list[Request] | None = None,
+               real_reply: bool = True) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A server that, once the next request on a kept-alive connection has arrived, first sends the
+    previous reply again (the same bytes, so the same completion ``id``), then the real one
+    (``real_reply``; else the real one is held back and sent only if another request comes on this
+    connection). Read alone, the stray reply is indistinguishable from an answer by timing. A GET
+    (the model listing) is answered plainly."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        last: bytes | None = None
+        held: bytes | None = None
+        while (req := await read_request(reader)) is not None:
+            if requests is not None:
+                requests.append(req)
+            if held is not None:  # the connection was used again after the stray reply: the held reply
+                writer.write(held)
+                held = None
+            if req.method == "GET":  # the model listing: no completion, no id
+                writer.write(response(body={"object": "list", "data": [{"id": "m", "object": "model"}]}))
+                await writer.drain()
+                continue
+            own = answer(req)
+            if last is not None:
+                writer.write(last)
+            if last is None or real_reply:
+                writer.write(own)
+            else:
+                held = own
+            await writer.drain()
+            last = own
+    return handler
+
+
+def test_a_replayed_reply_is_refused_and_its_connection_dropped() -> None:
+    """The stray reply (a repeat of reply 1) answers request 2 on the kept-alive connection: it is
+    ReplayedReply, and the retry goes out on a fresh connection, so the reply held back on the old one
+    never answers anything."""
+    seen: list[Request] = []
+
+    def answer(req: Request) -> bytes:
+        return chat_reply("ECHO " + json.loads(req.body)["q"])
+
+    async def main() -> tuple[list[Any], BaseException, int]:
+        async with Loopback(handler=late_stray(answer, seen, real_reply=False)) as srv:
+            c = JSONClient(srv.url, timeout=5, reply_ids=set())
+            first = await c.post("/x", {"q": "one"})
+            try:
+                await c.post("/x", {"q": "two"})
+            except transport.ReplayedReply as exc:
+                err = exc
+            else:
+                raise AssertionError("the stray reply was taken")
+            again = await c.post("/x", {"q": "two"})
+            await c.aclose()
+            return [first, again], err, srv.accepted
+
+    got, err, connections = run(main())
+    assert [g["choices"][0]["message"]["content"] for g in got] == ["ECHO one", "ECHO two"]
+    assert "repeats the id" in str(err) and connections == 2 and len(seen) == 3
+
+
+def test_without_reply_ids_a_replayed_id_is_not_checked() -> None:
+    """keepalive=false leaves the check out (each request has its own connection), so a server that
+    gives every reply the same id still works that way."""
+    async def main() -> list[Any]:
+        async with Loopback(reply=lambda req: response(body={"id": "same", **chat("x")})) as srv:
+            c = JSONClient(srv.url, timeout=5, keepalive=False)
+            got = [await c.post("/x", {"q": i}) for i in range(3)]
+            await c.aclose()
+            return [got, srv.accepted]
+
+    got, connections = run(main())
+    assert len(got) == 3 and connections == 3  # one connection per request
+
+
+def test_a_server_that_repeats_ids_still_gets_through() -> None:
+    """A connection's first reply cannot be a stray one: a server giving every reply the same id
+    is answered, each reuse of a connection costing one retry on a fresh one."""
+    async def main() -> tuple[list[Any], int]:
+        async with Loopback(reply=lambda req: response(body={"id": "same", **chat("x")})) as srv:
+            b = OpenAIServerBackend("m", srv.url, max_retries=2, backoff_base=0.0, timeout=5)
+            try:
+                gens = [await b.generate_one([{"role": "user", "content": "q"}], i, SAMPLING) for i in range(3)]
+            finally:
+                await b.aclose()
+            return gens, srv.accepted
+
+    gens, connections = run(main())
+    assert [g.error for g in gens] == [None] * 3 and [g.text for g in gens] == ["x"] * 3
+    assert [g.attempts for g in gens] == [1, 2, 2] and connections == 3
+
+
+def test_vpo_run_a_late_stray_reply_gives_no_wrong_row(tmp_path: Path, capsys: Any) -> None:
+    """End to end through `vpo run`, one request at a time: every row's answer is its own problem's
+    echo (0 wrong rows), none an error: each stray reply is refused and its request sent again."""
+    from vpo_harness.harness import load_run
+    from vpo_harness.harness.app.cli import main
+
+    seen: list[Request] = []
+    with ThreadedLoopback(handler=late_stray(lambda req: chat_reply("ECHO " + digest(req)), seen)) as srv:
+        rc = main(["run", "--task", "maze", "--model", "openai:x", "--base-url", srv.url + "/v1", "--limit", "6",
+                   "-n", "1", "--out", str(tmp_path / "r"), "--no-progress", "--concurrency", "1",
+                   "--model-args", "use_n=false,max_retries=3,backoff_base=0"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    chains = load_run(tmp_path / "r").chains
+    questions = {digest(r) for r in seen if r.method == "POST"}
+    assert len(chains) == 6 and chains["error"].isna().all()
+    assert sorted(chains["text"]) == sorted(f"ECHO {q}" for q in questions)
+    assert "repeats the id" in err  # the strays were there, and refused
+
+
+def test_vpo_evolve_a_late_stray_reply_gives_no_wrong_row(tmp_path: Path, capsys: Any) -> None:
+    """End to end through `vpo evolve`: each row's text is the reply to its own request (the scripted
+    routes are a function of the request's seed, which the row records)."""
+    from tests.fakes.scripted_openai import maze_routes_responder
+    from vpo_harness.harness.app.cli import main
+
+    respond = maze_routes_responder(3)
+    seen: list[Request] = []
+    with ThreadedLoopback(handler=late_stray(lambda req: chat_reply(respond(json.loads(req.body), 0)), seen)) as srv:
+        rc = main(["evolve", "--task", "maze", "--model", "openai:scripted", "--base-url", srv.url + "/v1",
+                   "--limit", "3", "--iterations", "3", "--out", str(tmp_path / "e"), "--no-progress",
+                   "--concurrency", "1", "--model-args", "max_retries=3,backoff_base=0"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    rows = [json.loads(ln) for ln in (tmp_path / "e" / "samples.jsonl").read_text().splitlines() if ln.strip()]
+    assert len(rows) >= 9 and all(r["error"] is None for r in rows)
+    wrong = [r for r in rows if r["text"] != respond({"seed": r["seed"]}, 0)]
+    assert wrong == []
+    assert "repeats the id" in err
+
+
+# ---- what a retry cannot change, URLs, proxies ----------------------------------------------------------
+
+
+NOT_HTTP = b"SSH-2.0-OpenSSH_9.6\r\n\r\n"
+
+
+@pytest.mark.parametrize("reply, expect", [(NOT_HTTP, "NotHTTP: the reply is not valid HTTP"),
+                                           (b"big", "ReplyTooLarge: the reply's body is")])
+def test_a_reply_a_retry_cannot_change_is_tried_once(reply: bytes, expect: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """max_retries=6 would cost about a minute of backoff for bytes that come back the same: one
+    attempt, and the error names its kind once."""
+    monkeypatch.setattr(transport, "MAX_BODY_BYTES", 100)
+    body = reply if reply == NOT_HTTP else response(body={"pad": "x" * 200})
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await read_request(reader) is not None:
+            writer.write(body)
+            await writer.drain()
+
+    async def main() -> tuple[Any, int]:
+        async with Loopback(handler=handler) as srv:
+            b = OpenAIServerBackend("m", srv.url, max_retries=6, backoff_base=0.0, timeout=5)
+            try:
+                gen = await b.generate_one([{"role": "user", "content": "q"}], 1, SAMPLING)
+            finally:
+                await b.aclose()
+            return gen, srv.accepted
+
+    gen, connections = run(main())
+    assert gen.attempts == 1 and connections == 1 and gen.error.startswith(expect), gen.error
+    assert gen.error.count("Error") <= 1 and gen.error.count(expect.split(":")[0]) == 1
+
+
+@pytest.mark.parametrize("cmd", ["run", "evolve"])
+def test_a_line_break_in_the_base_url_is_one_line(cmd: str, tmp_path: Path, capsys: Any) -> None:
+    from vpo_harness.harness.app.cli import main
+
+    extra = ["-n", "1"] if cmd == "run" else ["--iterations", "1"]
+    rc = main([cmd, "--task", "maze", "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1\r\nX-Evil: 1",
+               "--limit", "1", *extra, "--out", str(tmp_path / cmd), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "--base-url 'http://127.0.0.1:9/v1\\r\\nX-Evil: 1' has the character '\\r' at character 22" in err
+
+
+@pytest.mark.parametrize("url", ["http://a b/v1", "http://host:port/v1", "ftp://host/v1", "http:///v1"])
+def test_urls_that_are_not_urls_are_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="--base-url"):
+        transport.check_url(url)
+
+
+def test_no_proxy_address_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NO_PROXY=127.0.0.0/8`` (the openai SDK's users write ranges): a loopback server is reached
+    directly although HTTP_PROXY points at a dead proxy; without the range, the proxy is used."""
+    assert transport.bypasses_proxy("127.0.0.1", "example.com, 127.0.0.0/8")
+    assert transport.bypasses_proxy("::1", "::1/128") and not transport.bypasses_proxy("10.1.2.3", "127.0.0.0/8")
+    assert not transport.bypasses_proxy("localhost", "127.0.0.0/8") and not transport.bypasses_proxy("1.2.3.4", "x/y")
+    monkeypatch.setenv("HTTP_PROXY", dead_url().removesuffix("/v1"))
+
+    async def main(no_proxy: str) -> Any:
+        monkeypatch.setenv("NO_PROXY", no_proxy)
+        async with Loopback() as srv:
+            c = JSONClient(srv.url, timeout=5)
+            try:
+                return await c.get("/models")
+            except ConnectError as exc:
+                return exc
+            finally:
+                await c.aclose()
+
+    assert run(main("10.0.0.0/8, 127.0.0.0/8")) == {"ok": True}
+    assert isinstance(run(main("10.0.0.0/8")), ConnectError)  # through the (dead) proxy
+
+
+def test_evolve_start_up_check_says_a_server_answered_badly() -> None:
+    """A server that answers with bytes that are not HTTP did answer: the check says so (not
+    "cannot connect"), and stops the search, since every request would end the same way."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(NOT_HTTP)
+        await writer.drain()
+
+    msg = _check_refused(handler, timeout=5)
+    assert "answered GET /models, but not with a usable HTTP reply (NotHTTP" in msg and "cannot connect" not in msg
 
 
 # ---- header values are refused before any request ------------------------------------------------------
@@ -574,22 +815,14 @@ def test_a_server_that_keeps_failing_is_given_up_on_as_a_whole(capsys: Any) -> N
     assert "give_up_after=0.05" in str(exc) and "HTTP 503" in str(exc) and sent < 500
 
 
-def test_evolve_start_up_check_has_the_request_deadline() -> None:
-    """A server that trickles a byte at a time never trips the per-read timeout; the check is bounded
-    by the backend's deadline like every request."""
+def _check_refused(handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+                   **llm_args: Any) -> str:
+    """The message `vpo evolve`'s start-up check refuses a server served by ``handler`` with."""
     from vpo_harness.search.llm import ChatLLM, LLMUnreachable
 
-    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\n")
-        while True:
-            writer.write(b"X")
-            await writer.drain()
-            await asyncio.sleep(0.02)
-
     async def main() -> BaseException:
-        async with Loopback(handler=trickle) as srv:
-            llm = ChatLLM(srv.url + "/v1", "m", timeout=1.0, deadline=0.3, max_retries=0)
+        async with Loopback(handler=handler) as srv:
+            llm = ChatLLM(srv.url + "/v1", "m", **llm_args)
             try:
                 await llm.check()
             except LLMUnreachable as exc:
@@ -598,7 +831,21 @@ def test_evolve_start_up_check_has_the_request_deadline() -> None:
                 await llm.aclose()
         raise AssertionError("no error")
 
-    msg = str(run(main()))
+    return str(run(main()))
+
+
+def test_evolve_start_up_check_has_the_request_deadline() -> None:
+    """A server that trickles a byte at a time never trips the per-read timeout; the check is bounded
+    by the backend's deadline like every request."""
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n")
+        while True:
+            writer.write(b"X")
+            await writer.drain()
+            await asyncio.sleep(0.02)
+
+    msg = _check_refused(trickle, timeout=1.0, deadline=0.3, max_retries=0)
     assert msg.startswith("cannot connect to the server at http://127.0.0.1:") and "the deadline is 0.3 s" in msg
 
 

@@ -297,3 +297,30 @@ def test_empty_or_damaged_search_is_one_line(evolve_runs, tmp_path, capsys) -> N
     rc = main(["show", str(nan)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and f"{nan / 'samples.jsonl'}: line 5: field 'scalars'" in err[0]
+
+
+def test_hypervolume_panel_draws_the_front_of_search_and_sampling_from_rows(evolve_runs) -> None:
+    """`vpo plot`'s third panel: the hypervolume of the first c reward vectors, the search's in
+    evaluation order and the baseline's in chain order, at the table's budgets, recomputed here."""
+    import matplotlib.pyplot as plt
+
+    from vpo_harness.harness.core.metrics import hypervolume
+    from vpo_harness.reports.evolve import draw_hypervolume, load_evolve
+    from vpo_harness.search.metrics import HV_REF
+
+    _, strong = evolve_runs
+    fig, ax = plt.subplots()
+    draw_hypervolume(ax, [load_evolve(strong, "strong")])
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert set(lines) == {"strong: evolve", "strong: plain sampling"}
+    for label, rows, order in (("strong: evolve", _rows(strong), lambda r: (r["iteration"], r["answer_index"])),
+                               ("strong: plain sampling", _rows(strong / "baseline"), lambda r: r["chain_index"])):
+        by: dict[str, list] = {}
+        for r in sorted(rows, key=order):
+            by.setdefault(r["problem_id"], []).extend(r["rewards"])
+        xs = [int(x) for x in lines[label].get_xdata()]
+        assert xs == [1, 2, 4, 8]
+        want = [np.mean([hypervolume(np.array(v[:c]), ref=HV_REF) for v in by.values()]) for c in xs]
+        assert list(lines[label].get_ydata()) == pytest.approx(want)
+    assert "hypervolume" in ax.get_ylabel()
+    plt.close(fig)

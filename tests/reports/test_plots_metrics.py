@@ -157,3 +157,76 @@ def test_bad_metric_is_one_clear_line(eureqa_runs, tmp_path: Path, capsys) -> No
     assert "no such reward component" in capsys.readouterr().err
     assert set(PLOT_METRICS) >= {"best", "pass", "pass^k", "cover", "tokens", "diversity", "pareto", "objective",
                                  "evolve"}
+
+
+def text_problems(fig) -> list[str]:
+    """What a reviewer would have to fix in a rendered figure, found with matplotlib's own text
+    extents: a text box cut by the figure's edge, two text boxes that overlap, a legend over a
+    panel's data area."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    W, H = fig.bbox.width, fig.bbox.height
+    texts = list(fig.texts) + ([fig._suptitle] if fig._suptitle is not None else [])
+    for lg in fig.legends:
+        texts += lg.get_texts()
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        texts += ax.get_legend().get_texts() if ax.get_legend() else []
+        for axis in (ax.xaxis, ax.yaxis):  # the tick labels drawn: those of ticks inside the view
+            lo, hi = sorted(axis.get_view_interval())
+            texts += [t.label1 for t in axis.get_major_ticks()
+                      if t.label1.get_visible() and lo - 1e-9 <= t.get_loc() <= hi + 1e-9]
+    boxes = [(t.get_text(), t.get_window_extent(r)) for t in texts if t.get_visible() and t.get_text().strip()]
+    out = [f"{s!r} cut by the edge" for s, b in boxes if b.x0 < -0.5 or b.y0 < -0.5 or b.x1 > W + 0.5 or b.y1 > H + 0.5]
+    for i, (s1, b1) in enumerate(boxes):
+        for s2, b2 in boxes[i + 1:]:
+            w = min(b1.x1, b2.x1) - max(b1.x0, b2.x0)
+            h = min(b1.y1, b2.y1) - max(b1.y0, b2.y0)
+            if w > 0.5 and h > 0.5:
+                out.append(f"{s1!r} overlaps {s2!r}")
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    for lg in legends:
+        lb = lg.get_window_extent(r)
+        for ax in fig.axes:
+            if ax.get_visible() and ax.axison and lb.overlaps(ax.bbox):
+                out.append(f"a legend lies over the panel {ax.get_title()!r}")
+    return out
+
+
+def test_paper_figures_have_no_clipped_or_overlapping_text(eureqa_runs) -> None:
+    """`--style paper` as a reviewer takes it: no text cut or overlapping (matplotlib's text extents),
+    one legend outside the panels with the labels exactly as given, colour-blind-safe colours, and
+    each panel's y-limits fitted to its own curves. The README's panels and a bar figure are checked."""
+    from vpo_harness.reports.colours import COLOUR_BLIND_SAFE
+
+    labels = ["VPO (ours)", "GRPO baseline"]
+    runs = load_plot_runs(eureqa_runs, labels, keep_labels=True)
+    assert [r.label for r in runs] == labels
+    for metrics in (["best", "pass^k", "cover", "tokens"], ["best", "diversity", "mean"], ["diversity"]):
+        fig = metric_figure(runs, metrics, style="paper")
+        assert text_problems(fig) == [], metrics
+        assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
+        shown = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert shown[:2] == labels, shown
+        drawn = {matplotlib_colour(p) for ax in fig.axes for p in [*ax.lines, *ax.patches]}
+        runs_drawn = {c for c in drawn if len({c[1:3], c[3:5], c[5:7]}) > 1}  # greys: guides, frames
+        assert runs_drawn and runs_drawn <= {c.lower() for c in COLOUR_BLIND_SAFE}, drawn
+        plt.close(fig)
+    fig = metric_figure(runs, ["best", "tokens"], style="paper")
+    for ax in fig.axes:  # the curves fill their panel: limits from the panel's own data
+        ys = np.concatenate([ln.get_ydata() for ln in ax.lines])
+        lo, hi = ax.get_ylim()
+        assert (ys.max() - ys.min()) / (hi - lo) > 0.5, ax.get_title()
+    plt.close(fig)
+
+
+def matplotlib_colour(artist) -> str:
+    from matplotlib.colors import to_hex
+
+    if not hasattr(artist, "get_xydata"):  # a bar
+        return to_hex(artist.get_facecolor())
+    if artist.get_linestyle() in ("None", "none", ""):  # markers only (error-bar caps): their edge shows
+        return to_hex(artist.get_markeredgecolor())
+    return to_hex(artist.get_color())

@@ -113,3 +113,15 @@ def test_public_tests_with_private_tests_ranks_on_the_public_ones(tmp_path):
     assert v == pytest.approx((0.0 + 2 / 3) / 2)  # candidates 0 and 3 tie on the public tests
     with pytest.raises(ValueError, match="test_source=all"):
         get_task("livecodebench", visible_tests="public")
+
+
+def test_the_mc_note_is_explained_where_it_is_printed(tmp_path):
+    """A majority vote's Monte Carlo error is printed as [mc x] beside its number, and the table says
+    what that is; a table without one carries no such line."""
+    from vpo_harness.reports.selected import MC_LEGEND, format_selected
+
+    run = write_code_run(tmp_path / "r", None)
+    text = format_selected([run], ["majority"], ks=[1, 2, 4])
+    assert "[mc " in text and MC_LEGEND in text
+    plain = format_selected([run], ["oracle"], ks=[1, 2])
+    assert "[mc " not in plain and MC_LEGEND not in plain

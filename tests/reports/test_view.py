@@ -19,6 +19,7 @@ from vpo_harness.reports.view.catalog import find_run_folders, to_json_text
 from vpo_harness.reports.view.samples import SampleIndex
 from vpo_harness.harness.core.paths import child_pythonpath
 from tests.reports.view_runs import HOSTILE, samples_of
+from tests.harness.test_seed_groups import seedy  # noqa: F401  (a fixture)
 
 
 def test_index_finds_every_run_with_status(data, runs, tmp_path):
@@ -70,7 +71,7 @@ def test_scan_skips_openevolve_checkpoints_and_finds_nested_runs(runs, tmp_path)
     assert not any("openevolve" in p.parts for p in folders)
     nested = tmp_path / "sweep" / "a" / "b"
     nested.mkdir(parents=True)
-    (nested / "config.json").write_text("{}")
+    (nested / "config.json").write_text('{"format": 2, "identity": {}}')  # the harness's own record
     assert find_run_folders([tmp_path]) == [nested]
     assert find_run_folders([nested]) == [nested]  # a run folder given directly
 
@@ -321,3 +322,51 @@ def test_hand_edited_folders_are_one_line_each(tmp_path):
     cand = data.problem(str(odd), "p")["chains"][0]["candidates"][0]
     assert cand["reward"] == [["c0", 0.5]] and cand["details"] == {"value": "odd"}
     assert data.run(str(tmp_path / "shape"))["total"] == 0
+
+
+def _checkpoint(folder: Path, zoo_marker: bool = False) -> None:
+    """A model checkpoint as transformers saves it (its own config.json), with what a TRL run or the
+    zoo's packaging writes beside it."""
+    from transformers import LlamaConfig
+
+    LlamaConfig(hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+                vocab_size=32).save_pretrained(folder)
+    (folder / ("vpo-zoo.json" if zoo_marker else "trainer_state.json")).write_text('{"global_step": 2}')
+
+
+def test_only_runs_are_listed_and_a_lone_member_group_is_not_listed_twice(tmp_path, seedy):  # noqa: F811
+    """A TRL output folder with a checkpoint and a zoo smoke run's packaged policy hold config.json
+    files of their own: none is a run. A training-seed group of one member (a plain `vpo demo`) is not
+    listed beside that member; a group of two is, and its seed links open the members."""
+    from tests.harness.test_training_seed_groups import _group
+
+    trl = tmp_path / "trl-out"
+    _checkpoint(trl)
+    _checkpoint(trl / "checkpoint-2")
+    _checkpoint(tmp_path / "zoo-smoke" / "checkpoints" / "maze-tiny-vpo", zoo_marker=True)
+    lone = _group(tmp_path / "demo", "maze-tiny-vpo", {0: "seedy:0.5"})
+    pair = _group(tmp_path / "demo", "maze-tiny-grpo", {0: "seedy:0.3", 1: "seedy:0.6"})
+    data = ViewData([tmp_path])
+    listed = {r["id"]: r for r in data.runs()["runs"]}
+    demo = tmp_path / "demo"
+    assert set(listed) == {str(demo / "maze-tiny-vpo@0"), str(demo / "maze-tiny-grpo@0"),
+                           str(demo / "maze-tiny-grpo@1"), str(pair)}
+    assert str(lone) not in listed
+    group = data.run(str(pair))["run"]
+    assert group["model"] == "seedy:0.3, seedy:0.6"  # each training seed's policy, not seed 0's alone
+    for s in group["seed_list"]:
+        assert s["id"] in listed and s["model"] == f"seedy:{0.3 if s['seed'] == 0 else 0.6}"
+        assert data.run(s["id"])["run"]["id"] == s["id"]  # the link opens the member
+    # each member names its group, linked when the group is listed
+    assert listed[str(demo / "maze-tiny-grpo@1")]["group"]["id"] == str(pair)
+    assert listed[str(demo / "maze-tiny-grpo@1")]["group"]["listed"] is True
+    assert "group" not in listed[str(demo / "maze-tiny-vpo@0")]  # its group of one is the run itself
+
+
+def test_a_policy_given_by_path_is_named_by_its_last_folders():
+    from vpo_harness.reports.view.catalog import model_label
+
+    assert model_label("hf:/home/u/trl-out/run7/checkpoint-500") == "hf:.../run7/checkpoint-500"
+    assert model_label("hf:maze-tiny-vpo") == "hf:maze-tiny-vpo"
+    assert model_label("openai:Qwen/Qwen3-4B") == "openai:Qwen/Qwen3-4B"
+    assert model_label("hf:/ckpt/a") == "hf:/ckpt/a"  # short enough already

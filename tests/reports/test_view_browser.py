@@ -22,6 +22,7 @@ import pytest
 
 from vpo_harness.reports.view import make_server
 from tests.reports.view_runs import HOSTILE, big_lineage_run, live_row, live_run
+from tests.harness.test_seed_groups import seedy  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -578,3 +579,107 @@ def quote_id(path: Path) -> str:
     from urllib.parse import quote
 
     return quote(str(path), safe="")
+
+
+# ---- every link opens ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def link_site(tmp_path_factory, seedy):  # noqa: F811
+    """Runs of every kind a link can lead between: two eval runs, an evolve run, a `vpo run --seeds`
+    group (its seeds inside it) and two training-seed groups laid out as `vpo demo --seeds` writes
+    them (members beside the groups, named by ``../../`` paths; one group of a single member)."""
+    from vpo_harness.harness.app.cli import main
+    from vpo_harness.harness.core.seed_groups import register_training_seeds
+    from vpo_harness.harness.core.store import RunStore
+    from tests.reports.view_runs import eval_runs, evolve_run
+
+    def run(out: Path, model: str, *extra: str) -> Path:  # three problems: each is a link to click
+        assert main(["run", "--task", "musique", "--split", "validation", "--model", model, "--limit", "3", "-n", "2",
+                     "--no-progress", "--out", str(out), *extra]) == 0
+        return out
+
+    def demo_group(name: str, models: dict[int, str]) -> None:
+        members = {ts: run(root / "demo" / (name if ts == 0 else f"{name}@{ts}"), m) for ts, m in models.items()}
+        ident = {ts: RunStore(f).read_config()["identity"] for ts, f in members.items()}
+        register_training_seeds(root / "demo" / "seeds" / name, members,
+                                {ts: i["model"]["spec"] for ts, i in ident.items()}, ident[0])
+
+    root = tmp_path_factory.mktemp("linkruns")
+    eval_runs(root)
+    evolve_run(root)
+    run(root / "sampling-group", "seedy:0.5", "--seeds", "0,1")
+    demo_group("maze-tiny-grpo", {0: "seedy:0.3", 1: "seedy:0.6"})
+    demo_group("maze-tiny-vpo", {0: "seedy:0.5"})
+    srv = make_server([root], port=0)
+    srv.start_background()
+    yield srv, root
+    srv.shutdown()
+    srv.server_close()
+
+
+def _settled(browser, href: str) -> str:
+    """Wait for the page of ``href`` to finish (ready, or the error state a failed request leaves)."""
+    browser.wait(f"location.hash === {json.dumps(href)} && ['ready', 'error'].includes(document.body.dataset.state)",
+                 f"the page of {href}")
+    return browser.js("document.body.dataset.state")
+
+
+def _go(browser, href: str) -> None:
+    """Show ``href`` in the open document (a hash change, as the app's own links make)."""
+    if browser.js("location.hash") != href:
+        browser.js(f"document.body.dataset.state = 'stale'; location.hash = {json.dumps(href)}")
+        _settled(browser, href)
+
+
+def _crawl(browser, base: str) -> dict[str, str]:
+    """Click every in-app link of every page reachable from the index, each distinct link once, and
+    every lineage node of an evolve problem page; returns what was clicked -> the state its page
+    ended in."""
+    browser.open(base + "#/", "index")
+    seen: dict[str, str] = {"#/": "ready"}
+    queue = ["#/"]
+    while queue:
+        page = queue.pop(0)
+        _go(browser, page)
+        hrefs = browser.js("[...new Set([...document.querySelectorAll('a[href^=\"#/\"]')].map(a => a.getAttribute('href')))]")
+        for href in hrefs:
+            if href in seen:
+                continue
+            _go(browser, page)
+            browser.js("document.body.dataset.state = 'stale'; [...document.querySelectorAll('a')]"
+                       f".find(a => a.getAttribute('href') === {json.dumps(href)}).click()")
+            seen[href] = _settled(browser, href)
+            if seen[href] == "ready":
+                queue.append(href)
+        _go(browser, page)
+        for node in browser.js("[...document.querySelectorAll('a.node')].map(a => a.dataset.node)") or []:
+            browser.js(f"[...document.querySelectorAll('a.node')].find(a => a.dataset.node === {json.dumps(node)}).click()")
+            browser.wait(f"document.getElementById('node-panel').dataset.node === {json.dumps(node)} && "
+                         "['ready', 'error'].includes(document.getElementById('node-panel').dataset.state)", node)
+            seen[f"{page} node {node}"] = browser.js("document.getElementById('node-panel').dataset.state")
+    return seen
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_every_link_opens(link_site, browser, width):
+    """From the index, every link of every page (runs, seed groups of both kinds and their seeds, each
+    member's group, problems, crumbs, side by side, lineage nodes) opens its page: no 404 from the
+    server, no page left in its error state."""
+    srv, root = link_site
+    browser.set_width(width)
+    try:
+        browser.drain()
+        seen = _crawl(browser, srv.url)
+        errors = browser.drain()
+    finally:
+        browser.set_width(1440)
+    failed = {h: s for h, s in seen.items() if s != "ready"}
+    assert not failed, failed
+    assert not [e for e in errors if "404" in e], errors
+    assert errors == []
+    # the crawl reached what the issue found dead: a training seed's run from its group, and the group from it
+    member = f"#/run?id={quote_id(root / 'demo' / 'maze-tiny-grpo@1')}"
+    group = f"#/run?id={quote_id(root / 'demo' / 'seeds' / 'maze-tiny-grpo')}"
+    sampling_seed = f"#/run?id={quote_id(root / 'sampling-group' / 'seed-1')}"
+    assert {member, group, sampling_seed} <= set(seen), sorted(seen)[:20]
+    assert any(" node " in h for h in seen)  # lineage nodes were clicked
+    assert f"#/run?id={quote_id(root / 'demo' / 'seeds' / 'maze-tiny-vpo')}" not in seen  # a group of one is not listed

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from vpo_harness.benchmarks import get_task
-from vpo_harness.search.adapters import adapter_for
+from vpo_harness.benchmarks.steps import adapter_for
 from vpo_harness.search.evolve import EvolveConfig, run_evolve
 from vpo_harness.search.engine import complete_iterations
 from tests.fakes.scripted_openai import ScriptedOpenAIServer, prefilled
@@ -204,7 +204,7 @@ def test_default_answer_prefix_keeps_the_text_up_to_a_word() -> None:
         def multi_prompt(self, *a, **k): return []  # noqa: E704
         def reward(self, *a, **k): return None  # noqa: E704
 
-    t, p = adapter_for(T()), None  # a task without an entry in search.adapters.ADAPTERS: words
+    t, p = adapter_for(T()), None  # a task without an entry in benchmarks.steps.ADAPTERS: words
     ans = "<support>1, 2</support>\n<answer>Paris  France</answer>"
     assert t.steps(p, ans)[:2] == ["<support>1,", " 2</support>"]
     assert t.prefix(p, ans, 3, 1) == "<support>1, 2</support>\n<answer>Paris"

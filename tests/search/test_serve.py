@@ -294,3 +294,20 @@ def test_batcher_waits_for_requests_still_arriving() -> None:
         assert [len(reqs) for reqs, _ in backend.calls] == [2, 1]
     finally:
         b.close()
+
+
+def test_a_busy_port_is_refused_before_the_model_loads(tmp_path, capsys) -> None:
+    """The port is checked first: a model folder that does not exist is not even looked at, and the
+    answer is one line naming the port (it was a raw [Errno 98] after the model had loaded)."""
+    import socket
+
+    from vpo_harness.search.serve import main as serve_main
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        assert serve_main(["--model", f"hf:{tmp_path / 'no-such-model'}", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--port {port}: cannot listen on 127.0.0.1:{port}" in err[0]
+    assert "no-such-model" not in err[0]

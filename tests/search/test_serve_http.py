@@ -292,3 +292,94 @@ def _until(cond: Any, deadline_s: float = 60.0) -> None:
         if time.monotonic() > end:
             raise AssertionError("condition not reached")
         time.sleep(0.01)
+
+
+
+# ---- client errors are 400s, never 500s --------------------------------------------------------------
+
+
+class _PickyStops(ScriptedBackend):
+    """A backend whose tokenizer cannot take some stop strings (what transformers' stop-string
+    criteria raise for a tokenizer that cannot encode them), checked as the hf backend does."""
+
+    BAD = ("\u2603", "\u00e9", "\x00")
+
+    def check_stop_strings(self, stops: Any) -> None:
+        for i, s in enumerate(stops):
+            if any(b in s for b in self.BAD):
+                raise ValueError(f"stop string {i} ({ascii(s)}) cannot be used with this model's tokenizer")
+
+
+@pytest.fixture(scope="module")
+def picky():
+    srv, backend = _start(_PickyStops(_echo))
+    yield srv, backend
+    srv.shutdown()
+
+
+ODD = ["\ud800", "a\udfffb", "\x00", "\u2603", "\u00e9", "\u202e", "\ufeff", "\U0001F600", "\x7f\x1b[2J",
+       "e\u0301", "\uffff", "\r\n", "x" * 10000]
+
+
+def test_fuzz_odd_unicode_nul_surrogates_and_huge_stop_lists_never_500(picky) -> None:
+    """Odd Unicode, NUL and lone surrogates in every text field, and stop lists of every size: each
+    reply is a 200 or a 400 naming the field, never a 500; a request beside a bad one still gets 200."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    srv, _ = picky
+    rng = random.Random(7)
+    bodies = []
+    for _ in range(60):
+        text = "".join(rng.choice(ODD) for _ in range(rng.randint(1, 3)))
+        where = rng.choice(["content", "stop", "stops", "system", "parts", "template", "prompt"])
+        body: dict[str, Any] = {"model": NAME, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+        if where == "content":
+            body["messages"][0]["content"] = text
+        elif where == "stop":
+            body["stop"] = text
+        elif where == "stops":
+            body["stop"] = [text] * rng.choice([1, 3, 16, 17, 1000])
+        elif where == "system":
+            body["messages"].insert(0, {"role": "system", "content": text})
+        elif where == "parts":
+            body["messages"][0]["content"] = [{"type": "text", "text": "a"}, {"type": "text", "text": text}]
+        elif where == "template":
+            body["chat_template_kwargs"] = {"persona": text}
+        else:
+            body = {"model": NAME, "max_tokens": 4, "prompt": text}
+        bodies.append(body)
+    bodies.append({"model": NAME, "messages": MSG, "seed": 3})  # a good one among them
+
+    def send(body: dict[str, Any]) -> httpx.Response:
+        path = "/v1/completions" if "prompt" in body else "/v1/chat/completions"
+        return _post(srv, json.dumps(body).encode(), path)  # lone surrogates travel as \\udXXX escapes
+
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(send, bodies))
+    assert {r.status_code for r in replies} <= {200, 400}, [r.text for r in replies if r.status_code not in (200, 400)]
+    for body, r in zip(bodies, replies):
+        if r.status_code == 400:
+            err = r.json()["error"]
+            assert err["param"] and f"'{err['param']}'" in err["message"], err
+    assert replies[-1].status_code == 200 and replies[-1].json()["choices"][0]["message"]["content"] == "hi|seed=3"
+    assert sum(r.status_code == 400 for r in replies) >= 20 and sum(r.status_code == 200 for r in replies) >= 5
+
+
+@pytest.mark.parametrize("body, param, said", [
+    ({"messages": [{"role": "user", "content": "hi \ud800"}]}, "messages[0].content", "lone surrogate '\\ud800'"),
+    ({"messages": MSG, "stop": ["ok", "\udcff"]}, "stop[1]", "lone surrogate"),
+    ({"messages": MSG, "stop": ["\u2603"]}, "stop", "stop string 0"),
+    ({"messages": MSG, "stop": "\u00e9"}, "stop", "stop string 0"),
+    ({"messages": MSG, "stop": ["ok", "\x00"]}, "stop", "stop string 1"),
+    ({"prompt": "\ud83d"}, "prompt", "lone surrogate"),
+])
+def test_unencodable_prompts_and_stop_strings_are_400s_naming_the_field(picky, body, param, said) -> None:
+    srv, backend = picky
+    n0 = len(backend.calls)
+    path = "/v1/completions" if "prompt" in body else "/v1/chat/completions"
+    r = _post(srv, json.dumps({"model": NAME, **body}).encode(), path)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and said in err["message"], err
+    assert len(backend.calls) == n0  # refused before batching

@@ -12,7 +12,7 @@ from vpo_harness.search.engine import ProblemEvolution
 from vpo_harness.training import data as D
 from vpo_harness.training.prefix import cut_route, draws_prefix, prefill_at, render_prompt
 from vpo_harness.training.model import build_tokenizer
-from vpo_harness.search.adapters import adapter_for
+from vpo_harness.benchmarks.steps import adapter_for
 
 
 @pytest.fixture(scope="module")

@@ -78,3 +78,26 @@ def test_dry_run_prints_every_step_and_smoke_stays_out_of_checkpoints(tz, tmp_pa
     assert int(_value(smoke[1].argv, "--rl-steps")) < tz.RULE["rl"]["--rl-steps"]
     with pytest.raises(SystemExit):
         tz.main(["--dry-run", "--methods", "ppo"])
+
+
+def test_policies_go_to_runs_zoo_unless_install_is_given(tz, tmp_path, capsys):
+    """A plain run packages into <runs>/checkpoints; the bundled checkpoints/ needs --install, and a
+    --dest naming it without --install (or --install with --smoke) is refused in one line."""
+    def dests(argv):
+        seen = {}
+        real_plan = tz.plan
+        tz.plan = lambda *a, **k: seen.setdefault("dest", a[3]) and []
+        try:
+            assert tz.main(["--dry-run", "--seeds", "0", "--methods", "vpo"] + argv) == 0
+        finally:
+            tz.plan = real_plan
+        return seen["dest"]
+
+    runs = tmp_path / "r"
+    assert dests(["--runs", str(runs)]) == runs / "checkpoints"
+    assert dests(["--runs", str(runs), "--install"]) == tz.REPO / "checkpoints"
+    for argv in (["--dest", str(tz.REPO / "checkpoints")], ["--install", "--smoke"]):
+        with pytest.raises(SystemExit) as exc:
+            tz.main(["--dry-run", "--runs", str(runs)] + argv)
+        assert exc.value.code == 2
+        assert "--install" in capsys.readouterr().err.splitlines()[-1]

@@ -11,7 +11,7 @@ import importlib
 from types import ModuleType
 
 #: subcommand modules under harness.app.commands, in `vpo --help` order
-COMMANDS: tuple[str, ...] = ("run", "ls", "show", "plot", "compare", "report", "rescore", "train", "export_verl",
+COMMANDS: tuple[str, ...] = ("run", "ls", "show", "plot", "compare", "report", "rescore", "export", "import_samples", "train", "export_verl",
                              "demo", "evolve", "serve", "view", "cache")
 
 

@@ -6,6 +6,18 @@ import argparse
 from vpo_harness.harness.core.models import add_chat_template_args as add_model_chat_template_args, kv_arg
 
 
+TASK_HELP = ("task: a name (see `vpo ls`), or a task of your own: package.module:Class, path/to/file.py[:Class] "
+             "(docs/usage.md#your-own-task)")
+
+
+def task_ref(text: str) -> str:
+    """``--task`` as a run records it: a name, or a task reference with a file path made absolute
+    (so later commands find the file from any folder)."""
+    from vpo_harness.benchmarks.plugins import canonical_reference
+
+    return canonical_reference(text)
+
+
 def int_list(text: str) -> tuple[int, ...]:
     """``"1,2,4"`` -> ``(1, 2, 4)``; argparse turns the error into one usage line."""
     try:

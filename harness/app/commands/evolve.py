@@ -7,12 +7,12 @@ import json
 import sys
 from typing import Any, Sequence
 
-from vpo_harness.harness.app.commands._args import add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
+from vpo_harness.harness.app.commands._args import TASK_HELP, task_ref, add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox, kv
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("evolve", help="evolutionary test-time search (OpenEvolve) over a task's problems")
-    p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
+    p.add_argument("--task", required=True, type=task_ref, help=TASK_HELP)
     p.add_argument("--model", required=True, help="openai:NAME (with --base-url) | hf:PATH_OR_ZOO | vllm:ID "
                                                   "(hf/vllm/zoo models are served by a `vpo serve` child)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL for openai: models; "
@@ -21,10 +21,16 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--problems", default="all", help="all | ID,ID,... | hardest:N@RUN_FOLDER[,RUN2]")
     p.add_argument("--iterations", type=int, default=20, help="iterations per problem (plus iteration 0, the seed)")
     p.add_argument("-m", "--answers", dest="m", type=int, default=1, help="answers (children) per LLM call")
-    p.add_argument("--prompt-mode", choices=["evolve", "task", "prefix"], default="evolve",
+    p.add_argument("--prompt-mode", choices=["evolve", "task", "prefix", "feedback"], default="evolve",
                    help="evolve: OpenEvolve's templates with the task in the system message (or the task's mutation "
                         "prompt); task: the task's own prompt (independent samples); prefix: the task's own prompt, "
-                        "the policy continuing the start of a parent's answer (any model trained on the task prompt)")
+                        "the policy continuing the start of a parent's answer (any model trained on the task prompt); "
+                        "feedback: the task's own prompt, the parent's answer and its reward components in words "
+                        "(models that read text)")
+    p.add_argument("--select", choices=["scalar", "pareto"], default="scalar",
+                   help="parents: scalar = OpenEvolve's selection by the task scalar; pareto = drawn from the "
+                        "candidates no other beats on every reward component, each draw the best under a "
+                        "Dirichlet(1) weighting of the components; part of the run's identity")
     p.add_argument("--cut", choices=["uniform", "plateau"], default="uniform",
                    help="prefix mode: where the parent's answer is cut: a uniform step, or where its reward stopped "
                         "improving (Maze; other tasks fall back to uniform)")
@@ -71,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     apply_unsafe_sandbox(args)
     cfg = EvolveConfig(task=args.task, model=args.model, problems=args.problems, iterations=args.iterations,
                        m=args.m, prompt_mode=args.prompt_mode, cut=args.cut,
-                       allow_zero_parents=args.allow_zero_parents, config_path=args.config_path, out=args.out,
+                       allow_zero_parents=args.allow_zero_parents, select=args.select, config_path=args.config_path, out=args.out,
                        split=args.split, limit=args.limit, task_options=args.task_args, data_path=args.data_path,
                        prompt_style=args.prompt_style, base_url=args.base_url, model_args=args.model_args,
                        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed,

@@ -8,12 +8,12 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from vpo_harness.harness.app.commands._args import kv
+    from vpo_harness.harness.app.commands._args import TASK_HELP, kv, task_ref
     from vpo_harness.training.advantages import METHODS
 
     p = sub.add_parser("export-verl", help="write a task split in verl's parquet format (for `vpo train --engine verl`)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", required=True)
+    p.add_argument("--task", required=True, type=task_ref, help=TASK_HELP)
     p.add_argument("--split", required=True)
     p.add_argument("--out", required=True, help="folder; writes <split>.parquet and <split>.export.json")
     p.add_argument("--method", choices=METHODS, default="vpo", help="prompt format and set reward of the rows")

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from vpo_harness.harness.app.commands._args import task_ref
+
 if TYPE_CHECKING:
     from vpo_harness.benchmarks.base import Benchmark
 
@@ -13,12 +15,16 @@ EXAMPLES = """\
 vpo ls
 vpo ls --json | python3 -m json.tool
 vpo ls --models
+vpo ls --task ./coins.py:Coins    # a task of your own next to the built-in ones
 """
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("ls", help="list tasks with reward dimensions, components, splits and sizes")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--task", dest="tasks", action="append", default=[], type=task_ref, metavar="TASK",
+                   help="also list a task of your own (module:Class or path/to/file.py[:Class]; repeatable); "
+                        "installed packages' tasks (entry points vpo_harness.tasks) are listed anyway")
     p.add_argument("--models", action="store_true",
                    help="list the trained tiny Maze policies (zoo names, method, training seed, present or how to train)")
     return p
@@ -60,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "models", False):
         return list_models(args.json)
     rows = []
-    for name in task_names():
+    asked = getattr(args, "tasks", [])
+    for name in [*task_names(), *asked]:
+        if name in asked:  # a task named on the command line: a broken one is the command's error
+            get_task(name)
         try:
             t = get_task(name)
             comps = list(t.component_names)
@@ -74,14 +83,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'task':<15}{'d':<20}{'components':<58}splits (size in the release; size here, offline)")
+    w = max(15, *(len(r["task"]) + 2 for r in rows))
+    print(f"{'task':<{w}}{'d':<20}{'components':<58}splits (size in the release; size here, offline)")
     for r in rows:
         if "error" in r:
-            print(f"{r['task']:<15}unavailable: {r['error']}")
+            print(f"{r['task']:<{w}}unavailable: {r['error']}")
             continue
         comps = ", ".join(r["components"])
         if len(comps) > 55:
             comps = comps[:52] + "..."
         splits = ", ".join(f"{k} ({_sizes(v, r['here'][k])})" for k, v in r["splits"].items())
-        print(f"{r['task']:<15}{str(r['d']):<20}{comps:<58}{splits}")
+        print(f"{r['task']:<{w}}{str(r['d']):<20}{comps:<58}{splits}")
     return 0

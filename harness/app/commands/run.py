@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from vpo_harness.harness.app.commands._args import (add_cache_flag, add_chat_template_args, add_unsafe_sandbox, apply_unsafe_sandbox,
-                                        int_list, kv)
+from vpo_harness.harness.app.commands._args import (TASK_HELP, add_cache_flag, add_chat_template_args, add_unsafe_sandbox,
+                                                    apply_unsafe_sandbox, int_list, kv, task_ref)
 
 if TYPE_CHECKING:
     from vpo_harness.harness.core.config import RunConfig
@@ -24,7 +24,7 @@ vpo run ... --out runs/again   # another folder: the chains come from the genera
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="sample a pool per problem, score it, write a run folder (resumable)")
-    p.add_argument("--task", required=True, help="task name (see `vpo ls`)")
+    p.add_argument("--task", required=True, type=task_ref, help=TASK_HELP)
     p.add_argument("--model", required=True,
                    help="hf:PATH_OR_ZOO_NAME | vllm:ID_OR_PATH | openai:MODEL_NAME | mock:moves (zoo: smollm2-135m, ...)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (openai backend)")

@@ -14,6 +14,7 @@ EXAMPLES = """\
 vpo show runs/smol runs/other
 vpo show runs/demo/*              # files that are not runs are skipped
 vpo show runs/smol --k 1,3,10     # other ks, computed from the stored rows (nothing sampled)
+vpo show runs/smol --metrics      # and the VPO authors' pool metrics (union coverage, witnesses, ...)
 """
 
 
@@ -27,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="read best@k / pass@k at these ks, computed from the stored rows (default: the run's own)")
     p.add_argument("--tau", dest="taus", type=tau_list, default=None,
                    help="Cover@tau thresholds: share of problems whose pass rate is >= tau (default 0.1,0.5,0.9)")
+    p.add_argument("--metrics", action="store_true",
+                   help="also the VPO authors' pool metrics: union coverage, best individual, pass@1-3 per "
+                        "solution and per chain, witness count and fraction (mean ± s.e. over problems)")
     p.add_argument("--select", default="majority,random",
                    help="selection strategies for a selected@k table under the main one ('' for none)")
     return p
@@ -99,7 +103,12 @@ def run(args: argparse.Namespace) -> int:
             loaded[i] = replace(r, summary=results_at(r.path, list(args.ks) if args.ks else None, args.taus))
     evolved = _load_evolve(evolve_paths, alone=len(evolve_paths) == 1 and not loaded)
     if args.json:
-        print(json.dumps([r.results for r in loaded] + [_evolve_json(e, args.ks) for e in evolved], indent=2))
+        out = [r.results for r in loaded]
+        if getattr(args, "metrics", False):
+            from vpo_harness.reports.pool_table import pool_metrics_json
+
+            out = [{**(res or {}), "authors_pool_metrics": pool_metrics_json(r.path)} for r, res in zip(loaded, out)]
+        print(json.dumps(out + [_evolve_json(e, args.ks) for e in evolved], indent=2))
         return 0
     blocks = []
     if loaded:
@@ -116,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
         from vpo_harness.reports.selected import format_selected
 
         blocks.append(format_selected([r.path for r in loaded], strategies, ks=args.ks))
+    if getattr(args, "metrics", False) and loaded:  # (callers from Python may pass a Namespace without it)
+        from vpo_harness.reports.pool_table import format_pool_metrics
+
+        blocks.append(format_pool_metrics([r.path for r in loaded if r.summary is not None]))
     print("\n\n".join(blocks))
     return 0
 

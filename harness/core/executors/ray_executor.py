@@ -16,8 +16,8 @@ Why it is built this way:
 """
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 import uuid
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -26,6 +26,8 @@ from vpo_harness.harness.core.executors.base import BackendSpec, ChainScorer, Ex
 from vpo_harness.harness.core.executors.config import ExecutorConfig
 from vpo_harness.harness.core.executors.workqueue import WorkQueue
 from vpo_harness.harness.core.models.base import GenRequest, SamplingConfig
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 INSTALL_HINT = "--executor ray needs Ray: pip install 'vpo-harness[ray]'"
 
@@ -169,8 +171,7 @@ class RayExecutor(Executor):
         if self._generation[slot] != generation or self.actors[slot] is None:
             return  # already handled (one dead actor fails all its in-flight calls)
         self.stats["actor_deaths"] += 1
-        print(f"[vpo] ray replica {slot} lost ({type(exc).__name__}); its in-flight work is re-queued",
-              file=sys.stderr)
+        _log.warning(f"[vpo] ray replica {slot} lost ({type(exc).__name__}); its in-flight work is re-queued")
         self._event({"event": "replica_lost", "slot": slot, "actor": generation, "error": type(exc).__name__,
                      "deaths": self.stats["actor_deaths"]})
         if self.stats["restarts"] < self.max_restarts:
@@ -189,7 +190,7 @@ class RayExecutor(Executor):
         try:
             self.on_event(event)
         except Exception as exc:  # noqa: BLE001 - the rows matter more than the record of the loss
-            print(f"[vpo] could not record {event.get('event')} in the run folder: {exc}", file=sys.stderr)
+            _log.warning(f"[vpo] could not record {event.get('event')} in the run folder: {exc}")
 
     # ---- the dispatch loop ---------------------------------------------------------------------------
     def rows(self, requests: Sequence[GenRequest], problems: Mapping[str, Any], sampling: SamplingConfig,

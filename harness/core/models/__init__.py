@@ -40,7 +40,7 @@ Factory = Callable[[str, "str | None", dict[str, Any]], Backend]
 EXECUTION_ARGS: dict[str, frozenset[str]] = {
     "openai": frozenset({"concurrency", "max_retries", "timeout", "deadline", "backoff_base", "backoff_max",
                          "api_key", "eject_after", "cooldown_s", "connect_retries",
-                         "connect_backoff", "give_up_after", "headers"}),
+                         "connect_backoff", "give_up_after", "headers", "keepalive"}),
     "hf": frozenset({"batch_size"}),  # each chain has its own seeded sampler: text independent of the batch
     "mock": frozenset({"latency_s"}),
 }
@@ -114,7 +114,7 @@ def _coerce(value: str) -> Any:
     return value.strip()
 
 
-def parse_model_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
+def parse_model_args(args: dict[str, Any] | str | None, what: str = "model_args") -> dict[str, Any]:
     """``"k=v,k2=v2"`` -> ``{"k": v, "k2": v2}`` with int/float/bool/None coercion.
 
     A dict is passed through (copied) so callers can hand in either form."""
@@ -130,11 +130,11 @@ def parse_model_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
         if not part:
             continue
         if "=" not in part:
-            raise ValueError(f"bad model_args entry {part!r}: expected key=value (in {args!r})")
+            raise ValueError(f"bad {what} entry {part!r}: expected key=value (in {args!r})".replace("  ", " "))
         key, value = part.split("=", 1)
         key = key.strip()
         if not key:
-            raise ValueError(f"bad model_args entry {part!r}: empty key (in {args!r})")
+            raise ValueError(f"bad {what} entry {part!r}: empty key (in {args!r})".replace("  ", " "))
         out[key] = _coerce(value)
     return out
 
@@ -145,8 +145,8 @@ def kv_arg(text: str) -> dict[str, Any]:
     every command, `vpo serve` included; a bad entry is one usage line, not a traceback."""
     import argparse
 
-    try:
-        return parse_model_args(text)
+    try:  # argparse names the flag ("argument --task-args: bad entry ..."): no backend's word for it
+        return parse_model_args(text, what="")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

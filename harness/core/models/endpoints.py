@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import sys
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 Client = Any  # harness.core.models.transport.JSONClient (get, aclose)
 
@@ -189,8 +191,7 @@ class EndpointPool:
     def eject(self, ep: Endpoint, why: str) -> None:
         ep.ejected_until = time.monotonic() + self.cooldown_s
         ep.stats["ejections"] += 1
-        print(f"[vpo] endpoint {ep.url} ejected ({why}); health check again in {self.cooldown_s:g}s",
-              file=sys.stderr)
+        _log.warning(f"[vpo] endpoint {ep.url} ejected ({why}); health check again in {self.cooldown_s:g}s")
 
     def _probe_due(self) -> None:
         now = time.monotonic()
@@ -206,7 +207,7 @@ class EndpointPool:
             if await self.healthy(ep):
                 ep.ejected_until, ep.consecutive_failures = None, 0
                 ep.stats["readmissions"] += 1
-                print(f"[vpo] endpoint {ep.url} passed its health check: re-admitted", file=sys.stderr)
+                _log.info(f"[vpo] endpoint {ep.url} passed its health check: re-admitted")
             else:
                 ep.ejected_until = time.monotonic() + self.cooldown_s
         finally:

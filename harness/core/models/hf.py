@@ -17,6 +17,7 @@ rows of different prompts share a left-padded batch). Stop strings end a row ear
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Iterator, Sequence
 
@@ -25,6 +26,8 @@ from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation
 from vpo_harness.harness.core.models.prefill import join
 from vpo_harness.harness.core.models.prompting import rendered
 from vpo_harness.harness.core.progress import step
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 
 def resolve_model_path(model: str) -> str:
@@ -184,12 +187,33 @@ class HFBackend(Backend):
         self._setup(model, tokenizer)
         return self
 
+    def check_stop_strings(self, stops: Sequence[str]) -> None:
+        """Raise ValueError naming the first stop string transformers' stop-string criteria cannot
+        take with this tokenizer. Why: they are built inside ``generate``, for the whole batch, so a
+        stop string a tokenizer cannot handle would fail every request batched with it; `vpo serve`
+        asks here first and answers 400 for that request alone. Accepted lists are remembered."""
+        key = tuple(stops)
+        if not key or key in self._stops_ok:
+            return
+        import torch
+        from transformers.generation.stopping_criteria import StopStringCriteria
+
+        probe = torch.zeros((1, 1), dtype=torch.long)
+        for i, stop in enumerate(key):
+            try:
+                StopStringCriteria(self.tokenizer, [stop])(probe, None)
+            except Exception as exc:  # noqa: BLE001 - whatever the tokenizer raises is this stop string's fault
+                raise ValueError(f"stop string {i} ({ascii(stop)[:80]}) cannot be used with this model's "
+                                 f"tokenizer ({type(exc).__name__}: {str(exc)[:200]})") from None
+        self._stops_ok.add(key)
+
     def _setup(self, model: Any, tokenizer: Any) -> None:
         model.eval()
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer = model, tokenizer
+        self._stops_ok: set[tuple[str, ...]] = set()  # stop lists check_stop_strings has accepted
         #: progress hook: called with a token count as decoding runs (the runner's token bar)
         self.on_tokens: Any = None
         ctx = getattr(model.config, "max_position_embeddings", None)
@@ -265,10 +289,9 @@ class HFBackend(Backend):
                 f"{self.context_len}; use a shorter prompt style (--prompt-style compact) or a longer-context model")
         if n + sampling.max_tokens > self.context_len and not self._warned_budget:
             self._warned_budget = True
-            import sys
-
-            print(f"[vpo] {self.model_name}: prompt ({n} tokens) + max tokens ({sampling.max_tokens}) exceed the "
-                  f"context of {self.context_len}; completions may stop at the context end", file=sys.stderr)
+            
+            _log.warning(f"[vpo] {self.model_name}: prompt ({n} tokens) + max tokens ({sampling.max_tokens}) exceed the "
+                         f"context of {self.context_len}; completions may stop at the context end")
 
     def _generate_batch(self, prompts: list[tuple[str, bool]], seeds: list[int], sampling: SamplingConfig) -> list[tuple[str, int, int, str]]:
         import torch

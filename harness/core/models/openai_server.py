@@ -19,7 +19,11 @@ Why it looks the way it does:
   client per server, keep-alive connections, guarded so that a reply always belongs to its request;
   that module's docstring says why httpx and what it adds). Its error classes say which failure it
   was, and the retry policy below is decided by them. Every retry prints one line to stderr (server,
-  attempt, reason, next wait), progress bars or not.
+  attempt, reason, next wait), progress bars or not. What a retry cannot change (a reply over the
+  size caps, bytes that are not HTTP: ``transport.PERMANENT``) is not retried; a reply that repeats
+  the completion ``id`` of one already read in this run (a stray reply) is dropped with its
+  connection and the request sent again. ``keepalive=false`` gives every request a connection of
+  its own, for a server one does not trust (docs/usage.md says what keep-alive cannot rule out).
 - A server that stops answering is given up on as a whole, not chain by chain: once requests have
   been failing (timeouts, dropped connections, 5xx, garbage) for ``give_up_after`` seconds (default
   300) with no reply succeeding since, :class:`ServerUnreachable` stops the run, as for a refused
@@ -193,6 +197,7 @@ class OpenAIServerBackend(Backend):
         connect_backoff: float = 0.25,
         give_up_after: float = 300.0,
         headers: dict[str, str] | str | None = None,
+        keepalive: bool = True,
     ) -> None:
         if mode not in ("chat", "completions"):
             raise ValueError(f"mode must be 'chat' or 'completions', got {mode!r}")
@@ -237,6 +242,14 @@ class OpenAIServerBackend(Backend):
         self.headers = _headers_arg(headers)
         for name, value in self.headers.items():
             check_header(name, value, "--model-args headers")
+        if keepalive not in (True, False):
+            raise ValueError(f"keepalive must be true or false, got {keepalive!r}")
+        self.keepalive = keepalive
+        #: the ids of the replies read so far, shared by every client of this backend: a stray reply
+        #: repeating one is refused (transport.ReplayedReply). Not needed, and not kept, without
+        #: keep-alive, where a reply cannot reach another request's connection (and a server that
+        #: repeats ids can be used that way)
+        self._reply_ids: set[str] | None = set() if keepalive else None
         self._last_ok: float | None = None  # when a reply last succeeded (give_up_after)
         self._failing_since: float | None = None  # the start of the failures since then
         self._tokenizer_path = tokenizer
@@ -297,7 +310,8 @@ class OpenAIServerBackend(Backend):
     def client_for(self, url: str) -> JSONClient:
         """A client for one server with this backend's key, headers and timeout."""
         return JSONClient(url, api_key=self._api_key, timeout=self.timeout, headers=self.headers,
-                          api_key_source=self._api_key_source, headers_source="--model-args headers")
+                          api_key_source=self._api_key_source, headers_source="--model-args headers",
+                          keepalive=self.keepalive, reply_ids=self._reply_ids)
 
     async def aopen(self) -> None:
         """Build the clients and the endpoint pool in the running loop now (for :meth:`generate_one`),
@@ -350,6 +364,7 @@ class OpenAIServerBackend(Backend):
                 "connect_backoff": self.connect_backoff,
                 "give_up_after": self.give_up_after,
                 "headers": sorted(self.headers),  # the names only: a header may carry a secret
+                "keepalive": self.keepalive,
             },
             "library": {"client": "httpx", "version": transport.httpx.__version__},
         }
@@ -479,6 +494,8 @@ class OpenAIServerBackend(Backend):
     def _retryable(self, exc: BaseException) -> bool:
         if isinstance(exc, (GarbageResponse, json.JSONDecodeError)):
             return True
+        if isinstance(exc, transport.PERMANENT):  # the same bytes would come back: fail the chain now
+            return False
         if isinstance(exc, (*transport.TRANSPORT_ERRORS, asyncio.TimeoutError, RequestDeadline)):
             return True
         status = _status(exc)

@@ -1,6 +1,7 @@
 """Turning chat messages into the text a completion-only model sees."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 
@@ -53,14 +54,13 @@ def prompt_tokens(messages: list[dict[str, str]], tokenizer: Any, template_args:
 
 
 _WARNED: set[str] = set()
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 
 def _warn_once(msg: str) -> None:
-    import sys
-
     if msg not in _WARNED:
         _WARNED.add(msg)
-        print(msg, file=sys.stderr)
+        _log.warning(msg)
 
 
 def _fmt(args: dict[str, Any]) -> str:

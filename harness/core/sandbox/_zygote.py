@@ -24,6 +24,7 @@ leftovers are swept by process group and uid instead.
 Standard library only: this file runs in isolated mode outside the repository's import path.
 """
 import ctypes
+import fcntl
 import json
 import os
 import resource
@@ -37,6 +38,9 @@ import time
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
+#: the child's fds: 0-2 stdio, 3 the result channel, 4 the reply channel (gated drivers), from 5 the
+#: candidate group's counter files
+FIRST_COUNTER_FD = 5
 CLONE_NEWNS = 0x00020000
 #: what a program sees besides the Python installation: the shared libraries it links against
 LIB_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib", "/lib64", "/lib32",
@@ -63,69 +67,116 @@ def _bind_ro(src, dst):
 
 
 # ---- sealing -------------------------------------------------------------------------------------
-def _place(root, path, seen):
-    """Make ``path`` (absolute, on the host) appear read-only at the same place under ``root``.
-    Symlinks are recreated (pointing where they point on the host) and their targets placed too."""
+#: the folders the sealed tree makes for itself: the child's scratch (fresh tmpfs per run) and, only
+#: while sealing, the old root. An exposed path may already live under one of these names (a venv
+#: in a checkout under /work, one under the host's /tmp): then the scratch folder gets another name
+SCRATCH = ("tmp", "work")
+
+
+def _plan(path, seen, ops):
+    """Append to ``ops`` what makes ``path`` (absolute, on the host) appear read-only at the same
+    place under the new root: folders to make, symlinks to recreate (pointing where they point on
+    the host, their targets placed too), and the path itself to bind, held open as an ``O_PATH`` fd.
+    Planned before the root's tmpfs is mounted: that tmpfs shadows a host folder (``/tmp``), and a
+    path under it must be looked at, and opened, as the host has it."""
     cur = ""
     for comp in path.strip("/").split("/"):
         cur += "/" + comp
         if cur in seen:
             continue
-        inside = root + cur
         if os.path.islink(cur):
             target = os.readlink(cur)
-            if not os.path.lexists(inside):
-                os.symlink(target, inside)
+            ops.append(("link", cur, target))
             seen.add(cur)
             resolved = os.path.normpath(os.path.join(os.path.dirname(cur), target))
-            rest = path[len(cur):]
-            _place(root, resolved + rest, seen)
+            _plan(resolved + path[len(cur):], seen, ops)
             return
         if cur == path.rstrip("/"):
-            if os.path.isdir(cur):
-                os.makedirs(inside, exist_ok=True)
-            else:
-                open(inside, "a").close()
-            _bind_ro(cur, inside)
+            ops.append(("bind", cur, os.open(cur, os.O_PATH | os.O_CLOEXEC), os.path.isdir(cur)))
             seen.add(cur)
             return
-        os.makedirs(inside, mode=0o755, exist_ok=True)
+        ops.append(("dir", cur))
+
+
+def _build(root, ops):
+    """Carry out :func:`_plan`'s ``ops`` under ``root``; binds come from the held fds, so what is
+    placed is the host's file even where ``root``'s tmpfs now covers its path."""
+    for op in ops:
+        inside = root + op[1]
+        if op[0] == "dir":
+            os.makedirs(inside, mode=0o755, exist_ok=True)
+        elif op[0] == "link":
+            if not os.path.lexists(inside):
+                os.symlink(op[2], inside)
+        else:
+            _, _, fd, is_dir = op
+            try:
+                if is_dir:
+                    os.makedirs(inside, exist_ok=True)
+                else:
+                    open(inside, "a").close()
+                _bind_ro(f"/proc/self/fd/{fd}", inside)
+            finally:
+                os.close(fd)
+
+
+def _free_name(root, name):
+    """``/name``, or ``/name-sandbox[-N]`` where an exposed path already holds ``/name``."""
+    for k in range(100):
+        cand = f"/{name}" if k == 0 else f"/{name}-sandbox" + (f"-{k}" if k > 1 else "")
+        if not os.path.lexists(root + cand):
+            return cand
+    raise OSError(17, f"no free name for the sandbox's {name} folder")
 
 
 def seal(expose):
-    """pivot_root into a minimal tree; returns the notes to record (what could not be placed)."""
+    """pivot_root into a minimal tree. Returns (the notes to record: what could not be placed, a
+    scratch folder renamed; the scratch folders' paths, ``{"tmp": ..., "work": ...}``)."""
     notes = []
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    root = "/tmp"  # any existing directory: the tmpfs over it only exists in this mount namespace
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
-    seen = set()
+    seen, ops = set(), []
     wanted = [p for p in dict.fromkeys(list(expose) + list(LIB_DIRS)) if os.path.lexists(p)]
     # nested paths: place the outer one only (its bind mount brings the inner one along)
     wanted = [p for p in wanted
               if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in wanted)]
     for path in wanted:
+        before = len(ops)
         try:
-            _place(root, os.path.abspath(path), seen)
+            _plan(os.path.abspath(path), seen, ops)
         except OSError as exc:
+            for op in ops[before:]:
+                if op[0] == "bind":
+                    os.close(op[2])
+            del ops[before:]
             notes.append(f"not placed: {path} ({exc.strerror})")
-    os.makedirs(root + "/dev", mode=0o755)
+    root = "/tmp"  # any existing directory: the tmpfs over it only exists in this mount namespace
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+    _build(root, ops)
+    os.makedirs(root + "/dev", mode=0o755, exist_ok=True)
     for dev in DEVICES:
         open(f"{root}/dev/{dev}", "a").close()
         _mount(f"/dev/{dev}", f"{root}/dev/{dev}", None, MS_BIND)
-    for d in ("proc", "tmp", "work", ".old"):
-        os.mkdir(f"{root}/{d}", 0o755)
+    os.makedirs(root + "/proc", mode=0o755, exist_ok=True)
+    scratch = {}
+    for name in SCRATCH:
+        scratch[name] = _free_name(root, name)
+        if scratch[name] != "/" + name:
+            notes.append(f"/{name} holds the Python installation: the sandbox's {name} folder is {scratch[name]}")
+        os.mkdir(root + scratch[name], 0o755)
+    old = _free_name(root, ".old")
+    os.mkdir(root + old, 0o755)
     os.chdir(root)
-    _check(_LIBC.syscall(155 if os.uname().machine == "x86_64" else 41, b".", b".old"), "pivot_root")
+    _check(_LIBC.syscall(155 if os.uname().machine == "x86_64" else 41, b".", old[1:].encode()), "pivot_root")
     os.chdir("/")
-    _check(_LIBC.umount2(b"/.old", MNT_DETACH), "umount old root")
-    os.rmdir("/.old")
+    _check(_LIBC.umount2(old.encode(), MNT_DETACH), "umount old root")
+    os.rmdir(old)
     try:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
     except OSError:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         notes.append("/proc without hidepid")
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    return notes
+    return notes, scratch
 
 
 # ---- the child -----------------------------------------------------------------------------------
@@ -167,6 +218,11 @@ def _child(cfg, job, fds, drivers, seccomp_code):
     try:
         if cfg.get("budget"):  # born in the slot's cgroup: the OOM killer's first choice, not the zygote
             _write_file("/proc/self/oom_score_adj", "1000")
+        n_counters = int(job.get("counters") or 0)
+        # the candidate group's counter files (read-only, see cgroups.counter_fds) come last: moved
+        # out of the way first, so the redirections below cannot close one of them
+        counters = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds[len(fds) - n_counters:]]
+        fds = fds[:len(fds) - n_counters]
         out_w, err_w, res_w = fds[:3]
         reply_r = fds[3] if len(fds) > 3 else None
         lim, uid, gid = job["limits"], cfg.get("uid"), cfg.get("gid")
@@ -174,9 +230,9 @@ def _child(cfg, job, fds, drivers, seccomp_code):
             _check(_LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
             own = f",uid={uid},gid={gid}" if uid is not None else ""
             size = lim["scratch_bytes"]
-            _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=1777")
-            _mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{own}")
-            workdir = "/work"
+            tmp, workdir = cfg["scratch"]["tmp"], cfg["scratch"]["work"]
+            _mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=1777")
+            _mount("tmpfs", workdir, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},nr_inodes=4096,mode=0700{own}")
         else:
             os.setsid()
             workdir = job["workdir"]
@@ -194,7 +250,12 @@ def _child(cfg, job, fds, drivers, seccomp_code):
         redirected = True
         if reply_r is not None:
             os.dup2(reply_r, 4)
-        os.closerange(5 if reply_r is not None else 4, 1 << 16)
+        else:
+            os.closerange(4, FIRST_COUNTER_FD)
+        for k, fd in enumerate(counters):
+            os.dup2(fd, FIRST_COUNTER_FD + k)
+        job["counter_fds"] = list(range(FIRST_COUNTER_FD, FIRST_COUNTER_FD + len(counters)))
+        os.closerange(FIRST_COUNTER_FD + len(counters), 1 << 16)
         _set_limits(lim)
         if uid is not None:
             os.setgroups([])
@@ -203,6 +264,7 @@ def _child(cfg, job, fds, drivers, seccomp_code):
         os.umask(0o077)
         if seccomp_code is not None:
             sys.modules["_seccomp"].install(seccomp_code)
+        job["tmpdir"] = cfg["scratch"]["tmp"] if cfg["sealed"] else workdir
         run_driver(drivers[job["driver_key"]], job, workdir)
         code = 0
     except BaseException:
@@ -217,13 +279,28 @@ def _child(cfg, job, fds, drivers, seccomp_code):
     os._exit(code)
 
 
+def _counter_texts(fds):
+    """The texts of the candidate group's counter files now, or None when one cannot be read (the
+    program closed it): the parent then attributes by arrival (sandbox.py)."""
+    out = []
+    for fd in fds:
+        try:
+            out.append(os.pread(fd, 4096, 0).decode("ascii", "replace"))
+        except OSError:
+            return None
+    return out
+
+
 def run_driver(ns, job, workdir):
-    """The worker's part: emit records on fd 3 and call the driver's ``main``."""
+    """The worker's part: emit records on fd 3 and call the driver's ``main``. Each record carries
+    the memory counters of the candidate's group as they were when it was emitted (``mem``), so the
+    parent can tell which test an OOM kill or a limit hit belongs to, whenever the record is read."""
     nonce = job["nonce"]
+    counter_fds = job.get("counter_fds") or []
     me = os.getpid()
     out = os.fdopen(3, "w", buffering=1, closefd=False)
     os.environ.clear()
-    os.environ.update(job["env"], HOME=workdir, TMPDIR="/tmp" if job.get("sealed") else workdir)
+    os.environ.update(job["env"], HOME=workdir, TMPDIR=job.get("tmpdir") or workdir)
 
     def emit(record):
         """Send one JSON record to the parent; silently dropped in processes the program forked."""
@@ -231,6 +308,8 @@ def run_driver(ns, job, workdir):
             return
         record = dict(record)
         record["nonce"] = nonce
+        if counter_fds:
+            record["mem"] = _counter_texts(counter_fds)
         out.write(json.dumps(record, separators=(",", ":")) + "\n")
         out.flush()
 
@@ -426,7 +505,8 @@ def main():
         for key, src in cfg.get("drivers", {}).items():
             drivers[key] = _load_driver(src)
         if cfg["sealed"]:
-            notes += seal(cfg["expose"])
+            sealed_notes, cfg["scratch"] = seal(cfg["expose"])
+            notes += sealed_notes
         sys.path.extend(p for p in cfg.get("sys_path", []) if p not in sys.path)
         join_budget(budget_fds)  # last: what the zygote allocated so far is not charged to the budget
     except BaseException as exc:

@@ -271,13 +271,28 @@ V1_FAILCNTS = ("memory.failcnt", "memory.memsw.failcnt")
 def _counter(path: str, key: str) -> int:
     """The ``key N`` line of a flat-keyed cgroup file (memory.events, memory.oom_control)."""
     try:
-        for line in _read(path).splitlines():
-            f = line.split()
-            if len(f) == 2 and f[0] == key:
+        return _keyed(_read(path), key)
+    except OSError:
+        return 0
+
+
+def _keyed(text: str, key: str) -> int:
+    """The ``key N`` line of a flat-keyed cgroup file's text; 0 without one."""
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0] == key:
+            try:
                 return int(f[1])
-    except (OSError, ValueError):
-        pass
+            except ValueError:
+                return 0
     return 0
+
+
+def _plain(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return 0
 
 
 def _number(path: str) -> int:
@@ -334,8 +349,9 @@ class CandidateGroup:
                     _write(os.path.join(self._mdir(), knob), "0")
                 except OSError:
                     pass
-        self._oom0 = self._oom_total()
-        self._max0 = 0 if self._mem.version == 1 else _counter(os.path.join(self._mdir(), "memory.events"), "max")
+        self._oom0 = self._max0 = 0
+        oom, hits = self._counters()  # the totals so far: this run counts from them
+        self._oom0, self._max0 = oom, (0 if self._mem.version == 1 else hits)
 
     def procs_fds(self) -> list[int]:
         """Write-only fds of each group's ``cgroup.procs``: the child writes ``0`` to join."""
@@ -344,23 +360,57 @@ class CandidateGroup:
     def _mdir(self) -> str:
         return self.dirs[self._mem.base]
 
-    def oom_kills(self) -> int:
-        """Processes the kernel killed in this run because the group's memory budget was spent."""
-        return self._oom_total() - self._oom0
-
-    def _oom_total(self) -> int:
+    def counter_files(self) -> list[str]:
+        """The files whose text gives :meth:`counters_from` the OOM kills and limit hits: v2's
+        ``memory.events``; v1's ``memory.oom_control`` and failure counters (those that exist). The
+        sandbox hands the child read-only fds of them, so each record it emits carries the counts
+        as they were when that test ended (see sandbox.py)."""
         d = self._mdir()
         if self._mem.version == 1:
-            return _counter(os.path.join(d, "memory.oom_control"), "oom_kill")
-        return _counter(os.path.join(d, "memory.events"), "oom_kill")
+            names = ["memory.oom_control", *(f for f in V1_FAILCNTS if os.path.exists(os.path.join(d, f)))]
+        else:
+            names = ["memory.events"]
+        return [os.path.join(d, n) for n in names]
+
+    def counters_from(self, texts: list[str]) -> tuple[int, int] | None:
+        """(OOM kills, limit hits) of this run from the texts of :meth:`counter_files`, in that
+        order; None when they are not that many strings. v1 resets ``memory.failcnt`` per run; v2's
+        ``memory.events`` counts since the slot was made, so its counts at ``begin_run`` are taken off."""
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            return None
+        if self._mem.version == 1:  # with memory+swap accounting the memsw counter is charged (and fails) first
+            return _keyed(texts[0], "oom_kill") - self._oom0, sum(_plain(t) for t in texts[1:])
+        return _keyed(texts[0], "oom_kill") - self._oom0, _keyed(texts[0], "max") - self._max0
+
+    def _counters(self) -> tuple[int, int]:
+        texts = []
+        for f in self.counter_files():
+            try:
+                texts.append(_read(f))
+            except OSError:
+                texts.append("")
+        got = self.counters_from(texts)
+        return got if got is not None else (0, 0)
+
+    def oom_kills(self) -> int:
+        """Processes the kernel killed in this run because the group's memory budget was spent."""
+        return self._counters()[0]
 
     def limit_hits(self) -> int:
-        """Times the group's memory reached its limit in this run (reclaim or OOM followed): v1 resets
-        ``memory.failcnt`` per run; v2's ``memory.events max`` counts since the slot was made."""
-        d = self._mdir()
-        if self._mem.version == 1:  # with memory+swap accounting the memsw counter is charged (and fails) first
-            return sum(_number(os.path.join(d, f)) for f in V1_FAILCNTS)
-        return _counter(os.path.join(d, "memory.events"), "max") - self._max0
+        """Times the group's memory reached its limit in this run (reclaim or OOM followed)."""
+        return self._counters()[1]
+
+    def counter_fds(self) -> list[int]:
+        """Read-only fds of :meth:`counter_files`, for the child (closed by the caller)."""
+        fds: list[int] = []
+        try:
+            for f in self.counter_files():
+                fds.append(os.open(f, os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            return []
+        return fds
 
     def reached_limit(self) -> bool:
         """The group's memory reached its limit in this run: a failed charge was counted, or the peak

@@ -79,6 +79,17 @@ class SandboxResult:
     limit_at: int | None = None
     #: what the candidate's cgroups measured: peak_bytes, limit_hits, oom_kills, pids_refused
     budget: dict[str, Any] = field(default_factory=dict)
+    #: per record (parallel to ``records``): the (OOM kills, limit hits) in the candidate's group
+    #: since the previous record that carried the group's counters, read by the child when it emitted
+    #: this one, so whatever the order the parent reads them in, a test's own; None for a record
+    #: without counters (no group, or the program closed their fds)
+    record_memory: list[tuple[int, int] | None] = field(default_factory=list)
+    #: OOM kills and limit hits counted after the last record that carried counters (the whole run's
+    #: when none did): what a test that never reported (it was killed) spent
+    oom_after: int = 0
+    limits_after: int = 0
+    #: how many records had arrived when the last one carrying counters did (0: none did)
+    counted_through: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -227,7 +238,7 @@ class Sandbox:
                 "privileges_dropped": self.uid is not None, "rlimits": lim.as_dict(),
                 "budget": (cgroups.budget_record(self.budget.parts, lim.memory_bytes, lim.processes)
                            if self.budget.ok else {"cgroup": None, "error": self.budget.error}),
-                "notes": list(self.notes)}
+                "notes": list(self.notes) + (list(self._zygote.notes) if self._zygote is not None else [])}
 
     # ---- zygote lifecycle ----------------------------------------------------------------------
     def _ensure_zygote(self) -> Zygote:
@@ -319,11 +330,12 @@ class Sandbox:
                     shutil.rmtree(workdir, ignore_errors=True)
                 raise ZygoteError(f"cannot set the candidate's budget in {list(group.dirs.values())}: {exc}") from exc
         pipes = [os.pipe() for _ in range(4 if on_record else 3)]
-        far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else [])
+        counters = group.counter_fds() if group is not None else []
+        far = [w for _, w in pipes[:3]] + ([pipes[3][0]] if on_record else []) + counters
         near = [r for r, _ in pipes[:3]] + ([pipes[3][1]] if on_record else [])
         nonce = secrets.token_hex(16)
         tag = secrets.token_hex(8)
-        job = {"driver_key": key, "payload": payload, "nonce": nonce, "files": files,
+        job = {"driver_key": key, "payload": payload, "nonce": nonce, "files": files, "counters": len(counters),
                "limits": dict(lim.as_dict(), scratch_bytes=max(lim.file_size_bytes, 1 << 20) * 4),
                "env": dict(SAFE_ENV, VPO_SANDBOX_TAG=tag), "workdir": workdir}
         t0 = time.monotonic()
@@ -365,9 +377,12 @@ class Sandbox:
         result_buf = bytearray()
         scanned = 0
         records: list[dict[str, Any]] = []
+        record_memory: list[tuple[int, int] | None] = []
         tampered = done = overflow = stop = stalled = False
         memory_at: int | None = None
         limit_at: int | None = None
+        counted = (0, 0)  # (OOM kills, limit hits) at the last record that carried the counters
+        counted_through = 0
         last_progress = t0 + START_GRACE_S  # the first record also waits for the child's start-up
         reply_fd = near[3] if on_record else -1
         report: dict[str, Any] | None = None
@@ -377,7 +392,8 @@ class Sandbox:
         def _result_add(data: bytes) -> bool:
             """Records are parsed as they arrive: each valid one is progress (the parent's per-test
             deadline) and goes to ``on_record``; anything else on the channel marks the run tampered."""
-            nonlocal overflow, scanned, stop, tampered, done, last_progress, memory_at, limit_at
+            nonlocal overflow, scanned, stop, tampered, done, last_progress, memory_at, limit_at, counted, \
+                counted_through
             if group is not None and memory_at is None and group.oom_kills():
                 memory_at = len(records)  # the records parsed so far were complete before the kill
             if group is not None and limit_at is None and group.reached_limit():
@@ -395,10 +411,16 @@ class Sandbox:
                     tampered = True
                     continue
                 last_progress = time.monotonic()
+                now = group.counters_from(rec.pop("mem", None)) if group is not None else None
                 if rec.get("kind") == "done":
                     done = True
                 else:
+                    own = None
+                    if now is not None and now[0] >= counted[0] and now[1] >= counted[1]:
+                        own = (now[0] - counted[0], now[1] - counted[1])  # since the last counted record
+                        counted, counted_through = now, len(records) + 1
                     records.append(rec)
+                    record_memory.append(own)
                 if on_record is None:
                     continue
                 reply = on_record(rec)
@@ -468,6 +490,8 @@ class Sandbox:
                 memory_at = len(records)
             if limit_at is None and group.reached_limit():
                 limit_at = len(records)
+        oom_after = max(0, int(budget.get("oom_kills", 0)) - counted[0])
+        limits_after = max(0, int(budget.get("limit_hits", 0)) - counted[1])
         status = int(report["status"])
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         code = -sig if sig else os.WEXITSTATUS(status)
@@ -478,7 +502,9 @@ class Sandbox:
                              leftover_killed=int(report.get("leftovers", 0)),
                              maxrss_kb=int(report.get("maxrss_kb", 0)), stalled=stalled,
                              memory_limit=memory_at is not None, memory_at=memory_at, limit_at=limit_at,
-                             budget=budget)
+                             budget=budget, record_memory=record_memory, oom_after=oom_after,
+                             limits_after=limits_after,
+                             counted_through=counted_through)
 
 
 def _valid_record(line: bytes, nonce: str) -> dict[str, Any] | None:

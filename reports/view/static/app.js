@@ -5,7 +5,7 @@
 "use strict";
 
 (() => {
-  const { el, svg, num, colour, dash, api, EXPORT, chart, whiskers, lineageGraph, problemView } = window.VPO;
+  const { el, svg, num, colour, dash, api, EXPORT, chart, whiskers, scatter, lineageGraph, problemView } = window.VPO;
   const app = document.getElementById("app");
   const crumbs = document.getElementById("crumbs");
   let renderToken = 0;
@@ -181,7 +181,7 @@
                       r.note ? el("div", { cls: "note one-line", title: r.note }, r.short_note || r.note) : null,
                       g ? el("div", { cls: "note one-line group", title: g.label },
                              g.partial ? el("span", { cls: "badge partial" }, g.refused ? "group refused" : "partial group") : null,
-                             ` ${g.name}: ${g.label}`) : null);
+                             " ", g.listed ? link("run", { id: g.id }, g.name) : g.name, `: ${g.label}`) : null);
     const pick = el("input", { type: "checkbox", cls: "pick", "aria-label": `choose ${r.name || r.id}`,
                                checked: indexState.picked.has(r.id) });
     pick.addEventListener("change", () => { if (pick.checked) indexState.picked.add(r.id); else indexState.picked.delete(r.id); onPick(); });
@@ -190,8 +190,8 @@
       el("td", { cls: "pick" }, pick),
       el("td", { title: r.path, cls: "name" }, swatch(r.colour, r.dash), link("run", { id: r.id }, r.name || r.id),
          r.kind === "evolve" ? el("span", { cls: "badge kind" }, "evolve") : null,
-         r.kind === "seeds" ? el("span", { cls: "badge kind", title: "a seed group: its seeds' metrics combined" }, `${(r.seeds || []).length} seeds`) : null),
-      el("td", { cls: "task" }, r.task, el("span", { cls: "split muted" }, r.split)), el("td", { cls: "model" }, breakable(r.model)),
+         r.kind === "seeds" ? el("span", { cls: "badge kind", title: "a seed group: its seeds' metrics combined" }, `${(r.seeds || []).length} ${r.seed_axis === "training" ? "training seeds" : "seeds"}`) : null),
+      el("td", { cls: "task" }, r.task, el("span", { cls: "split muted" }, r.split)), el("td", { cls: "model", title: r.model_spec || null }, breakable(r.model)),
       el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status,
       cell("best1", estCell(h.best1)),
       cell("bestK", h.bestK ? [estCell(h.bestK), el("span", { cls: "k" }, `k=${h.K}`)] : "–"),
@@ -373,10 +373,12 @@
                                                  "aria-label": "filter problems" });
     if (filter) filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
     if (run.kind === "seeds") {  // a seed group: its seeds are the runs that hold the problems
+      const noun = run.seed_axis === "training" ? "training seed" : "seed";  // one policy per training seed
       return [meta, el("div", { cls: "row" }, mtable, ctable),
-        el("p", { cls: "muted" }, "mean over seeds; ± the within-run standard error, s± the one between seeds"),
-        el("h2", null, `Seeds (${(run.seed_list || []).length})`),
-        el("ul", { id: "seed-runs" }, (run.seed_list || []).map((s) => el("li", null, link("run", { id: s.id }, `seed ${s.seed}: ${s.name}`))))];
+        el("p", { cls: "muted" }, `mean over ${noun}s; ± the within-run standard error, s± the one between ${noun}s`),
+        el("h2", null, `${noun === "seed" ? "Seeds" : "Training seeds"} (${(run.seed_list || []).length})`),
+        el("ul", { id: "seed-runs" }, (run.seed_list || []).map((s) => el("li", null, link("run", { id: s.id }, `${noun} ${s.seed}: ${s.name}`),
+          run.seed_axis === "training" && s.model ? el("span", { cls: "muted" }, ` (${s.model})`) : null)))];
     }
     return [meta, ...warns, el("div", { cls: "row" }, mtable, ctable, evo),
       el("h2", null, `Problems (${data.total})`),
@@ -639,8 +641,10 @@
       return li;
     }
     const graph = lineageGraph(nodes, (n) => selectNode(n));
+    const front = frontView(data, byId, (n) => { graph.showPath(ancestry(n, byId).map((a) => a.id)); selectNode(n); });
     async function selectNode(n) {
       graph.select(n.id);
+      front.select(n);
       for (const a of tree.querySelectorAll("a.node.selected")) a.classList.remove("selected");
       const a = liOf.get(n.id) && liOf.get(n.id).querySelector(":scope > a.node");
       if (a) a.classList.add("selected");
@@ -666,6 +670,7 @@
     box.replaceChildren(
       el("h2", null, `Lineage (${nodes.length} programs, ${roots.length} seeds)`),
       graph.root,
+      front.root,
       el("div", { cls: "row" }, el("figure", null, curve, el("figcaption", null,
         "best score so far by iteration (line), every program's score (dots, colour = island)" +
         (data.threshold !== null && data.threshold !== undefined ? `; dashed: solved at ${num(data.threshold)}` : ""))),
@@ -673,6 +678,52 @@
       el("div", { cls: "controls" }, el("button", { type: "button", id: "reveal-best", on: { click: revealBest } }, "path to the best program")),
       el("details", { cls: "tree-details", open: true }, el("summary", null, "the same lineage as a tree"),
          el("div", { cls: "scroll tree-box" }, tree)));
+  }
+
+  function ancestry(n, byId) {  // the node and its ancestors, the seed first
+    const path = [];
+    for (let a = n; a && !path.includes(a); a = a.parent ? byId.get(a.parent) : null) path.unshift(a);
+    return path;
+  }
+
+  // the front of an evolve run's problem: every candidate in the plane of two chosen reward
+  // components, the candidates no other beats on every component drawn large (the front), and the
+  // picked candidate's lineage joined in the plane; a click on a dot picks it (onPick).
+  function frontView(data, byId, onPick) {
+    const names = data.components || [];
+    const nodes = data.nodes.filter((n) => Array.isArray(n.reward) && n.reward.length === names.length);
+    const root = el("section", { id: "front" });
+    if (names.length < 2 || !nodes.length) return { root, select() {} };
+    const spread = names.map((_, j) => {  // default axes: the two components that vary most
+      const v = nodes.map((n) => n.reward[j]), m = v.reduce((a, b) => a + b, 0) / v.length;
+      return v.reduce((a, b) => a + (b - m) ** 2, 0);
+    });
+    const order = names.map((_, j) => j).sort((a, b) => spread[b] - spread[a] || a - b);
+    let ax = order[0], ay = order[1], picked = null;
+    const pick = (id, j) => el("select", { id, on: { change: (e) => { if (id === "front-x") ax = +e.target.value; else ay = +e.target.value; draw(); } } },
+      ...names.map((nm, k) => el("option", { value: String(k), selected: k === j }, nm)));
+    const box = el("figure", { id: "front-plot" });
+    const onFront = nodes.filter((n) => n.front).length;
+    function draw() {
+      const shown = thin(nodes, 2000);
+      for (const n of nodes) if (n.front && !shown.includes(n)) shown.push(n);
+      const path = picked ? ancestry(picked, byId).filter((a) => Array.isArray(a.reward)) : [];
+      const onPath = new Set(path.map((a) => a.id));
+      const g = scatter({
+        id: "front-chart", width: 560, height: 300, xlabel: names[ax], ylabel: names[ay], onPick: (p) => onPick(p.n),
+        points: shown.map((n) => ({ x: n.reward[ax], y: n.reward[ay], node: n.id, n,
+                                    cls: (n.front ? "front" : "behind") + (onPath.has(n.id) ? " on-path" : "") + (picked && picked.id === n.id ? " picked" : ""),
+                                    title: `${shortId(n.id)} it ${n.iteration}: ` + names.map((nm, k) => `${nm} ${num(n.reward[k])}`).join(", ") + (n.front ? " (on the front)" : "") })),
+        path: path.map((a) => [a.reward[ax], a.reward[ay]]),
+      });
+      box.replaceChildren(g, el("figcaption", null,
+        `${nodes.length} candidates, ${onFront} on the front (large dots: no other candidate is at least as good on every component and better on one); ` +
+        "click a dot for its lineage (joined in this plane) and its diff against its parent"));
+    }
+    draw();
+    root.append(el("h2", null, "Front of the reward components"),
+                el("div", { cls: "controls" }, el("label", null, "x ", pick("front-x", ax)), " ", el("label", null, "y ", pick("front-y", ay))), box);
+    return { root, select(n) { picked = n; draw(); } };
   }
 
   function thin(items, most) {  // at most `most` dots (evenly spaced, the best kept): an SVG of 100k circles would stall

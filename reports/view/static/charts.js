@@ -107,5 +107,34 @@
     return g;
   }
 
-  Object.assign(window.VPO, { chart, whiskers });
+  // candidates in the plane of two reward components (the front of an evolve run): both axes from
+  // the points' range (0 included), a dot per point with its classes and data-node, the points of
+  // `path` joined by a line in their order (a lineage), and onPick(point) on a click of a dot.
+  // spec: { points: [{ x, y, cls, title, node }], path: [[x, y]], xlabel, ylabel, width, height, id, onPick }
+  function scatter(spec) {
+    const { W, H, L, R, B } = box(spec);
+    const xs = spec.points.map((p) => p.x), ys = spec.points.map((p) => p.y);
+    const x0 = Math.min(0, ...xs);
+    let x1 = xs.length ? Math.max(...xs) : 1;
+    if (x1 - x0 < 1e-9) x1 = x0 + 1;
+    x1 += (x1 - x0) * 0.05;
+    const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
+    const { g, sy } = frame(spec, ys.length ? Math.min(0, ...ys) : 0, ys.length ? Math.max(...ys) : 1);
+    for (let i = 0; i <= 4; i++) {
+      const x = x0 + ((x1 - x0) * i) / 4;
+      g.append(svg("text", { x: sx(x), y: H - B + 16, "text-anchor": "middle", cls: "tick" }, num(x, 2)));
+    }
+    axisLabels(g, spec);
+    if ((spec.path || []).length > 1)
+      g.append(svg("polyline", { points: spec.path.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" "), cls: "lineage-path" }));
+    for (const p of spec.points) {
+      const c = svg("circle", { cx: sx(p.x), cy: sy(p.y), r: p.cls && p.cls.includes("front") ? 5 : 3.5,
+                                cls: `dot ${p.cls || ""}`, data: { node: p.node } }, svg("title", null, p.title || ""));
+      if (spec.onPick) c.addEventListener("click", () => spec.onPick(p));
+      g.append(c);
+    }
+    return g;
+  }
+
+  Object.assign(window.VPO, { chart, whiskers, scatter });
 })();

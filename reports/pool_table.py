@@ -1,0 +1,44 @@
+"""The VPO authors' pool metrics of runs as a table, for `vpo show --metrics`.
+
+The values per problem come from ``harness.core.pool_metrics`` (the authors' definitions); here they
+are averaged over problems as the authors average over prompts, with the standard error over problems
+beside each mean, and a seed group's seeds combined by the rule of every other metric of a group
+(``metrics.mean_over_seeds``: the mean of the per-seed means, the between-seed s.e. beside it).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from vpo_harness.harness.core.metrics import Estimate, mean_over_seeds, mean_se
+from vpo_harness.harness.core.pool_metrics import metric_names, per_problem_pool_metrics
+from vpo_harness.reports.pools import RunPools, load_pools
+from vpo_harness.reports.tables import legend_for, write_table
+
+
+def estimates(run: RunPools) -> dict[str, Estimate]:
+    """metric name -> mean ± s.e. over the run's problems (over seeds, for a seed group)."""
+    per = per_problem_pool_metrics(run.rewards, run.chain_sizes)
+    if not run.seeds:
+        return {name: mean_se(v) for name, v in per.items()}
+    seed_of = np.array([u[1] for u in run.units])
+    return {name: mean_over_seeds([mean_se(v[seed_of == s]) for s in run.seeds]) for name, v in per.items()}
+
+
+def pool_metrics_json(path: str | Path) -> dict[str, Any]:
+    """``{metric: {mean, stderr, n, ...}}`` of one run folder or seed group."""
+    return {name: e.as_dict() for name, e in estimates(load_pools(path)).items()}
+
+
+def format_pool_metrics(paths: Sequence[str | Path]) -> str:
+    """One line per run, one column per metric; a title line says whose definitions these are."""
+    runs = [load_pools(p) for p in paths]
+    names = metric_names()
+    rows = [[r.path.name + (f" ({r.seeds_label})" if r.seeds else ""), r.task]
+            + [estimates(r)[n] for n in names] for r in runs]
+    legend = legend_for([r.seed_axis for r in runs if r.seeds])
+    return ("the VPO authors' pool metrics (vpo/utils/eval_metrics.py), mean ± s.e. over problems; "
+            "solved = every reward component >= 1\n"
+            + write_table(["run", "task", *names], rows, align="ll" + "r" * len(names), seed_legend=legend))
