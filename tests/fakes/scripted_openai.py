@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
@@ -88,7 +89,7 @@ class ScriptedOpenAIServer:
                     self._send({"error": {"message": f"scripted failure: {exc}", "code": 500}}, 500)
                     return
                 toks = sum(len(t.split()) for t in texts)
-                self._send({"id": f"x{idx}", "object": "chat.completion", "created": 0, "model": "scripted",
+                self._send({"id": f"x{idx}-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": 0, "model": "scripted",
                             "choices": [{"index": i, "message": {"role": "assistant", "content": t},
                                          "finish_reason": "stop"} for i, t in enumerate(texts)],
                             "usage": {"prompt_tokens": 10, "completion_tokens": toks, "total_tokens": 10 + toks}})
