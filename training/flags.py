@@ -37,12 +37,6 @@ def parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _kv(text: str) -> dict[str, Any]:
-    from vpo_harness.harness.core.models import kv_arg  # the one k=v,... parser of every command
-
-    return kv_arg(text)
-
-
 def _items(of: Callable[[str], Any]) -> Callable[[str], list[Any]]:
     def parse(text: str) -> list[Any]:
         try:
@@ -69,7 +63,9 @@ def converter(hint: Any, where: str) -> Callable[[str], Any]:
     if hint in _SCALARS:
         return _SCALARS[hint]
     if hint is dict or origin is dict:
-        return _kv
+        from vpo_harness.harness.core.models import kv_arg  # the one k=v,... parser of every command
+
+        return kv_arg
     if origin in (list, tuple):
         args = [a for a in typing.get_args(hint) if a is not Ellipsis]
         if len(set(args)) == 1 and args[0] in _SCALARS:

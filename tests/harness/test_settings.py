@@ -21,6 +21,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_key_value_flag_uses_the_one_parser() -> None:
     seen = []
     for name, cmd in _subparsers(build_parser()).items():
+        cmd.format_help()   # `vpo train` adds its config flags when it is parsed or its help shown
         for action in cmd._actions:
             if action.dest in KV_FLAGS:
                 seen.append(f"{name} --{action.dest}")
