@@ -33,10 +33,11 @@ def test_run_takes_the_models_defaults_unless_overridden(tmp_path: Path, capsys)
     ident = json.loads((tmp_path / "a" / "config.json").read_text())["identity"]
     assert ident["task"]["prompt_style"] == "compact" and ident["sampling"]["max_tokens"] == 110
     assert "prompt style compact, max tokens 110 (from" in capsys.readouterr().err
+    # flags win over the model's defaults (a run that stores a row keeps its folder: 8 tokens still sample)
     rc = main(["run", "--task", "maze", "--model", "hf:maze-tiny-vpo", "--limit", "1", "-n", "1",
-               "--prompt-style", "full", "--max-tokens", "8", "--out", str(tmp_path / "b"), "--no-progress"])
+               "--max-tokens", "8", "--out", str(tmp_path / "b"), "--no-progress"])
     ident = json.loads((tmp_path / "b" / "config.json").read_text())["identity"]
-    assert ident["task"]["prompt_style"] == "full" and ident["sampling"]["max_tokens"] == 8
+    assert ident["task"]["prompt_style"] == "compact" and ident["sampling"]["max_tokens"] == 8
 
 
 def test_prompt_longer_than_the_context_is_a_clear_error(tiny_llama_dir) -> None:  # noqa: F811

@@ -81,14 +81,14 @@ def test_config_mismatch_is_refused(tmp_path: Path) -> None:
 
 
 def test_folder_without_rows_takes_the_corrected_command(tmp_path: Path) -> None:
-    """A first attempt that failed before any chain was stored (a typo in --model) leaves a config.json;
-    the corrected command must start the run there, not be refused as "a different run"."""
+    """A first attempt that failed before any chain was stored (a typo in --model) leaves no folder
+    behind; the corrected command starts the run there, not refused as "a different run"."""
     from vpo_harness.harness.app.cli import main
 
     out = str(tmp_path / "run")
     assert main(["run", "--task", "maze", "--model", "mok:moves", "--limit", "2", "-n", "2", "--out", out,
                  "--no-progress"]) == 2
-    assert (tmp_path / "run" / "config.json").exists()
+    assert not (tmp_path / "run").exists()
     assert main(["run", "--task", "maze", "--model", "mock:moves", "--limit", "2", "-n", "2", "--out", out,
                  "--no-progress"]) == 0
     rec = json.loads((tmp_path / "run" / "config.json").read_text())
