@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate, crossed_estimate
-from vpo_harness.harness.core.seed_groups import unit_label, unit_seed, unit_seed as seed_of_unit
+from vpo_harness.harness.core.seed_groups import unit_label, unit_seed as seed_of_unit
 from vpo_harness.reports.tables import Cell, format_number, latex_escape, legend_for, write_table
 from vpo_harness.harness.core.pool_metrics import metric_names as pool_metric_names
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
@@ -193,15 +193,14 @@ def run_unit_estimate(units: Sequence[str], values: np.ndarray) -> Estimate:
     training run as one draw: :func:`~vpo_harness.harness.core.metrics.crossed_estimate` when every seed
     holds the same problems (a seed x problem grid), else Student t over the per-seed means (each seed's
     own problems then sit inside its mean). NaN values are left out."""
-    seeds = np.array([unit_seed(u) for u in units])
+    seeds = np.array([seed_of_unit(u) for u in units])
     probs = [u.rsplit("#seed-", 1)[0] for u in units]
     ok = ~np.isnan(values)
     order = list(dict.fromkeys(seeds[ok].tolist()))
-    grid_ids = [p for p, k in zip(probs, ok) if k]
     by_seed = {s: {p: v for p, v, ss, k in zip(probs, values, seeds, ok) if ss == s and k} for s in order}
     shared = set.intersection(*(set(d) for d in by_seed.values())) if by_seed else set()
     if len(order) >= 2 and all(len(d) == len(shared) for d in by_seed.values()):
-        cols = [p for p in dict.fromkeys(grid_ids) if p in shared]
+        cols = [p for p in dict.fromkeys(p for p, k in zip(probs, ok) if k) if p in shared]
         return crossed_estimate(np.array([[by_seed[s][p] for p in cols] for s in order]))
     means = np.array([np.mean(list(d.values())) for d in by_seed.values()])
     S = len(means)

@@ -27,7 +27,8 @@ def answers_per_call(model: str) -> int:
     record = where / zoo.TRAINING_RECORD if where is not None and where.is_dir() else None
     if record is None or not record.is_file():
         return 1
-    method = json.loads(record.read_text()).get("method") or json.loads(record.read_text()).get("config", {}).get("method")
+    rec = json.loads(record.read_text())
+    method = rec.get("method") or rec.get("config", {}).get("method")
     return 3 if method in MULTI_ANSWER else 1
 
 

@@ -251,13 +251,12 @@ def training_estimates(members: Sequence[Path], ks: Sequence[int], taus: Sequenc
     per = [p for p in per if p is not None]
     if len(per) < 2:
         return {}
-    shared = [pid for pid in per[0][0] if all(pid in set(ids) for ids, _ in per[1:])]
+    others = [set(ids) for ids, _ in per[1:]]
+    shared = [pid for pid in per[0][0] if all(pid in o for o in others)]
+    cols = [[{pid: i for i, pid in enumerate(ids)}[pid] for pid in shared] for ids, _ in per]
     out: dict[str, Estimate] = {}
     for name in per[0][1]:
-        rows = []
-        for ids, vals in per:
-            at = {pid: i for i, pid in enumerate(ids)}
-            rows.append(vals[name][[at[pid] for pid in shared]])
+        rows = [vals[name][c] for (_, vals), c in zip(per, cols)]
         if all(np.isnan(r).all() for r in rows):
             continue
         out[name] = crossed_estimate(np.stack(rows))
