@@ -1,14 +1,15 @@
-"""Train the paper's Maze row from scratch: four methods x three training seeds, resumable.
+"""Train the paper's Maze row from scratch: four methods x five training seeds, resumable.
 
-    python scripts/train_zoo.py                        # all twelve (seeds 0-2; grpo, max_at_k, multi_rlvr, vpo)
+    python scripts/train_zoo.py                        # all twenty (seeds 0-4; grpo, max_at_k, multi_rlvr, vpo)
     python scripts/train_zoo.py --seeds 1 --methods vpo
     python scripts/train_zoo.py --dry-run              # print the `vpo train` steps, run nothing
     python scripts/train_zoo.py --smoke --seeds 0      # a tiny budget into runs/zoo-smoke, never checkpoints/
     python scripts/train_zoo.py --install              # package into checkpoints/, over the bundled policies
 
-Per training seed: one SFT warm start (``vpo train --stage sft``), shared by that seed's four RL runs
-(``vpo train --stage rl --init <warm start>``, early-stopped on the val split, docs/training_protocol.md),
-then each run's best step is packaged with its model card into the zoo's folder
+Per training seed: one SFT warm start (``vpo train --stage sft``) on routes blind to the reward, measured
+by ``training/warm_eval.py`` and packaged as ``maze-tiny-warm``, shared by that seed's four RL runs
+(``vpo train --stage rl --init <warm start>``, the authors' recipe, docs/training_protocol.md); each run's
+last step is packaged with its model card into the zoo's folder
 (``<runs>/checkpoints/maze-tiny-<method>`` for seed 0, ``.../maze-tiny-<method>-s<seed>`` otherwise; only
 ``--install`` writes into the bundled ``checkpoints/``, replacing the shipped policies).
 Every step is printed before it runs; its output goes to ``<runs>/logs/<step>.log``. A finished step
