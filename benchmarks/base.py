@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -80,6 +80,24 @@ class Problem:
     id: str
     data: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskRecord(Protocol):
+    """What a run's config and results records need of a task: its name, its reward components and
+    its description, for scores another tool computed (``vpo import``'s ImportedScores), where there is
+    no task of ours to load problems with. A :class:`Benchmark` has the same members as class
+    variables, which a protocol cannot state for both, so a function taking either names both."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def component_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def d(self) -> int: ...
+
+    def describe(self) -> dict[str, Any]: ...
 
 
 class Benchmark(ABC):

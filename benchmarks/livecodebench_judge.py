@@ -254,6 +254,12 @@ def _at_limit(res: SandboxResult) -> bool:
     return getattr(res, "limit_at", None) is not None
 
 
+def _limit_reached_by(res: SandboxResult, k: int) -> bool:
+    """The group had reached its memory limit by the time record ``k`` arrived (limit_at <= k)."""
+    limit_at = getattr(res, "limit_at", None)
+    return limit_at is not None and k >= limit_at
+
+
 def _limit_text(res: SandboxResult) -> str:
     b = res.isolation.get("budget", {}) if isinstance(res.isolation, dict) else {}
     mib = int(b.get("memory_bytes", 0)) >> 20
@@ -380,11 +386,11 @@ def grade_program(runner: Any, code: str, mode: str, func_name: str | None, test
             if own is not None:
                 if own[0]:
                     verdicts[i], details[i] = MLE, _budget_text(res)
-                elif verdicts[i] == TLE and (own[1] or (uncounted_limit and k >= res.limit_at)):
+                elif verdicts[i] == TLE and (own[1] or (uncounted_limit and _limit_reached_by(res, k))):
                     verdicts[i], details[i] = MLE, _limit_text(res)  # a bomb crawling at its limit
             elif mem_at is not None and k >= mem_at:
                 verdicts[i], details[i], mem_at = MLE, _budget_text(res), None
-            elif verdicts[i] == TLE and _at_limit(res) and k >= res.limit_at:  # a bomb crawling at its limit
+            elif verdicts[i] == TLE and _limit_reached_by(res, k):  # a bomb crawling at its limit
                 verdicts[i], details[i] = MLE, _limit_text(res)
             if first_failure and verdicts[i] != PASS:
                 failed = verdicts[i]

@@ -14,11 +14,14 @@ gets :class:`WordSteps`), in the way inspect_ai puts a solver around a task inst
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from vpo_harness.benchmarks.base import Benchmark, Messages, Problem, Shown
+
+if TYPE_CHECKING:
+    from vpo_harness.benchmarks.maze import Maze
 
 
 class WordSteps:
@@ -79,14 +82,18 @@ class MazeSteps(WordSteps):
 
     opening = "<answer>"
 
+    def __init__(self, task: "Maze"):
+        super().__init__(task)
+        self.maze = task  # the task as a Maze: its moves, reward mode, simulator and mutation prompt
+
     def steps(self, problem: Problem, answer: str) -> list[str]:
         """The moves the route uses, as the parser reads them: up to reaching E or the step budget.
         Moves after those are ignored by the simulator, so a cut among them would keep the whole
         effective route and the child would walk the parent's path."""
         from vpo_harness.benchmarks.maze_env import MazeInstance, simulate
 
-        moves = self.task.moves(answer)
-        _, info = simulate(MazeInstance.from_problem(problem), moves, self.task.reward_mode)
+        moves = self.maze.moves(answer)
+        _, info = simulate(MazeInstance.from_problem(problem), moves, self.maze.reward_mode)
         return moves[: info["steps"]]
 
     def join(self, steps: Sequence[str]) -> str:
@@ -99,7 +106,7 @@ class MazeSteps(WordSteps):
         where progress stopped)."""
         from vpo_harness.benchmarks.maze_env import MazeInstance, rewards_if_stopped
 
-        task = self.task
+        task = self.maze
         rs = rewards_if_stopped(MazeInstance.from_problem(problem), task.moves(answer), task.reward_mode)
         scalars = np.asarray(task.scalar(rs), dtype=float)
         return int(np.flatnonzero(scalars >= scalars.max() - 1e-12)[0])
@@ -107,10 +114,10 @@ class MazeSteps(WordSteps):
     def mutation_prompt(self, problem: Problem, parent: Shown, inspirations: Sequence[Shown], m: int, *,
                         style: str = "full") -> Messages | None:
         """Maze's own mutation prompt (a task prompt, which training's mutation data uses too)."""
-        return self.task.mutation_prompt(problem, parent, inspirations, m, style=style)
+        return self.maze.mutation_prompt(problem, parent, inspirations, m, style=style)
 
     def shown_answer(self, problem: Problem, answer: str) -> str:
-        moves = self.task.moves(answer)
+        moves = self.maze.moves(answer)
         return " ".join(moves) if moves else "(no moves)"
 
     def feedback(self, problem: Problem, answer: str, reward: Sequence[float], names: Sequence[str]) -> str:
@@ -121,7 +128,7 @@ class MazeSteps(WordSteps):
         from vpo_harness.benchmarks.maze_env import MazeInstance
 
         inst = MazeInstance.from_problem(problem)
-        _, info = self.task.simulate(problem, answer)
+        _, info = self.maze.simulate(problem, answer)
         scores = super().feedback(problem, answer, reward, names)
         if not info["reached_exit"]:
             why = ("runs out of steps" if info["steps"] >= inst.budget else "stops") + " before reaching the exit E"
@@ -131,7 +138,7 @@ class MazeSteps(WordSteps):
         lava = len(info["lava_hit"])
         hurt = (f"but crosses {lava} of {len(inst.lava)} lava tiles" if lava else "and crosses no lava")
         bonus = ("; it visits the bonus tile B" if info["bonus_visited"] else "") \
-            if self.task.reward_mode == "convex_bonus" else ""
+            if self.maze.reward_mode == "convex_bonus" else ""
         return f"this route reaches the exit in {info['steps']} moves, {got} {hurt}{bonus}; {scores}"
 
 

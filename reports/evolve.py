@@ -374,10 +374,10 @@ def own_baseline_pair(paths: Sequence[str | Path]) -> Path | None:
 
 # ---------------------------------------------------------------------------------------------------
 # figures
-def curves(run: EvolveRun) -> dict[str, dict[str, list[float]]]:
+def curves(run: EvolveRun) -> dict[str, dict[str, Sequence[float]]]:
     """Mean and standard error at every budget 1..budget (for figures); baseline curves when present."""
     xs = list(range(1, run.budget + 1))
-    out: dict[str, dict[str, list[float]]] = {}
+    out: dict[str, dict[str, Sequence[float]]] = {}  # x: the budgets (ints); mean, stderr: floats
     parts = [("evolve", run.search_values(xs))]
     base = run.baseline_values(xs)
     if base is not None:
@@ -389,14 +389,14 @@ def curves(run: EvolveRun) -> dict[str, dict[str, list[float]]]:
     return out
 
 
-def hypervolume_curves(run: EvolveRun) -> dict[str, dict[str, list[float]]]:
+def hypervolume_curves(run: EvolveRun) -> dict[str, dict[str, Sequence[float]]]:
     """Mean and standard error over problems of the hypervolume of the first c reward vectors
     (:func:`~vpo_harness.search.metrics.hypervolume_at_budgets`), at the table's budgets (powers of
     two and the whole budget: each point is an exact hypervolume per problem), for the search and,
     when present, its plain-sampling baseline (the first c samples in chain order: independent draws)."""
     xs = candidate_budgets(run.budget)
     parts = [("evolve", run.rewards)] + ([("sampling", run.baseline.rewards)] if run.baseline is not None else [])
-    out: dict[str, dict[str, list[float]]] = {}
+    out: dict[str, dict[str, Sequence[float]]] = {}  # x: the budgets (ints); mean, stderr: floats
     for name, vectors in parts:
         vals = hypervolume_at_budgets(vectors, run.problem_ids, xs)
         est = [mean_se(vals[:, j]) for j in range(len(xs))]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import matplotlib
 
@@ -15,8 +15,12 @@ from vpo_harness.harness.core.suggest import did_you_mean  # noqa: E402
 from vpo_harness.reports.axes import ZERO_NOTE, ZERO_YLIM, k_axis  # noqa: E402
 from vpo_harness.reports.colours import paper_styles, run_styles  # noqa: E402
 
+if TYPE_CHECKING:  # the classes' own modules: pyplot re-exports them only at run time
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-def _save(fig: plt.Figure, out: str | Path) -> Path:
+
+def _save(fig: Figure, out: str | Path) -> Path:
     if fig.get_layout_engine() is None:  # a paper figure lays itself out (constrained, legend outside)
         fig.tight_layout()
     out = Path(out)
@@ -38,7 +42,7 @@ def _colours(runs: Sequence[Any]) -> list[str]:
     return [s.colour for s in run_styles(str(r.path) for r in runs)]
 
 
-def _readable_ylim(ax: plt.Axes, lows: list[float], highs: list[float]) -> bool:
+def _readable_ylim(ax: Axes, lows: list[float], highs: list[float]) -> bool:
     """Limits that keep a flat line visible, with a floor of 0.25 on the range so a flat zero reads as
     zero on a labelled scale (autoscaling put it on the axis edge or blew up rounding noise); returns
     True when every value is zero."""
@@ -72,7 +76,7 @@ def plot_best_at_k(runs: Sequence[Any], out: str | Path, metric: str = "best", l
 
 
 def best_at_k_figure(runs: Sequence[Any], metric: str = "best", labels: Sequence[str] | None = None,
-                     title: str | None = None) -> plt.Figure:
+                     title: str | None = None) -> Figure:
     """The figure of :func:`plot_best_at_k`: a tick at every plotted k, pool shapes in the legend, the
     band named (±1 standard error over problems), and a flat-zero metric still readable."""
     from matplotlib.patches import Patch
@@ -351,7 +355,7 @@ def _flat_limits(lo: float, hi: float, bounded: bool) -> tuple[float, float]:
 
 
 def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | None = None,
-                  style: str = "default", taus: Sequence[float] | None = None, share_y: bool = True) -> plt.Figure:
+                  style: str = "default", taus: Sequence[float] | None = None, share_y: bool = True) -> Figure:
     """One panel per metric, one line (or bar) per run, ±1 standard-error bands named in the legend;
     panels share their y-limits unless ``share_y`` is False."""
     from matplotlib.patches import Patch
@@ -460,7 +464,7 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
             limits.append((lo, hi))
         for ax in axes.ravel()[len(metrics):]:
             ax.axis("off")
-        used = axes.ravel()[:len(metrics)]
+        used: list[Axes] = list(axes.ravel()[:len(metrics)])
         if share_y and not paper:  # a paper figure's panels each show their own curves (their own limits)
             lo = min(a for a, _ in limits)
             hi = max(b for _, b in limits)
@@ -482,7 +486,7 @@ def metric_figure(runs: Sequence[PlotRun], metrics: Sequence[str], title: str | 
     return fig
 
 
-def _figure_legend(fig: plt.Figure, used: Sequence[plt.Axes], runs: Sequence[PlotRun], colour: Sequence[str],
+def _figure_legend(fig: Figure, used: Sequence[Axes], runs: Sequence[PlotRun], colour: Sequence[str],
                    dash: Sequence[str]) -> None:
     """One legend for every panel, outside the data (below the panels): each run once (a line, or a
     patch when only bars are drawn), the extra lines the panels drew (plain sampling), and the band."""

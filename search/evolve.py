@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as _dt
+import logging
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -27,6 +28,8 @@ import numpy as np
 from vpo_harness.benchmarks import Problem, get_task
 from vpo_harness.harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder, task_slug
 from vpo_harness.harness.core.store import RunStore, latest_rows, write_json_atomic
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 CODE_TASKS = {"livecodebench"}
 #: seconds per LLM request where neither --timeout nor the YAML's llm.timeout says
@@ -255,7 +258,7 @@ def with_yaml(cfg: EvolveConfig, user_cfg: dict[str, Any]) -> EvolveConfig:
     if out.timeout_s is None:
         out = replace(out, timeout_s=DEFAULT_TIMEOUT_S)
     for line in unused_keys(user_cfg, cfg.iterations):
-        print(f"[vpo] {where}: {line}", file=sys.stderr)
+        _log.info(f"[vpo] {where}: {line}")
     return out
 
 
@@ -330,12 +333,12 @@ def run_evolve(cfg: EvolveConfig) -> Path:
         record = _record(cfg, task, problems, user_cfg, run)
         resuming = store.init(record)
         if resuming and store.repair():
-            print(f"[vpo] {folder}: dropped a partial last line left by an interrupted run", file=sys.stderr)
+            _log.warning(f"[vpo] {folder}: dropped a partial last line left by an interrupted run")
         rows = _rows_by_problem(folder, cfg.iterations)
         finished = _finished(rows, problems, cfg.iterations)
         base_done = not cfg.baseline or (folder / "baseline" / "results.json").exists()
         if finished and base_done and (folder / "results.json").exists():
-            print(f"[vpo] {folder}: evolve run already complete", file=sys.stderr)
+            _log.info(f"[vpo] {folder}: evolve run already complete")
             return folder
         server = None
         base_url = cfg.base_url
@@ -344,7 +347,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
 
         try:
             if needs_server(cfg.model) and not (finished and base_done):
-                print(f"[vpo] starting vpo serve for {cfg.model} ...", file=sys.stderr)
+                _log.info(f"[vpo] starting vpo serve for {cfg.model} ...")
                 served_args = dict(cfg.model_args)
                 if cfg.model.startswith("hf:"):  # one forward pass for all problems in flight
                     served_args.setdefault("batch_size", max(16, cfg.concurrency))
@@ -359,7 +362,7 @@ def run_evolve(cfg: EvolveConfig) -> Path:
                 oecfg.write_effective(oe, folder)
                 if resuming:
                     n_done = sum(len(v) for v in rows.values())
-                    print(f"[vpo] {folder}: resuming, {n_done} candidates already evaluated", file=sys.stderr)
+                    _log.info(f"[vpo] {folder}: resuming, {n_done} candidates already evaluated")
                 asyncio.run(_evolve_all(cfg, run, task, problems, oe, base_url or "", model_name, store, folder,
                                         rows))
             if cfg.baseline and not base_done:
@@ -455,8 +458,8 @@ async def _evolve_all(cfg: EvolveConfig, run: RunConfig, task: Any, problems: Se
         store.close()
         overall.close()
         await llm.aclose()
-    print(f"[vpo] evolve: {len(problems)} problems x {cfg.iterations + 1} iterations in "
-          f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    _log.info(f"[vpo] evolve: {len(problems)} problems x {cfg.iterations + 1} iterations in "
+              f"{time.perf_counter() - t0:.1f}s")
 
 
 def client_args(cfg: EvolveConfig) -> dict[str, Any]:
@@ -464,13 +467,12 @@ def client_args(cfg: EvolveConfig) -> dict[str, Any]:
     timeout, endpoint and fail-fast policy per run. An ``openai:`` model's ``--model-args`` (checked
     against the backend's arguments), with ``--timeout`` and ``--concurrency`` where they leave them
     open; a model the run serves itself has args for the server, not for the client."""
-    from vpo_harness.harness.core.models import accepted_args, check_args
-    from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
+    from vpo_harness.harness.core.models.openai_settings import OpenAISettings
 
     args = dict(cfg.model_args) if cfg.model.startswith("openai:") else {}
     args.setdefault("timeout", cfg.timeout_s)
     args.setdefault("concurrency", max(1, cfg.concurrency))
-    check_args("openai", args, accepted_args(OpenAIServerBackend, ("self", "model", "base_url")))
+    OpenAISettings.from_args(args)  # refused here, in one line, before any server starts
     return args
 
 

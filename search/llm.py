@@ -21,7 +21,7 @@ kept, and re-running the command resumes.
 from __future__ import annotations
 
 import asyncio
-import sys
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +30,8 @@ from vpo_harness.harness.core.models.base import SamplingConfig, chat_template_a
 from vpo_harness.harness.core.models.endpoints import connect_failure, split_urls, within
 from vpo_harness.harness.core.models.transport import PERMANENT, RemoteProtocolError, Timeout
 from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend, RequestDeadline, ServerUnreachable
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 #: no connection could be opened to the server(s): the openai backend's own error, under the name the
 #: evolve command catches
@@ -86,14 +88,14 @@ class ChatLLM:
             probe = self.backend.client_for(url)
             started = time.monotonic()
             try:
-                listed = await within(probe.get("/models"), self.backend.deadline)
+                listed = await within(probe.get("/models"), self.backend.settings.attempt_s)
                 data = listed.get("data") if isinstance(listed, dict) else None
                 models += [m["id"] for m in data or [] if isinstance(m, dict) and m.get("id") not in models]
             except Exception as exc:  # noqa: BLE001 - connection refused, DNS, timeout, 404, garbage
                 elapsed = time.monotonic() - started
                 if isinstance(exc, asyncio.TimeoutError):
                     exc = RequestDeadline(f"no complete reply after {elapsed:.1f} s "
-                                          f"(the deadline is {self.backend.deadline:g} s)")
+                                          f"(the deadline is {self.backend.settings.attempt_s:g} s)")
                     exc.method, exc.url = "GET", url + "/models"  # type: ignore[attr-defined]
                 why = connect_failure(exc)
                 if isinstance(exc, PERMANENT):  # it answered, with bytes no retry will make usable
@@ -102,8 +104,8 @@ class ChatLLM:
                                 "an OpenAI-compatible server?")
                     continue
                 if why is None and not isinstance(exc, (Timeout, RemoteProtocolError, RequestDeadline)):
-                    print(f"[vpo] the LLM server at {url} answered GET /models, with an error "
-                          f"({printable(f'{type(exc).__name__}: {exc}')[:300]}); going on", file=sys.stderr)
+                    _log.warning(f"[vpo] the LLM server at {url} answered GET /models, with an error "
+                                 f"({printable(f'{type(exc).__name__}: {exc}')[:300]}); going on")
                     continue
                 dead.append(self.backend.unreachable(exc, why or printable(f"{type(exc).__name__}: {exc}")[:300],
                                                      1, elapsed))

@@ -49,6 +49,8 @@ from vpo_harness.search.serve_protocol import (  # noqa: F401  (re-exported: the
     result_chunks,
 )
 
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
+
 log = logging.getLogger("vpo.serve")
 MiB = 1 << 20
 
@@ -478,8 +480,7 @@ def serve(spec: str, *, host: str = "127.0.0.1", port: int = 8000, model_args: d
         return serve_vllm(spec, host=host, port=port, model_args=model_args or {}, served_name=served_name,
                           chat_template_args=chat_template_args or {}, log_path=log_path)
     if not host.startswith("127.") and host not in ("localhost", "::1"):
-        print(f"vpo serve: warning: listening on {host}, reachable from other machines without authentication",
-              file=sys.stderr, flush=True)
+        _log.warning(f"vpo serve: warning: listening on {host}, reachable from other machines without authentication")
     import torch  # every local backend but mock is torch; the setting must precede the model load
 
     torch.set_num_threads(int(threads) if threads else default_threads())

@@ -10,6 +10,7 @@ instead of a wait that never ends.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import signal
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from vpo_harness.harness.core.paths import child_pythonpath
+
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
 #: the child flag through which the served model gets its model and chat-template arguments as one
 #: JSON object, types as given: k=v text parsed again would turn the string "true" into True and
@@ -213,7 +216,7 @@ def serve_vllm(spec: str, *, host: str, port: int, model_args: dict[str, Any], s
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    print(f"vpo serve: starting vLLM's OpenAI server for {spec} (log: {srv.log_file})", file=sys.stderr, flush=True)
+    _log.info(f"vpo serve: starting vLLM's OpenAI server for {spec} (log: {srv.log_file})")
     try:
         srv.start()
     except RuntimeError:
@@ -228,5 +231,5 @@ def serve_vllm(spec: str, *, host: str, port: int, model_args: dict[str, Any], s
     srv.stop()
     if stopping:
         return 0
-    print(f"vpo serve: vLLM's server exited with code {rc}; log: {srv.log_file}", file=sys.stderr)
+    _log.warning(f"vpo serve: vLLM's server exited with code {rc}; log: {srv.log_file}")
     return 1

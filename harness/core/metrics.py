@@ -258,7 +258,8 @@ def nondominated(rewards: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     ge = (r[:, None, :] >= r[None, :, :]).all(-1)  # ge[j, i]: j >= i everywhere
     gt = (r[:, None, :] > r[None, :, :]).any(-1)
-    return ~(ge & gt).any(axis=0)
+    dominated = np.asarray((ge & gt).any(axis=0), dtype=bool)
+    return ~dominated
 
 
 def pareto_fraction(rewards: np.ndarray) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 import datetime as _dt
 import functools
+import logging
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vpo_harness.benchmarks import Benchmark, Problem, get_task
+from vpo_harness.benchmarks.base import TaskRecord
 from vpo_harness.benchmarks.scoring import score_generation
 from vpo_harness.harness.core import metrics
 from vpo_harness.harness.core.executors import BackendSpec, ChainScorer, Executor, ScoringPool, make_executor
@@ -31,13 +33,15 @@ from vpo_harness.harness.core.seeding import derive_seed
 from vpo_harness.harness.core.seed_groups import MARKER as SEEDS_MARKER, is_seed_group, register_seeds, seed_folder
 from vpo_harness.harness.core.store import CONFIG, RunStore, discard_unstarted, latest_rows, missing_dirs
 
+_log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
+
 DEFAULT_KS = metrics.DEFAULT_KS
 __all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec", "DEFAULT_KS", "run",
            "problems_fingerprint", "build_config_record", "compute_results", "run_seeds", "canonical_config",
            "default_folder", "older_name_or"]
 
 
-def build_config_record(cfg: RunConfig, task: Benchmark, sampling: SamplingConfig, problems: Sequence[Problem],
+def build_config_record(cfg: RunConfig, task: Benchmark | TaskRecord, sampling: SamplingConfig, problems: Sequence[Problem],
                         problems_source: str) -> dict[str, Any]:
     """config.json: ``identity`` (what the run is; checked on resume) and the record of how it ran."""
     identity = cfg.identity()
@@ -64,7 +68,7 @@ def make_prompt(task: Benchmark, problem: Problem, cfg: RunConfig) -> list[dict[
     return task.multi_prompt(problem, cfg.sampling.m, style=style)
 
 
-def compute_results(folder: Path, task: Benchmark, problems: Sequence[Problem], cfg: RunConfig,
+def compute_results(folder: Path, task: Benchmark | TaskRecord, problems: Sequence[Problem], cfg: RunConfig,
                     config_record: dict[str, Any]) -> dict[str, Any]:
     """results.json from the rows on disk (the latest row of every (problem, chain))."""
     s = cfg.sampling
@@ -125,7 +129,7 @@ def run_seeds(cfg: RunConfig, seeds: Sequence[int], backend: Backend | None = No
         for i, seed in enumerate(seeds, 1):
             one = replace(cfg, sampling=replace(cfg.sampling, seed=int(seed)),
                           execution=replace(cfg.execution, out=str(seed_folder(parent, seed))))
-            print(f"[vpo] {parent}: seed {seed} ({i} of {len(seeds)})", file=sys.stderr)
+            _log.info(f"[vpo] {parent}: seed {seed} ({i} of {len(seeds)})")
             run(one, backend=backend, problems=problems, executor=executor)
     except BaseException:
         # the group this command created holds no seed run yet (each failed one removed itself): gone too
@@ -155,8 +159,8 @@ def older_name_or(new: Path, old: Path) -> Path:
     canonical) holds a run folder: then ``old``, with a one-line note on stderr. The one fallback
     rule for `vpo run` and `vpo evolve` folders named before the canonical identity."""
     if old != new and not new.exists() and (old / "config.json").is_file():
-        print(f"[vpo] resuming {old} (named before run identities were canonical; new runs of these "
-              f"settings are named {new})", file=sys.stderr)
+        _log.info(f"[vpo] resuming {old} (named before run identities were canonical; new runs of these "
+                  f"settings are named {new})")
         return old
     return new
 
@@ -193,8 +197,7 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
     if resuming:
         dropped = store.repair()
         if dropped:
-            print(f"[vpo] {folder}: dropped a partial last line ({dropped} bytes) left by an interrupted run",
-                  file=sys.stderr)
+            _log.warning(f"[vpo] {folder}: dropped a partial last line ({dropped} bytes) left by an interrupted run")
     done = store.done_keys(include_errors=not ex.retry_errors)
     by_id = {p.id: p for p in problems}
     requests: list[GenRequest] = []
@@ -207,14 +210,14 @@ def _run_locked(cfg: RunConfig, task: Benchmark, problems: list[Problem], backen
     store.update_record(ks=list(s.ks))  # the ks are metrics, not identity: a resume may read others
     if n_todo == 0 and store.results_current():
         if store.results_ks() == sorted(s.ks):
-            print(f"[vpo] {folder}: run already complete", file=sys.stderr)
+            _log.info(f"[vpo] {folder}: run already complete")
             return folder
-        print(f"[vpo] {folder}: run already complete; metrics recomputed at k = {','.join(map(str, s.ks))} "
-              "from the stored rows (nothing sampled)", file=sys.stderr)
+        _log.info(f"[vpo] {folder}: run already complete; metrics recomputed at k = {','.join(map(str, s.ks))} "
+                  "from the stored rows (nothing sampled)")
     if n_todo:
         store.invalidate_results()  # until the rows below are summarised again, there are no metrics
         if resuming:
-            print(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go", file=sys.stderr)
+            _log.info(f"[vpo] {folder}: resuming, {len(done)} chains done, {n_todo} to go")
         seeds = seeds_of(requests)
         cached, hits, requests = _consult_cache(cfg, record, sampling, requests, backend is not None, store)
         # a replica rebuilds the task from its name and options (a Benchmark does not travel)
@@ -299,7 +302,7 @@ def _consult_cache(cfg: RunConfig, record: dict[str, Any], sampling: SamplingCon
     try:
         cache = GenerationCache()
     except CacheError as exc:  # an unreadable file is a miss for the whole run, never a stopped run
-        print(f"[vpo] warning: {exc}; the run goes on without the cache", file=sys.stderr)
+        _log.warning(f"[vpo] warning: {exc}; the run goes on without the cache")
         store.update_record(cache={"enabled": False, "why": f"unusable: {exc}"})
         return None, [], requests
     cached = CachedChains(cache, model, sampling)
@@ -308,8 +311,8 @@ def _consult_cache(cfg: RunConfig, record: dict[str, Any], sampling: SamplingCon
     store.update_record(cache={"enabled": True, "why": why, "dir": str(cached.cache.folder),
                                "runtime": runtime, "found": len(hits), "sampled": n_left})
     if hits:
-        print(f"[vpo] generation cache {cached.cache.folder}: {len(hits)} of {len(hits) + n_left} chains found, "
-              f"{n_left} to sample (--no-cache samples them all)", file=sys.stderr)
+        _log.info(f"[vpo] generation cache {cached.cache.folder}: {len(hits)} of {len(hits) + n_left} chains found, "
+                  f"{n_left} to sample (--no-cache samples them all)")
     return cached, hits, left
 
 

@@ -140,9 +140,16 @@ def model_label(spec: str) -> str:
     return spec if len(parts) <= 3 else f"{backend}:.../{'/'.join(parts[-2:])}"
 
 
+def _section(record: dict[str, Any], key: str) -> dict[str, Any]:
+    """``record[key]`` when it is an object, else {}: a config written by another version (or damaged)
+    may lack a section or hold something else there, and the catalogue shows what it can."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def reward_mode(config: dict[str, Any]) -> str:
     """The task options that shape the reward (``reward_mode`` where the task has one), as one string."""
-    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
+    ident = _section(config, "identity")
     opts: dict[str, Any] = {}
     for section in (ident.get("task_info"), ident.get("task")):
         o = section.get("options") if isinstance(section, dict) else None
@@ -168,8 +175,8 @@ def partial_metrics(config: dict[str, Any], ix: SampleIndex) -> tuple[dict[str, 
     per-problem values of the sample index averaged over problems (mean +- s.e., as results.json).
     Returns (metrics, candidates, chains, ks). Cheap on a run still writing: the index reads only
     the bytes appended since the last look."""
-    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
-    samp = ident.get("sampling") if isinstance(ident.get("sampling"), dict) else {}
+    ident = _section(config, "identity")
+    samp = _section(ident, "sampling")
     pool = int(samp.get("n") or 1) * int(samp.get("m") or 1)
     ks = [k for k in recorded_ks(config) if 1 <= k <= pool] or [1]
     stats = ix.problem_stats(ks)
@@ -210,8 +217,8 @@ def _summarise(folder: Path, run_id: str, ix: SampleIndex | None) -> RunEntry:
     if not isinstance(config, dict):
         row["note"] = f"{folder / CONFIG}: not a JSON object"
         return RunEntry(run_id, folder, row)
-    ident = config.get("identity") if isinstance(config.get("identity"), dict) else {}
-    task, model, samp = (ident.get(k) if isinstance(ident.get(k), dict) else {} for k in ("task", "model", "sampling"))
+    ident = _section(config, "identity")
+    task, model, samp = (_section(ident, k) for k in ("task", "model", "sampling"))
     row.update(kind="evolve" if config.get("kind") == "evolve" else "eval",
                task=str(task.get("name") or config.get("task") or "?"),
                split=str(task.get("split") or config.get("split") or "?"),

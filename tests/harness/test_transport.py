@@ -276,7 +276,7 @@ def test_a_broken_reply_is_a_protocol_error(partial: bytes, permanent: bool) -> 
     exc = run(main())
     assert connect_failure(exc) is None  # not a fail-fast connect error
     b = OpenAIServerBackend("m", "http://127.0.0.1:1/v1", max_retries=0, timeout=5)
-    assert isinstance(exc, transport.NotHTTP) is permanent and b._retryable(exc) is not permanent
+    assert isinstance(exc, transport.NotHTTP) is permanent and b.retry.retryable(exc) is not permanent
     assert "RemoteProtocolError" not in str(exc)
 
 
@@ -300,14 +300,14 @@ def test_status_json_and_no_content_replies() -> None:
     b = OpenAIServerBackend("m", "http://127.0.0.1:1/v1", max_retries=0, timeout=5)
     assert isinstance(busy, StatusError) and busy.status_code == 429 and busy.body == {"error": "slow"}
     assert str(busy) == 'HTTP 429 Too Many Requests: {"error": "slow"}'
-    assert b._retryable(busy) and b._backoff(0, busy) == 3.0
-    assert isinstance(garbage, json.JSONDecodeError) and b._retryable(garbage)
+    assert b.retry.retryable(busy) and b.retry.delay(0, busy) == 3.0
+    assert isinstance(garbage, json.JSONDecodeError) and b.retry.retryable(garbage)
     assert empty is None
     for exc in (Timeout("t"), RemoteProtocolError("p"), ConnectError("c"), transport.ReplayedReply("again")):
-        assert b._retryable(exc), exc
+        assert b.retry.retryable(exc), exc
     for exc in (ReplyTooLarge("big"), transport.NotHTTP("no status line")):  # the same bytes would come back
-        assert not b._retryable(exc), exc
-    assert not b._retryable(StatusError(400, {}, "bad request")) and not b._retryable(ValueError("a bug"))
+        assert not b.retry.retryable(exc), exc
+    assert not b.retry.retryable(StatusError(400, {}, "bad request")) and not b.retry.retryable(ValueError("a bug"))
 
 
 # ---- a reply belongs to its request -------------------------------------------------------------------

@@ -184,6 +184,7 @@ def _make_vllm(model: str, base_url: str | None, args: dict[str, Any]) -> Backen
 
 def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:
     from vpo_harness.harness.core.models.openai_server import OpenAIServerBackend
+    from vpo_harness.harness.core.models.openai_settings import OpenAISettings
 
     url = base_url or args.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL")
     if not url:
@@ -191,8 +192,7 @@ def _make_openai(model: str, base_url: str | None, args: dict[str, Any]) -> Back
             f"openai:{model} needs a server URL: pass --base-url (e.g. --base-url http://127.0.0.1:8000/v1; "
             "base_url= from Python) or set OPENAI_BASE_URL"
         )
-    check_args("openai", args, accepted_args(OpenAIServerBackend, ("self", "model", "base_url")))
-    return OpenAIServerBackend(model, base_url=url, **args)
+    return OpenAIServerBackend(model, base_url=url, settings=OpenAISettings.from_args(args))
 
 
 def _make_mock(model: str, base_url: str | None, args: dict[str, Any]) -> Backend:

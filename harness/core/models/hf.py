@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 from vpo_harness.harness.core.models import zoo
 from vpo_harness.harness.core.models.base import Backend, GenRequest, Generation, SamplingConfig, template_kwargs
@@ -198,7 +198,9 @@ class HFBackend(Backend):
         import torch
         from transformers.generation.stopping_criteria import StopStringCriteria
 
-        probe = torch.zeros((1, 1), dtype=torch.long)
+        # a long tensor, as generate passes: torch types every factory's result as plain Tensor, and the
+        # criteria's signature names the LongTensor subclass, so the type is stated here
+        probe = cast("torch.LongTensor", torch.zeros((1, 1), dtype=torch.long))
         for i, stop in enumerate(key):
             try:
                 StopStringCriteria(self.tokenizer, [stop])(probe, None)

@@ -33,7 +33,7 @@ transparent gzip/deflate, and a per-read timeout. What this module adds:
 - **Header values checked before any request** (:func:`check_header`): a key read from a file with
   its newline would otherwise add headers to every request.
 - **Errors that say which failure it was**, because the backend's retry policy is decided by them
-  (:mod:`vpo_harness.harness.core.models.openai_server`): :class:`ConnectError` (no connection: fails fast),
+  (:mod:`vpo_harness.harness.core.models.openai_retry`): :class:`ConnectError` (no connection: fails fast),
   :class:`Timeout` (with the seconds that actually passed), :class:`RemoteProtocolError` (dropped or
   not HTTP), :class:`StatusError` (non-2xx, with ``Retry-After``; a redirect names its Location), and
   :class:`json.JSONDecodeError` for a 2xx body that is not JSON. :data:`PERMANENT` are those that

@@ -490,6 +490,8 @@ def _run_job(sock, cfg, job, fds, drivers, seccomp_code):
 def main():
     sock = socket.socket(fileno=int(sys.argv[1]))
     cfg, budget_fds = _recv(sock)
+    if cfg is None:  # the helper closed the socket before sending the configuration: nothing to serve
+        os._exit(0)
     notes = []
     seccomp_code = None
     try:
