@@ -17,7 +17,7 @@ import platform
 import shutil
 from pathlib import Path
 
-from vpo_harness.harness.core.models.zoo import PAPER_MAZE_BEST30, ROW_LABELS
+from vpo_harness.benchmarks.paper_row import PAPER_MAZE_BEST30, ROW_LABELS
 
 HF_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
             "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json", "vpo_training.json")

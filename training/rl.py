@@ -313,7 +313,7 @@ def train_rl(cfg: RLConfig) -> Path:
     ref, tok = load_checkpoint(cfg.init)
     ref.to(cfg.device).eval().requires_grad_(False)
     policy = load_checkpoint(ckpt)[0].to(cfg.device) if state_path.exists() else copy.deepcopy(ref).requires_grad_(True)
-    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=tuple(cfg.betas))
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(cfg.betas[0], cfg.betas[1]))
     start = 0
     if state_path.exists():
         start = int(load_state(state_path, opt)["step"])

@@ -25,8 +25,9 @@ from typing import Sequence
 from vpo_harness.harness.core.config import RunConfig
 from vpo_harness.harness.core.metrics import DEFAULT_KS as DEMO_KS
 from vpo_harness.harness.core.metrics import Estimate
-from vpo_harness.harness.core.models.zoo import (PAPER_MAZE_BEST30 as PAPER_BEST30, ROW_LABELS as LABELS,
-                                                 ROW_METHODS, TINY_MAZE_DEFAULTS, WARM_START, policy_folder_name,
+from vpo_harness.benchmarks.paper_row import PAPER_MAZE_BEST30 as PAPER_BEST30
+from vpo_harness.benchmarks.paper_row import ROW_LABELS as LABELS
+from vpo_harness.harness.core.models.zoo import (ROW_METHODS, TINY_MAZE_DEFAULTS, WARM_START, policy_folder_name,
                                                  policy_name, train_hint)
 from vpo_harness.harness.core.results import RunResults
 from vpo_harness.training.advantages import MULTI_ANSWER

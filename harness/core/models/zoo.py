@@ -215,13 +215,9 @@ BUNDLED_OPERATORS = ("vpo", "grpo")
 #: the paper's Maze row (four methods) and the training seeds each is trained from (scripts/train_zoo.py)
 ROW_METHODS = ("grpo", "max_at_k", "multi_rlvr", "vpo")
 TRAINING_SEEDS = (0, 1, 2, 3, 4)
-#: the row's table label of each method, in the paper's spelling
-ROW_LABELS: dict[str, str] = {"grpo": "GRPO", "max_at_k": "Max-at-K", "multi_rlvr": "Multi-RLVR", "vpo": "VPO"}
 #: the warm start each training seed's four methods start from (zoo name ``maze-tiny-warm[@<seed>]``): a
 #: supervised policy that knows the answer format and reaches the exit, blind to the reward weightings
 WARM_START = "warm"
-#: the paper's Maze best@30 of each method (arXiv 2605.22817, Qwen3-4B), printed beside ours
-PAPER_MAZE_BEST30: dict[str, float] = {"grpo": 0.432, "max_at_k": 0.577, "multi_rlvr": 0.436, "vpo": 0.593}
 
 
 def policy_name(method: str, seed: int = 0) -> str:
