@@ -7,13 +7,14 @@ product: a (B, P) matrix of resample counts times a (P, M) matrix of per-problem
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate, group_estimate
 from vpo_harness.harness.core.seed_groups import unit_label, unit_seed as seed_of_unit
+from vpo_harness.reports.constant_metrics import Constant
 from vpo_harness.reports.tables import Cell, format_number, latex_escape, legend_for, write_table
 from vpo_harness.harness.core.pool_metrics import metric_names as pool_metric_names
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
@@ -133,6 +134,8 @@ class Comparison:
     #: how the intervals were made: "bootstrap" (pairs resampled) or "training-runs" (training-seed
     #: groups: each training run one draw, :func:`unit_estimate`)
     interval: str = "bootstrap"
+    #: the note of metrics left out as constant by construction (:meth:`without_constant`), "" if none
+    dropped: str = ""
 
     @property
     def interval_legend(self) -> str:
@@ -152,8 +155,17 @@ class Comparison:
         return {k: v for k, v in self.groups.items() if "partial" in v}
 
     def notes(self) -> list[str]:
-        """One line per partial seed group, for every output format."""
-        return [f"{run}: partial seed group ({label})" for run, label in self.partial.items()]
+        """One line per partial seed group, and the one about metrics left out, for every output format."""
+        return [f"{run}: partial seed group ({label})" for run, label in self.partial.items()] + (
+            [self.dropped] if self.dropped else [])
+
+    def without_constant(self, constant: Constant | None) -> "Comparison":
+        """The comparison less the rows of metrics ``constant`` drops (a task's 0-by-construction pass
+        metrics), its note kept for the tables to print; itself when ``constant`` is None."""
+        if constant is None:
+            return self
+        keep = [r for r in self.rows if not constant.drops(display_name(r.metric, r.k))]
+        return replace(self, rows=keep, dropped=constant.note()) if len(keep) < len(self.rows) else self
 
     def as_dict(self) -> dict[str, Any]:
         return {"rows": [asdict(r) for r in self.rows], "shared_problems": self.shared, "problems": self.totals,

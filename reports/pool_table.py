@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from vpo_harness.harness.core.metrics import Estimate, group_estimate
 from vpo_harness.harness.core.pool_metrics import metric_names, per_problem_pool_metrics
+from vpo_harness.reports.constant_metrics import Constant
 from vpo_harness.reports.pools import RunPools, load_pools
 from vpo_harness.reports.tables import legend_for, write_table
 
@@ -32,10 +33,11 @@ def pool_metrics_json(path: str | Path) -> dict[str, Any]:
     return {name: e.as_dict() for name, e in estimates(load_pools(path)).items()}
 
 
-def format_pool_metrics(paths: Sequence[str | Path]) -> str:
-    """One line per run, one column per metric; a title line says whose definitions these are."""
+def format_pool_metrics(paths: Sequence[str | Path], constant: Constant | None = None) -> str:
+    """One line per run, one column per metric; a title line says whose definitions these are.
+    ``constant``: the metrics it drops are left out (the main table of `vpo show` prints its note)."""
     runs = [load_pools(p) for p in paths]
-    names = metric_names()
+    names = [n for n in metric_names() if not (constant and constant.drops(n))]
     rows = [[r.path.name + (f" ({r.seeds_label})" if r.seeds else ""), r.task]
             + [estimates(r)[n] for n in names] for r in runs]
     legend = legend_for([r.seed_axis for r in runs if r.seeds])
