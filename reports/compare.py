@@ -316,7 +316,7 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
             ci = (float(lo[i]), float(hi[i]))
             if axis == "training":   # each training run is one draw, in the interval as in the s.e.s
                 ci = ed.interval() if ed.defined and ed.stderr == ed.stderr else (float("nan"), float("nan"))
-            seeded = {}
+            seeded: dict[str, Any] = {}
             if ed.n_seeds > 1:
                 seeded = {"n_seeds": ed.n_seeds, **{f"{side}_seed_se": _nan(e.seed_stderr)
                                                     for side, e in (("baseline", ea), ("run", eb), ("diff", ed))}}
