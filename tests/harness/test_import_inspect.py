@@ -156,7 +156,7 @@ def test_task_rescores_inspect_completions_with_our_reward(tmp_path, capsys) -> 
     routes = {p.id: ["<route>" + " ".join(best_route(MazeInstance.from_data(p.data), w)) + "</route>"
                      for w in ([1, 0, 0, 0], [0, 0, 1, 0])] for p in problems}
     outputs = []
-    for p in problems:  # sample by sample, epoch by epoch (max_samples=1)
+    for p in problems:
         for text in routes[p.id]:
             o = ModelOutput.from_content("mockllm/model", text)
             o.usage = ModelUsage(input_tokens=4, output_tokens=4, total_tokens=8)
@@ -167,7 +167,13 @@ def test_task_rescores_inspect_completions_with_our_reward(tmp_path, capsys) -> 
                          log_dir=str(tmp_path / "logs"), display="none", max_samples=1, max_tasks=1)
     out = tmp_path / "ours"
     assert main(["import", str(log.location), "--task", "maze", "--out", str(out)]) == 0
-    want = {p.id: np.array([score_chain(task, p, t, 1).scalars[0] for t in routes[p.id]]) for p in problems}
+    from inspect_ai.log import read_eval_log
+
+    by_id = {p.id: p for p in problems}
+    got: dict[str, list[float]] = {}  # our reward on each completion the log holds, whatever order they ran in
+    for s in read_eval_log(str(log.location)).samples:
+        got.setdefault(str(s.id), []).append(score_chain(task, by_id[str(s.id)], s.output.completion, 1).scalars[0])
+    want = {k: np.array(v) for k, v in got.items()}
     assert len({round(float(x), 6) for v in want.values() for x in v}) > 1  # the pools vary
     capsys.readouterr()
     assert main(["show", str(out), "--json"]) == 0
