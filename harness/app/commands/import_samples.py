@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-EXAMPLES = """\\
+EXAMPLES = """\
 vpo import logs/2026-01-01T00-00-00_arith.eval --out runs/arith-inspect
 vpo import out/model/samples_arith_2026-01-01T00-00-00.jsonl --out runs/arith-lmeval
 vpo import logs/maze.eval --task maze --split test --out runs/maze-rescored   # our task's reward
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--task", default=None, help="rescore the answers with this task of ours (a registered name or "
                                                 "a task reference) instead of the tool's scores")
     p.add_argument("--split", default="test", help="with --task: the split whose problems the samples are (by id)")
-    p.add_argument("--id-field", default="id", help="lm-eval: the doc field holding the problem id (default id)")
+    p.add_argument("--id-field", default="id", help="lm-eval: the doc field holding the problem id")
     return p
 
 
