@@ -48,6 +48,10 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         if missing:
             raise ValueError(f"{path}:{i}: no field {', '.join(map(repr, missing))}: not an lm-eval samples file "
                              "(lm_eval --log_samples writes samples_<task>_<date>.jsonl)")
+        if not isinstance(line["doc_id"], int) or not isinstance(line["filter"], str) or not (
+                isinstance(line["metrics"], list) and all(isinstance(m, str) for m in line["metrics"])):
+            raise ValueError(f"{path}:{i}: 'doc_id' is not an integer, 'filter' not a name or 'metrics' not a list "
+                             "of metric names: not an lm-eval samples line")
         resps = line["resps"]
         if not (isinstance(resps, list) and len(resps) == 1 and isinstance(resps[0], list)
                 and all(isinstance(t, str) for t in resps[0])):

@@ -146,6 +146,7 @@ def test_an_id_that_is_not_a_problem_of_the_task_is_one_line(arith, tmp_path, ca
     ("json", ":2: not JSON"),
     ("field", ":1: no field 'resps'"),
     ("mc", ":1: 'resps' is not one request's list of generated texts"),
+    ("doc_id", ":1: 'doc_id' is not an integer"),
     ("score", ":1: doc 0 filter 'repeat_1': metric 'length_ratio' is 7.5, not a number in [0, 1]"),
     ("empty", "empty: no samples to import"),
 ])
@@ -154,6 +155,8 @@ def test_a_malformed_samples_file_is_one_line_and_writes_nothing(arith, tmp_path
     first = lines[0]
     if damage == "field":
         first.pop("resps")
+    elif damage == "doc_id":
+        first["doc_id"] = [0]
     elif damage == "mc":
         first["resps"] = [[["-1.5", "True"]], [["-2.0", "False"]]]
     elif damage == "score":
