@@ -117,6 +117,12 @@ class Benchmark(ABC):
     strip_reasoning: ClassVar[bool] = True
     #: the options ``--task-args`` may set (name -> Option); anything else is refused
     options_spec: ClassVar[dict[str, Option]] = {}
+    #: False when no answer can pass (every component 1) by construction: the metrics that count
+    #: passes (pass@k, pass^k, Cover@tau) are then 0 on every run, and `vpo show`, `vpo compare` and
+    #: `vpo view` leave them out (reports/constant_metrics.py) with the reason below
+    pass_reachable: ClassVar[bool] = True
+    #: why no answer can pass, for the note of the tables that leave the pass metrics out
+    pass_unreachable_why: ClassVar[str] = ""
 
     def __init__(self, **options: Any):
         self.options = check_options(f"task {self.name!r}", self.options_spec, options)

@@ -172,6 +172,10 @@ class Maze(Benchmark):
     answer_tag = "route"
     default_temperature = 0.7
     default_top_p = 1.0
+    # the generator keeps a maze only when the gold-then-diamond route does not fit in its step budget
+    # (maze_env), so no route gets gold, diamond, completion and avoid_lava all at 1
+    pass_reachable = False
+    pass_unreachable_why = "no route within the step budget collects both corners' items"
 
     options_spec = {
         "reward_mode": Option("convex_bonus", "reward shaping of the route", tuple(REWARD_MODES)),

@@ -7,13 +7,14 @@ product: a (B, P) matrix of resample counts times a (P, M) matrix of per-problem
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
 
-from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate, crossed_estimate
+from vpo_harness.harness.core.metrics import DEFAULT_TAUS, Estimate, group_estimate
 from vpo_harness.harness.core.seed_groups import unit_label, unit_seed as seed_of_unit
+from vpo_harness.reports.constant_metrics import Constant
 from vpo_harness.reports.tables import Cell, format_number, latex_escape, legend_for, write_table
 from vpo_harness.harness.core.pool_metrics import metric_names as pool_metric_names
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, common_budgets, per_problem_metrics, strategies_for
@@ -131,8 +132,10 @@ class Comparison:
     #: run label -> what its seeds vary ("sampling" or "training"), for each seed group among the runs
     axes: dict[str, str] = field(default_factory=dict)
     #: how the intervals were made: "bootstrap" (pairs resampled) or "training-runs" (training-seed
-    #: groups: each training run one draw, :func:`run_unit_estimate`)
+    #: groups: each training run one draw, :func:`unit_estimate`)
     interval: str = "bootstrap"
+    #: the note of metrics left out as constant by construction (:meth:`without_constant`), "" if none
+    dropped: str = ""
 
     @property
     def interval_legend(self) -> str:
@@ -152,8 +155,17 @@ class Comparison:
         return {k: v for k, v in self.groups.items() if "partial" in v}
 
     def notes(self) -> list[str]:
-        """One line per partial seed group, for every output format."""
-        return [f"{run}: partial seed group ({label})" for run, label in self.partial.items()]
+        """One line per partial seed group, and the one about metrics left out, for every output format."""
+        return [f"{run}: partial seed group ({label})" for run, label in self.partial.items()] + (
+            [self.dropped] if self.dropped else [])
+
+    def without_constant(self, constant: Constant | None) -> "Comparison":
+        """The comparison less the rows of metrics ``constant`` drops (a task's 0-by-construction pass
+        metrics), its note kept for the tables to print; itself when ``constant`` is None."""
+        if constant is None:
+            return self
+        keep = [r for r in self.rows if not constant.drops(display_name(r.metric, r.k))]
+        return replace(self, rows=keep, dropped=constant.note()) if len(keep) < len(self.rows) else self
 
     def as_dict(self) -> dict[str, Any]:
         return {"rows": [asdict(r) for r in self.rows], "shared_problems": self.shared, "problems": self.totals,
@@ -188,42 +200,17 @@ def display_name(metric: str, k: int | None) -> str:
     return f"{head}@{k}" + (f"[{strat}" if strat else "")
 
 
-def run_unit_estimate(units: Sequence[str], values: np.ndarray) -> Estimate:
-    """The mean of ``values`` over (problem, training seed) units with a standard error that treats each
-    training run as one draw: :func:`~vpo_harness.harness.core.metrics.crossed_estimate` when every seed
-    holds the same problems (a seed x problem grid), else Student t over the per-seed means (each seed's
-    own problems then sit inside its mean). NaN values are left out."""
-    seeds = np.array([seed_of_unit(u) for u in units])
-    probs = [u.rsplit("#seed-", 1)[0] for u in units]
-    ok = ~np.isnan(values)
-    order = list(dict.fromkeys(seeds[ok].tolist()))
-    by_seed = {s: {p: v for p, v, ss, k in zip(probs, values, seeds, ok) if ss == s and k} for s in order}
-    shared = set.intersection(*(set(d) for d in by_seed.values())) if by_seed else set()
-    if len(order) >= 2 and all(len(d) == len(shared) for d in by_seed.values()):
-        cols = [p for p in dict.fromkeys(p for p, k in zip(probs, ok) if k) if p in shared]
-        return crossed_estimate(np.array([[by_seed[s][p] for p in cols] for s in order]))
-    means = np.array([np.mean(list(d.values())) for d in by_seed.values()])
-    S = len(means)
-    if S < 2:
-        return Estimate(float(means.mean()) if S else float("nan"), float("nan"), int(ok.sum()), None, max(S, 1))
-    se = float(means.std(ddof=1) / np.sqrt(S))
-    return Estimate(float(means.mean()), se, int(ok.sum()), se, S, float(S - 1))
+def unit_estimate(units: Sequence[str], values: np.ndarray, axis: str | None) -> Estimate:
+    """:func:`~vpo_harness.harness.core.metrics.group_estimate` of values over pairing keys
+    (:func:`pair_keys`: problem ids, or ``p#seed-s`` labels when a seed group is among the runs)."""
+    if not any("#seed-" in u for u in units):
+        return group_estimate(values)
+    return group_estimate(values, [seed_of_unit(u) for u in units], [u.rsplit("#seed-", 1)[0] for u in units],
+                          axis)
 
 
-def _se(x: np.ndarray) -> float:
-    return float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else (0.0 if x.size else float("nan"))
-
-
-def _seed_ses(unit_seed: np.ndarray, ok: np.ndarray, a: np.ndarray, b: np.ndarray, d: np.ndarray) -> dict[str, Any]:
-    """Row fields of the between-seed standard errors: the s.e. of the per-seed means (each seed's
-    mean over its pairs where the metric is defined) of each side and of the difference."""
-    seeds = [s for s in dict.fromkeys(unit_seed.tolist()) if (ok & (unit_seed == s)).any()]
-    if len(seeds) < 2:
-        return {"n_seeds": max(len(seeds), 1)}
-    out: dict[str, Any] = {"n_seeds": len(seeds)}
-    for name, x in (("baseline", a), ("run", b), ("diff", d)):
-        out[f"{name}_seed_se"] = _se(np.array([x[ok & (unit_seed == s)].mean() for s in seeds]))
-    return out
+def _nan(x: float | None) -> float:
+    return float("nan") if x is None else float(x)
 
 
 def default_metric_names(runs: Sequence[RunPools], ks: Sequence[int], strategies: Sequence[str],
@@ -319,26 +306,23 @@ def compare_runs(runs: Sequence[RunPools], ks: Sequence[int] | None = None,
         b = np.stack([rm[nm][ib_idx] for nm in names]) if shared else np.zeros((len(names), 0))
         d = b - a
         lo, hi = paired_bootstrap(d, resamples, seed + j)
-        by_run = base.seed_axis == "training" and run.seed_axis == "training"
-        # the seed of each pair (a seed group): the between-seed s.e. goes next to the one over pairs
-        unit_seed = np.array([seed_of_unit(p) for p in shared]) if base.seeds or run.seeds else None
+        axis = "training" if base.seed_axis == "training" and run.seed_axis == "training" else "sampling"
         for i, nm in enumerate(names):
             ok = ~np.isnan(d[i])
             di = d[i][ok]
             metric, k = _metric_k(nm)
-            by_seed = _seed_ses(unit_seed, ok, a[i], b[i], d[i]) if unit_seed is not None else {}
-            ses = (_se(a[i][ok]), _se(b[i][ok]), _se(di))
+            # each side and the difference by the one rule `vpo show` uses too (group_estimate)
+            ea, eb, ed = (unit_estimate(shared, np.where(ok, x, np.nan), axis) for x in (a[i], b[i], d[i]))
             ci = (float(lo[i]), float(hi[i]))
-            if by_run:   # training-seed groups: each training run is one draw, in the s.e.s and the interval
-                ea, eb, ed = (run_unit_estimate(shared, np.where(ok, x, np.nan)) for x in (a[i], b[i], d[i]))
-                ses = (ea.stderr, eb.stderr, ed.stderr)
+            if axis == "training":   # each training run is one draw, in the interval as in the s.e.s
                 ci = ed.interval() if ed.defined and ed.stderr == ed.stderr else (float("nan"), float("nan"))
-            rows.append(Row(metric, k, base.label, run.label, int(ok.sum()),
-                            float(a[i][ok].mean()) if ok.any() else float("nan"),
-                            float(b[i][ok].mean()) if ok.any() else float("nan"),
-                            float(di.mean()) if ok.any() else float("nan"), ci[0], ci[1],
+            seeded: dict[str, Any] = {}
+            if ed.n_seeds > 1:
+                seeded = {"n_seeds": ed.n_seeds, **{f"{side}_seed_se": _nan(e.seed_stderr)
+                                                    for side, e in (("baseline", ea), ("run", eb), ("diff", ed))}}
+            rows.append(Row(metric, k, base.label, run.label, int(ok.sum()), ea.mean, eb.mean, ed.mean, ci[0], ci[1],
                             int((di > TIE_TOL).sum()), int((np.abs(di) <= TIE_TOL).sum()),
-                            int((di < -TIE_TOL).sum()), *ses, **by_seed))
+                            int((di < -TIE_TOL).sum()), ea.stderr, eb.stderr, ed.stderr, **seeded))
         solved[run.label] = solved_only(base, run, shared, keys[0], keys[j])
     return Comparison(rows, shared_n, {r.label: len(r.problem_ids) for r in runs}, solved, ks, strategies,
                       resamples, seed, {r.label: r.seeds_label for r in runs if r.seeds},

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vpo_harness.harness.core.metrics import mean_over_seeds, mean_se
+from vpo_harness.harness.core.metrics import group_estimate
 from vpo_harness.harness.core.results import is_evolve_run
 from vpo_harness.reports.compare import Comparison, compare_runs, default_ks, display_name
 from vpo_harness.reports.pools import DEFAULT_STRATEGIES, RunPools, load_pools, per_problem_metrics, strategies_for
@@ -49,14 +49,9 @@ class RunView:
         training-seed group: the s.e. that treats each training run as one draw)."""
         values = self.per_problem.get(name, np.array([np.nan]))
         if not self.pools.seeds or len(self.pools.units) != len(values):
-            return mean_se(values).as_dict()
-        if self.pools.seed_axis == "training":   # each training run one draw, as `vpo show` and compare
-            from vpo_harness.harness.core.seed_groups import unit_label
-            from vpo_harness.reports.compare import run_unit_estimate
-
-            return run_unit_estimate([unit_label(p, s) for p, s in self.pools.units], values).as_dict()
-        seed_of = np.array([seed for _, seed in self.pools.units])
-        return mean_over_seeds([mean_se(values[seed_of == s]) for s in self.pools.seeds]).as_dict()
+            return group_estimate(values).as_dict()
+        return group_estimate(values, [s for _, s in self.pools.units], [p for p, _ in self.pools.units],
+                              self.pools.seed_axis).as_dict()
 
     @property
     def title(self) -> str:

@@ -27,19 +27,18 @@ def curves(run: RunPools, strategies: Sequence[str], seed: int = 0,
 
 
 def _estimate(run: RunPools, values: np.ndarray, mc_err: np.ndarray) -> dict[str, float]:
-    """One selected@k estimate. A seed group's entries are (problem, seed) pairs: each seed is
-    summarised over its problems and the seeds combined with ``mean_over_seeds``, the rule of every
-    other metric of a group, so oracle selection (= best@k) prints the standard errors best@k
-    prints (pooling the pairs as independent problems gave a third, smaller one)."""
+    """One selected@k estimate. The mean and s.e. follow the rule of every other metric
+    (:func:`~vpo_harness.harness.core.metrics.group_estimate`), so oracle selection (= best@k) prints the
+    standard errors best@k prints in `vpo show` and `vpo compare`; a seed group's Monte Carlo error
+    combines its seeds' as independent draws."""
     if not run.seeds:
         return summarize_selected(values, mc_err)
-    from vpo_harness.harness.core.metrics import Estimate, mean_over_seeds
+    from vpo_harness.harness.core.metrics import group_estimate
 
-    per_seed = []
-    for s in run.seeds:
-        mask = np.array([u[1] == s for u in run.units])
-        per_seed.append(summarize_selected(values[mask], mc_err[mask]))
-    est = mean_over_seeds([Estimate.from_dict(e) for e in per_seed]).as_dict()
+    seeds, probs = [u[1] for u in run.units], [u[0] for u in run.units]
+    est: dict[str, float] = dict(group_estimate(values, seeds, probs, run.seed_axis).as_dict())
+    per_seed = [summarize_selected(values[m], mc_err[m]) for m in
+                (np.array([u[1] == s for u in run.units]) for s in run.seeds)]
     est["mc_stderr"] = float(np.sqrt(sum(e["mc_stderr"] ** 2 for e in per_seed)) / len(per_seed))
     return est
 

@@ -160,9 +160,13 @@ def effective_dict(config: Any) -> dict[str, Any]:
     return clean(d)
 
 
+#: the effective OpenEvolve config's name in the run folder
+EFFECTIVE = "openevolve.yaml"
+
+
 def write_effective(config: Any, folder: Path) -> dict[str, Any]:
     import yaml
 
     d = effective_dict(config)
-    (folder / "openevolve.yaml").write_text(yaml.safe_dump(d, sort_keys=True))
+    (folder / EFFECTIVE).write_text(yaml.safe_dump(d, sort_keys=True))
     return d

@@ -17,6 +17,7 @@ import asyncio
 import copy
 import datetime as _dt
 import logging
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -27,7 +28,8 @@ import numpy as np
 
 from vpo_harness.benchmarks import Problem, get_task
 from vpo_harness.harness.core.config import IDENTITY_SECTIONS, RunConfig, flat_fields, model_slug, run_folder, task_slug
-from vpo_harness.harness.core.store import RunStore, latest_rows, write_json_atomic
+from vpo_harness.harness.core.store import (CONFIG, RunStore, discard_unstarted, latest_rows, missing_dirs,
+                                           write_json_atomic)
 
 _log = logging.getLogger(__name__)  # notes and warnings: the caller decides where they go (harness/core/log.py)
 
@@ -304,11 +306,14 @@ def _finished(rows: dict[str, list[dict[str, Any]]], problems: Sequence[Problem]
                len(complete_iterations(rows.get(p.id, []))) == iterations + 1 for p in problems)
 
 
+#: the model server's log in the run folder (a model `vpo evolve` serves itself)
+SERVE_LOG = "serve.log"
+
+
 def run_evolve(cfg: EvolveConfig) -> Path:
     """Run or resume an evolve run; returns its folder."""
     from vpo_harness.harness.eval.runner import older_name_or
     from vpo_harness.search import config as oecfg
-    from vpo_harness.search.evaluator import default_feature_dimensions
     from vpo_harness.search.problems import select
 
     cfg.validate()
@@ -331,52 +336,87 @@ def run_evolve(cfg: EvolveConfig) -> Path:
         folder = Path(cfg.out) if cfg.out else older_name_or(cfg.default_out(task), cfg.legacy_out())
         store = RunStore(folder, flush_every=10**9)
         record = _record(cfg, task, problems, user_cfg, run)
-        resuming = store.init(record)
-        if resuming and store.repair():
-            _log.warning(f"[vpo] {folder}: dropped a partial last line left by an interrupted run")
-        rows = _rows_by_problem(folder, cfg.iterations)
-        finished = _finished(rows, problems, cfg.iterations)
-        base_done = not cfg.baseline or (folder / "baseline" / "results.json").exists()
-        if finished and base_done and (folder / "results.json").exists():
-            _log.info(f"[vpo] {folder}: evolve run already complete")
-            return folder
-        server = None
-        base_url = cfg.base_url
-        model_name = cfg.model.split(":", 1)[1] if cfg.model.startswith("openai:") else cfg.model
-        from vpo_harness.search.server_process import ManagedServer, needs_server
-
+        created, fresh = missing_dirs(folder), not (folder / CONFIG).exists()
         try:
-            if needs_server(cfg.model) and not (finished and base_done):
-                _log.info(f"[vpo] starting vpo serve for {cfg.model} ...")
-                served_args = dict(cfg.model_args)
-                if cfg.model.startswith("hf:"):  # one forward pass for all problems in flight
-                    served_args.setdefault("batch_size", max(16, cfg.concurrency))
-                server = ManagedServer(cfg.model, model_args=served_args, threads=cfg.serve_threads,
-                                       max_batch=max(64, cfg.concurrency * cfg.m),
-                                       log_path=folder / "serve.log").start()
-                base_url = server.base_url
-            if not finished:
-                feature_dims = default_feature_dimensions(task)
-                oe = oecfg.build_config(user_cfg, task_name=cfg.task, feature_dims=feature_dims,
-                                        code=cfg.task in CODE_TASKS, iterations=cfg.iterations, seed=cfg.seed)
-                oecfg.write_effective(oe, folder)
-                if resuming:
-                    n_done = sum(len(v) for v in rows.values())
-                    _log.info(f"[vpo] {folder}: resuming, {n_done} candidates already evaluated")
-                asyncio.run(_evolve_all(cfg, run, task, problems, oe, base_url or "", model_name, store, folder,
-                                        rows))
-            if cfg.baseline and not base_done:
-                _baseline(cfg, run, folder, base_url or "", model_name, problems)
-        finally:
-            if server is not None:
-                server.stop()
-        results = compute_results(folder, cfg, task, problems, record)
-        store.write_results(results)
-        return folder
+            return _run_in(cfg, run, task, problems, user_cfg, folder, store, record)
+        except BaseException as exc:  # failed (or interrupted) before its first row: no run folder is left behind
+            if fresh and store.samples_bytes() == 0:
+                _keep_serve_log(folder, exc)
+                discard_unstarted(folder, created, fresh, extra=(oecfg.EFFECTIVE, SERVE_LOG))
+            raise
     finally:
         close = getattr(task, "close", None)
         if close is not None:
             close()
+
+
+def _keep_serve_log(folder: Path, exc: BaseException) -> None:
+    """Move the model server's log of a run that is being discarded out of its folder (to the temp
+    folder) and name the new place in the error, so the log the error points at still exists."""
+    import tempfile
+
+    log = folder / SERVE_LOG
+    if not log.is_file():
+        return
+    fd, kept = tempfile.mkstemp(prefix=f"vpo-serve-{folder.name}-", suffix=".log")
+    os.close(fd)
+    try:
+        os.replace(log, kept)
+    except OSError:
+        return
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (exc.args[0].replace(str(log), kept),)
+
+
+def _run_in(cfg: EvolveConfig, run: RunConfig, task: Any, problems: Sequence[Problem], user_cfg: dict[str, Any],
+            folder: Path, store: RunStore, record: dict[str, Any]) -> Path:
+    """The run in its folder, once its record is made: start or resume, serve the model, evolve, the
+    plain-sampling baseline, the results."""
+    from vpo_harness.search import config as oecfg
+    from vpo_harness.search.evaluator import default_feature_dimensions
+
+    resuming = store.init(record)
+    if resuming and store.repair():
+        _log.warning(f"[vpo] {folder}: dropped a partial last line left by an interrupted run")
+    rows = _rows_by_problem(folder, cfg.iterations)
+    finished = _finished(rows, problems, cfg.iterations)
+    base_done = not cfg.baseline or (folder / "baseline" / "results.json").exists()
+    if finished and base_done and (folder / "results.json").exists():
+        _log.info(f"[vpo] {folder}: evolve run already complete")
+        return folder
+    server = None
+    base_url = cfg.base_url
+    model_name = cfg.model.split(":", 1)[1] if cfg.model.startswith("openai:") else cfg.model
+    from vpo_harness.search.server_process import ManagedServer, needs_server
+
+    try:
+        if needs_server(cfg.model) and not (finished and base_done):
+            _log.info(f"[vpo] starting vpo serve for {cfg.model} ...")
+            served_args = dict(cfg.model_args)
+            if cfg.model.startswith("hf:"):  # one forward pass for all problems in flight
+                served_args.setdefault("batch_size", max(16, cfg.concurrency))
+            server = ManagedServer(cfg.model, model_args=served_args, threads=cfg.serve_threads,
+                                   max_batch=max(64, cfg.concurrency * cfg.m),
+                                   log_path=folder / SERVE_LOG).start()
+            base_url = server.base_url
+        if not finished:
+            feature_dims = default_feature_dimensions(task)
+            oe = oecfg.build_config(user_cfg, task_name=cfg.task, feature_dims=feature_dims,
+                                    code=cfg.task in CODE_TASKS, iterations=cfg.iterations, seed=cfg.seed)
+            oecfg.write_effective(oe, folder)
+            if resuming:
+                n_done = sum(len(v) for v in rows.values())
+                _log.info(f"[vpo] {folder}: resuming, {n_done} candidates already evaluated")
+            asyncio.run(_evolve_all(cfg, run, task, problems, oe, base_url or "", model_name, store, folder,
+                                    rows))
+        if cfg.baseline and not base_done:
+            _baseline(cfg, run, folder, base_url or "", model_name, problems)
+    finally:
+        if server is not None:
+            server.stop()
+    results = compute_results(folder, cfg, task, problems, record)
+    store.write_results(results)
+    return folder
 
 
 async def _evolve_all(cfg: EvolveConfig, run: RunConfig, task: Any, problems: Sequence[Problem], oe: Any,

@@ -10,44 +10,20 @@ scores do not is refused in one line naming the sample and score.
 
 A sample that errored, or lacks one of the named scores, is stored as a failed chain (left out of
 the pools, counted in ``n_errors``), and the run is marked partial, as is one whose samples have
-different numbers of epochs. The folder is built next to its destination and renamed into place
-when complete, so an interrupted import leaves nothing half-written.
+different numbers of epochs. With one of our tasks (``task=``), Inspect's scores are not read: each
+completion is rescored by the task, matched to its problems by sample id (`import_run`, which also
+writes the folder, never half-written).
 """
 from __future__ import annotations
 
-import json
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from vpo_harness.benchmarks.base import Problem
-from vpo_harness.harness.core.metrics import default_ks
+from vpo_harness.harness.app.import_run import ImportedChain, ImportedSamples, write_imported
 from vpo_harness.harness.core.models.base import SamplingConfig
-from vpo_harness.harness.core.store import CONFIG, SAMPLES, RunStore, write_json_atomic
 
 #: Inspect log format versions this reader knows (inspect_ai writes version 2)
 KNOWN_VERSIONS = (1, 2)
-
-
-@dataclass
-class ImportedScores:
-    """What the config record needs of a task, for samples another tool scored: the names of its
-    components and a description (there is no task of ours to rebuild the problems with)."""
-
-    name: str
-    component_names: tuple[str, ...]
-    source: dict[str, Any]
-
-    @property
-    def d(self) -> int:
-        return len(self.component_names)
-
-    def describe(self) -> dict[str, Any]:
-        return {"task": self.name, "d": self.d, "components": list(self.component_names), "options": {},
-                "imported_from": self.source}
 
 
 def read_log(path: Path) -> Any:
@@ -109,70 +85,40 @@ def _reward(path: Path, sample: Any, components: list[str]) -> tuple[list[float]
     return out, None
 
 
-def _row(path: Path, sample: Any, components: list[str]) -> dict[str, Any]:
+def _chain(path: Path, sample: Any, components: list[str]) -> ImportedChain:
     text = sample.output.completion if sample.output is not None else ""
-    base = {"problem_id": str(sample.id), "chain_index": int(sample.epoch) - 1, "seed": None, "text": text}
-    error = sample.error.message if sample.error is not None else None
-    reward, why = (None, None) if error else _reward(path, sample, components)
-    if error or reward is None:
-        return {**base, "error": f"imported: {error or why}", "answers": [], "rewards": [], "scalars": [],
-                "passed": []}
-    answer = next((s.answer for s in (sample.scores or {}).values() if s.answer is not None), text)
-    r = np.asarray(reward)
-    return {**base, "error": None, "answers": [answer], "rewards": [reward], "scalars": [float(r.mean())],
-            "passed": [bool((r >= 1.0).all())], "n_unique": 1}
+    chain = ImportedChain(str(sample.id), int(sample.epoch) - 1, text)
+    if sample.error is not None:
+        chain.error = sample.error.message
+        return chain
+    chain.reward, why = _reward(path, sample, components)
+    chain.error = why
+    chain.answer = next((s.answer for s in (sample.scores or {}).values() if s.answer is not None), text)
+    return chain
 
 
-def import_inspect(path: str | Path, out: str | Path) -> Path:
-    """Write the run folder ``out`` from the Inspect log at ``path``; returns it."""
-    from vpo_harness.harness.core.config import RunConfig
-    from vpo_harness.harness.eval.runner import build_config_record, compute_results
-
-    path, out = Path(path), Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"{out}: exists and is not empty; choose another --out")
+def read_inspect(path: str | Path, scored: bool = True) -> ImportedSamples:
+    """The log's samples as chains; ``scored``: read Inspect's scores too (not when our task rescores)."""
+    path = Path(path)
     log = read_log(path)
     components = _components(log)
-    if not components:
+    if scored and not components:
         raise ValueError(f"{path}: no sample has a score: nothing to compute best@k from")
-    rows = [_row(path, s, components) for s in log.samples]
-    ids = list(dict.fromkeys(r["problem_id"] for r in rows))
-    epochs = {p: sum(1 for r in rows if r["problem_id"] == p) for p in ids}
-    n = max(epochs.values())
+    if scored:
+        chains = [_chain(path, s, components) for s in log.samples]
+    else:
+        chains = [ImportedChain(str(s.id), int(s.epoch) - 1, s.output.completion if s.output is not None else "",
+                                error=s.error.message if s.error is not None else None) for s in log.samples]
     gen = log.eval.model_generate_config
     source = {"tool": "inspect", "path": str(path.resolve()), "eval_id": log.eval.eval_id, "task": log.eval.task,
               "log_version": log.version, "status": log.status}
-    task = ImportedScores(f"inspect/{log.eval.task}", tuple(components), source)
-    cfg = RunConfig.of(task=task.name, model=str(log.eval.model), split="imported", n=n, m=1,
-                       ks=tuple(sorted({*default_ks(n), n})), seed=int(gen.seed or 0), temperature=gen.temperature, top_p=gen.top_p,
-                       max_tokens=gen.max_tokens, out=str(out), progress=False)
-    problems = [Problem(p, {}) for p in ids]
-    record = build_config_record(cfg, task, SamplingConfig(gen.temperature, gen.top_p, gen.max_tokens),
-                                 problems, "imported")
-    record["imported_from"] = source
-    failed = sum(1 for r in rows if r["error"])
-    uneven = len(set(epochs.values())) > 1
-    tmp = out.with_name(f".{out.name}.importing")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        write_json_atomic(tmp / CONFIG, record)
-        (tmp / SAMPLES).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        results = compute_results(tmp, task, problems, cfg, record)
-        if failed or uneven or log.status != "success":
-            results["partial"] = True
-            results["partial_reason"] = "; ".join(x for x in (
-                f"{failed} sample(s) errored or lack a score" if failed else "",
-                "samples have different numbers of epochs" if uneven else "",
-                f"the log's status is {log.status}" if log.status != "success" else "") if x)
-        results["config"] = {**results["config"], "execution": {**results["config"]["execution"], "out": str(out)}}
-        RunStore(tmp).write_results(results)
-        record["execution"]["out"] = str(out)
-        write_json_atomic(tmp / CONFIG, record)
-        if out.exists():
-            out.rmdir()  # empty: checked above
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    return ImportedSamples(path=path, tool="inspect", task=log.eval.task, model=str(log.eval.model),
+                           components=components, chains=chains, source=source,
+                           sampling=SamplingConfig(gen.temperature, gen.top_p, gen.max_tokens), seed=int(gen.seed or 0),
+                           partial_reasons=[] if log.status == "success" else [f"the log's status is {log.status}"])
+
+
+def import_inspect(path: str | Path, out: str | Path, task: str | None = None, split: str = "test") -> Path:
+    """Write the run folder ``out`` from the Inspect log at ``path`` (scored by Inspect, or by our
+    ``task``); returns it."""
+    return write_imported(read_inspect(path, scored=task is None), out, task, split)

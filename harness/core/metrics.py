@@ -424,6 +424,50 @@ def crossed_estimate(x: np.ndarray) -> Estimate:
     return Estimate(mu, float(np.sqrt(max(var, 0.0))), M, seed_se, S, max(df, 1.0))
 
 
+def group_estimate(values: np.ndarray | Sequence[float], seeds: Sequence[int] | np.ndarray | None = None,
+                   problems: Sequence[str] | None = None, axis: str | None = None) -> Estimate:
+    """The one standard-error rule of every table (`vpo show`, `vpo compare`, the report, the
+    selected@k and pool-metric tables): the mean of per-problem ``values`` and its standard error.
+
+    Why one function: two readers of the same run that computed the s.e. their own way printed two
+    different numbers for one mean. ``seeds`` (one per value) marks a seed group's (problem, seed)
+    entries, ``axis`` says what its seeds vary:
+
+    * a single run (``seeds`` None): :func:`mean_se` over problems;
+    * sampling seeds (``axis`` not "training"): :func:`mean_over_seeds` of each seed's
+      :func:`mean_se` (seeds in order of first appearance);
+    * training seeds: each training run one draw. ``problems`` (one per value) names the problem of
+      each entry; over the problems every seed holds with a defined value, :func:`crossed_estimate` of
+      the (seed, problem) grid; when the seeds share no problem, Student t over the per-seed means
+      (each seed's own problems sit inside its mean).
+
+    NaN values (the metric undefined on a problem) are left out throughout."""
+    v = np.asarray(values, dtype=float)
+    if seeds is None:
+        return mean_se(v)
+    sd = np.asarray(seeds)
+    if sd.shape != v.shape:
+        raise ValueError(f"group_estimate: {sd.size} seeds for {v.size} values")
+    order = list(dict.fromkeys(sd.tolist()))
+    if axis != "training":
+        return mean_over_seeds([mean_se(v[sd == s]) for s in order])
+    if problems is None or len(problems) != v.size:
+        raise ValueError("group_estimate: a training-seed group needs the problem of each value")
+    ok = ~np.isnan(v)
+    kept = [s for s in order if (ok & (sd == s)).any()]
+    by_seed = {s: {p: x for p, x, ss, k in zip(problems, v, sd.tolist(), ok) if ss == s and k} for s in kept}
+    shared = set.intersection(*(set(d) for d in by_seed.values())) if by_seed else set()
+    if len(kept) >= 2 and shared:
+        cols = [p for p in dict.fromkeys(problems) if p in shared]
+        return crossed_estimate(np.array([[by_seed[s][p] for p in cols] for s in kept]))
+    means = np.array([np.mean(list(d.values())) for d in by_seed.values()])
+    S = len(means)
+    if S < 2:
+        return Estimate(float(means.mean()) if S else float("nan"), float("nan"), int(ok.sum()), None, max(S, 1))
+    se = float(means.std(ddof=1) / np.sqrt(S))
+    return Estimate(float(means.mean()), se, int(ok.sum()), se, S, float(S - 1))
+
+
 def per_problem_values(pools: Sequence[np.ndarray], scalars: Sequence[np.ndarray], passes: Sequence[np.ndarray],
                        ks: Sequence[int], objective_seed: int = METRIC_SEED,
                        taus: Sequence[float] = DEFAULT_TAUS) -> dict[str, np.ndarray]:

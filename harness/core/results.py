@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vpo_harness.harness.core.metrics import (DEFAULT_TAUS, METRIC_SEED, Estimate, crossed_estimate, mean_over_seeds,
+from vpo_harness.harness.core.metrics import (DEFAULT_TAUS, METRIC_SEED, Estimate, group_estimate, mean_over_seeds,
                                               per_problem_values, summarize)
 from vpo_harness.harness.core.seed_groups import GroupState, group_label, group_state, is_seed_group, representative
 from vpo_harness.harness.core.store import CONFIG, RESULTS, RunStore, RunStoreError, latest_rows
@@ -245,21 +245,21 @@ def problem_values(folder: str | Path, ks: Sequence[int], taus: Sequence[float] 
 
 def training_estimates(members: Sequence[Path], ks: Sequence[int], taus: Sequence[float] | None = None
                        ) -> dict[str, Estimate]:
-    """Each metric of a training-seed group as one estimate over (training run, problem): the problems
-    every member holds, a (seeds, problems) matrix per metric, :func:`crossed_estimate` of it."""
+    """Each metric of a training-seed group as one estimate over (training run, problem), by the rule
+    `vpo compare` and the report use too (:func:`group_estimate`, training axis: the crossed estimate over
+    the problems every member holds)."""
     per = [problem_values(f, ks, taus) for f in members]
     per = [p for p in per if p is not None]
     if len(per) < 2:
         return {}
-    others = [set(ids) for ids, _ in per[1:]]
-    shared = [pid for pid in per[0][0] if all(pid in o for o in others)]
-    cols = [[{pid: i for i, pid in enumerate(ids)}[pid] for pid in shared] for ids, _ in per]
+    seeds = [i for i, (ids, _) in enumerate(per) for _ in ids]
+    probs = [pid for ids, _ in per for pid in ids]
     out: dict[str, Estimate] = {}
     for name in per[0][1]:
-        rows = [vals[name][c] for (_, vals), c in zip(per, cols)]
-        if all(np.isnan(r).all() for r in rows):
+        values = np.concatenate([vals[name] for _, vals in per])
+        if np.isnan(values).all():
             continue
-        out[name] = crossed_estimate(np.stack(rows))
+        out[name] = group_estimate(values, seeds, probs, "training")
     return out
 
 

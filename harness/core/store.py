@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -364,17 +364,19 @@ def missing_dirs(folder: str | Path) -> list[Path]:
     return out
 
 
-def discard_unstarted(folder: str | Path, created: list[Path], fresh: bool) -> bool:
+def discard_unstarted(folder: str | Path, created: list[Path], fresh: bool, extra: Sequence[str] = ()) -> bool:
     """After a command failed before its first row: remove what it wrote into a folder that held no
     run before (``fresh``: no config.json; config.json, the lock, an empty samples.jsonl), then the
     folders in ``created`` (:func:`missing_dirs`) that are left empty. Why: a mistyped model, a
     server that was down or a prompt that was too long left a folder holding only config.json and
     .lock, which every reader then listed as a run. A run that was there before the command, or
-    that holds a row now, is kept. Returns whether the folder is gone."""
+    that holds a row now, is kept. ``extra``: more names the command writes before its first row
+    (`vpo evolve`: the effective OpenEvolve config, the model server's log). Returns whether the
+    folder is gone."""
     folder = Path(folder)
     if not fresh or RunStore(folder).samples_bytes() > 0:
         return False
-    for name in (CONFIG, LOCK, SAMPLES, RESULTS, CONFIG + ".tmp", RESULTS + ".tmp"):
+    for name in (CONFIG, LOCK, SAMPLES, RESULTS, CONFIG + ".tmp", RESULTS + ".tmp", *extra):
         try:
             (folder / name).unlink(missing_ok=True)
         except OSError:

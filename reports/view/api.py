@@ -46,8 +46,8 @@ def _int(v: Any, default: int, lo: int = 0, hi: int = 10**9) -> int:
 class ViewData:
     """The viewer's state: the catalog of run folders and one sample index per opened run."""
 
-    def __init__(self, roots: Iterable[str | Path]):
-        self.catalog = Catalog(roots)
+    def __init__(self, roots: Iterable[str | Path], all_metrics: bool = False):
+        self.catalog = Catalog(roots, all_metrics)
 
     # ---- helpers ----------------------------------------------------------------------------------
     def _entry(self, run_id: str) -> RunEntry:
@@ -283,7 +283,7 @@ class ViewData:
             if isinstance(c, dict) and isinstance(c.get("x"), list):
                 series[f"baseline_{name}"] = {"x": c["x"], "mean": c.get("mean"), "stderr": c.get("stderr")}
         return {"id": e.id, "name": e.row.get("name", e.id), "kind": e.kind, "colour": e.row.get("colour"),
-                "dash": e.row.get("dash"),
+                "dash": e.row.get("dash"), "dropped": e.row.get("dropped"),
                 "status": e.row.get("status"), "partial": e.row.get("status") != "complete",
                 "diversity": metrics.get("diversity"), "series": series}
 

@@ -28,6 +28,7 @@ from vpo_harness.harness.core.seed_groups import (MARKER, group_state, is_seed_g
 from vpo_harness.harness.core.store import (CONFIG, RESULTS, SAMPLES, SAMPLES_BYTES, RunStore, RunStoreError,
                                            is_run_folder)
 from vpo_harness.reports.colours import StyleBook
+from vpo_harness.reports.constant_metrics import constant_metrics
 from vpo_harness.reports.tables import format_estimate
 from vpo_harness.reports.view.samples import SampleIndex
 
@@ -304,12 +305,24 @@ def _summarise_group(folder: Path, run_id: str) -> RunEntry:
     return RunEntry(run_id, folder, row, first.config, res)
 
 
+def drop_constant(row: dict[str, Any]) -> None:
+    """Leave out of a row's metrics those its task makes 0 by construction (Maze: pass@k; the rule of
+    `vpo show` and `vpo compare`, reports/constant_metrics.py); ``row["dropped"]`` says which and why."""
+    constant = constant_metrics([row.get("task")]) if row.get("task") not in (None, "?") else None
+    metrics = row.get("metrics") or {}
+    if constant is not None:
+        row["metrics"] = {k: v for k, v in metrics.items() if not constant.drops(k)}
+        row["dropped"] = constant.note()
+
+
 class Catalog:
     """The run folders under some roots, rescanned on every :meth:`entries` call (new runs appear on
     reload), each summary recomputed only when its files changed."""
 
-    def __init__(self, roots: Iterable[str | Path]):
+    def __init__(self, roots: Iterable[str | Path], all_metrics: bool = False):
         self.roots = [Path(r) for r in roots]
+        #: keep the metrics a task makes 0 by construction (`vpo view --all-metrics`)
+        self.all_metrics = all_metrics
         self._cache: dict[str, tuple[tuple, RunEntry]] = {}
         self._indexes: dict[str, SampleIndex] = {}
         #: one style per run for the session: a run keeps its colour as folders are added
@@ -341,6 +354,8 @@ class Catalog:
                 row["name"] = display_name(folder, self.roots)
                 # the index names the folder once; its notes need not repeat it
                 row["short_note"] = row["note"].replace(f"{folder}{os.sep}", "") if row.get("note") else None
+                if not self.all_metrics:
+                    drop_constant(row)
                 self._cache[run_id] = hit
             hit[1].row.pop("group", None)
             if is_seed_group(folder.parent):  # read on every scan: a sibling seed may have changed

@@ -143,9 +143,10 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def make_server(roots: Iterable[str | Path], port: int = 0, host: str = "127.0.0.1", log: bool = False) -> ViewServer:
+def make_server(roots: Iterable[str | Path], port: int = 0, host: str = "127.0.0.1", log: bool = False,
+                all_metrics: bool = False) -> ViewServer:
     """A server over the run folders under ``roots`` (not yet serving: call ``serve_forever`` or
     ``start_background``). Only loopback addresses: the viewer has no authentication."""
     if not is_loopback(host):
         raise ValueError(f"vpo view serves on loopback only (127.0.0.1, ::1, localhost), not {host!r}")
-    return ViewServer(ViewData(roots), "127.0.0.1" if host == "localhost" else host.strip("[]"), port, log)
+    return ViewServer(ViewData(roots, all_metrics), "127.0.0.1" if host == "localhost" else host.strip("[]"), port, log)

@@ -128,3 +128,56 @@ def test_a_log_version_this_reader_does_not_know_is_refused(log_path, tmp_path, 
     assert main(["import", str(log_path), "--out", str(tmp_path / "r")]) == 2
     assert "Inspect log format version 2; this reader knows versions 1" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_task_rescoring_needs_ids_of_the_tasks_problems(log_path, tmp_path, capsys) -> None:
+    assert main(["import", str(log_path), "--task", "maze", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{log_path}: sample id 'q1' is not a problem of task 'maze' split 'test'" in err and "\n" not in err
+    assert not (tmp_path / "r").exists() and not list(tmp_path.glob(".r.*"))
+
+
+def test_task_rescores_inspect_completions_with_our_reward(tmp_path, capsys) -> None:
+    """Two Maze test problems by id, two epochs each (routes for different components): the run's
+    best@k is our task's reward on each completion, not Inspect's score."""
+    from inspect_ai import Task, eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import includes
+    from inspect_ai.solver import generate
+
+    from vpo_harness.benchmarks import get_task
+    from vpo_harness.benchmarks.maze_env import MazeInstance
+    from vpo_harness.benchmarks.maze_search import best_route
+    from vpo_harness.benchmarks.scoring import score_chain
+
+    task = get_task("maze")
+    problems = task.load("test", limit=2)
+    routes = {p.id: ["<route>" + " ".join(best_route(MazeInstance.from_data(p.data), w)) + "</route>"
+                     for w in ([1, 0, 0, 0], [0, 0, 1, 0])] for p in problems}
+    outputs = []
+    for p in problems:
+        for text in routes[p.id]:
+            o = ModelOutput.from_content("mockllm/model", text)
+            o.usage = ModelUsage(input_tokens=4, output_tokens=4, total_tokens=8)
+            outputs.append(o)
+    [log] = inspect_eval(Task(dataset=[Sample(input=p.id, target="E", id=p.id) for p in problems], solver=generate(),
+                              scorer=includes(), name="mazeroutes"),
+                         model=get_model("mockllm/model", custom_outputs=outputs), epochs=2,
+                         log_dir=str(tmp_path / "logs"), display="none", max_samples=1, max_tasks=1)
+    out = tmp_path / "ours"
+    assert main(["import", str(log.location), "--task", "maze", "--out", str(out)]) == 0
+    from inspect_ai.log import read_eval_log
+
+    by_id = {p.id: p for p in problems}
+    got: dict[str, list[float]] = {}  # our reward on each completion the log holds, whatever order they ran in
+    for s in read_eval_log(str(log.location)).samples:
+        got.setdefault(str(s.id), []).append(score_chain(task, by_id[str(s.id)], s.output.completion, 1).scalars[0])
+    want = {k: np.array(v) for k, v in got.items()}
+    assert len({round(float(x), 6) for v in want.values() for x in v}) > 1  # the pools vary
+    capsys.readouterr()
+    assert main(["show", str(out), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)[0]["metrics"]
+    assert metrics["best@1"]["mean"] == pytest.approx(np.mean([v.mean() for v in want.values()]), abs=1e-6)
+    assert metrics["best@2"]["mean"] == pytest.approx(np.mean([v.max() for v in want.values()]), abs=1e-6)
+    assert json.loads((out / "config.json").read_text())["identity"]["components"] == list(task.component_names)

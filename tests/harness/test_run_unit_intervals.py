@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from vpo_harness.harness.core.metrics import crossed_estimate
-from vpo_harness.reports.compare import run_unit_estimate
+from vpo_harness.reports.compare import unit_estimate
 from vpo_harness.harness.core.seed_groups import unit_label
 
 DESIGNS = 1000
@@ -46,7 +46,7 @@ def test_seeds_on_their_own_problems_use_the_per_seed_means() -> None:
         delta, S, M = rng.uniform(-0.1, 0.1), 4, 30
         x = delta + rng.normal(0, 0.05, (S, 1)) + rng.normal(0, 0.15, (S, M))
         units = [unit_label(f"p{s}-{m}", s) for s in range(S) for m in range(M)]    # no problem shared
-        est = run_unit_estimate(units, x.ravel())
+        est = unit_estimate(units, x.ravel(), "training")
         assert est.df == S - 1 and est.mean == np.mean(x.mean(axis=1))
         lo, hi = est.interval()
         covered += lo <= delta <= hi
@@ -56,7 +56,7 @@ def test_seeds_on_their_own_problems_use_the_per_seed_means() -> None:
 def test_a_grid_uses_the_crossed_estimate() -> None:
     x = np.random.default_rng(3).normal(size=(3, 12))
     units = [unit_label(f"p{m}", s) for s in range(3) for m in range(12)]
-    got, want = run_unit_estimate(units, x.ravel()), crossed_estimate(x)
+    got, want = unit_estimate(units, x.ravel(), "training"), crossed_estimate(x)
     assert (got.mean, got.stderr, got.df) == (want.mean, want.stderr, want.df)
 
 

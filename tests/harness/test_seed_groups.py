@@ -156,7 +156,9 @@ def test_compare_two_groups_pairs_problem_and_seed(tmp_path, seedy, capsys) -> N
     alld = np.concatenate(diffs)
     assert best1["n"] == LIMIT * len(SEEDS) and best1["n_seeds"] == 3
     assert best1["diff"] == pytest.approx(alld.mean())
-    assert best1["diff_se"] == pytest.approx(alld.std(ddof=1) / np.sqrt(alld.size))
+    # the within-run s.e. of a group's mean by the rule `vpo show` prints: sqrt(sum of the seeds' s.e.^2) / S
+    within = np.sqrt(sum((d.std(ddof=1) / np.sqrt(d.size)) ** 2 for d in diffs)) / len(SEEDS)
+    assert best1["diff_se"] == pytest.approx(within)
     assert best1["diff_seed_se"] == pytest.approx(np.std(per_seed, ddof=1) / np.sqrt(3))
     assert best1["ci_low"] > 0  # strong beats weak
 
@@ -164,7 +166,7 @@ def test_compare_two_groups_pairs_problem_and_seed(tmp_path, seedy, capsys) -> N
     text = capsys.readouterr().out
     assert "(problem, seed) pairs" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("best@1 "))
-    assert f"{alld.mean():+.3f}±{alld.std(ddof=1) / np.sqrt(alld.size):.3f} s±" in line
+    assert f"{alld.mean():+.3f}±{within:.3f} s±" in line
     assert "strong: 24 shared problems" in text
 
     # a single run against a group is its own seed: it pairs with that seed of the group only
@@ -175,6 +177,41 @@ def test_compare_two_groups_pairs_problem_and_seed(tmp_path, seedy, capsys) -> N
     one = next(r for r in json.loads(capsys.readouterr().out)["rows"] if r["metric"] == "best" and r["k"] == 1)
     pa, pb = _per_problem(a / "seed-1"), _per_problem(single)
     assert one["n"] == LIMIT and one["diff"] == pytest.approx(np.mean([pb[p] - pa[p] for p in pa]))
+
+
+def test_show_and_compare_print_one_standard_error_per_number(tmp_path, seedy, capsys) -> None:
+    """`vpo show` and `vpo compare` read the same run and print the same mean and standard errors for
+    every metric both print: a sampling-seed group (where compare once pooled the (problem, seed) pairs
+    into a third s.e.) and a single run."""
+    a, b = tmp_path / "weak", tmp_path / "strong"
+    assert _run(a, "seedy:0.3") == 0 and _run(b, "seedy:0.8") == 0
+    single = tmp_path / "single"
+    assert _run(single, "seedy:0.6", extra=("--seed", "0")) == 0
+    for base, other in ((a, b), (single, a / "seed-0")):
+        capsys.readouterr()
+        assert main(["compare", str(base), str(other), "--json", "--resamples", "200", "--strategies", ""]) == 0
+        rows = json.loads(capsys.readouterr().out)["rows"]
+        for folder, side in ((base, "baseline"), (other, "run")):
+            assert main(["show", str(folder), "--json", "--select", ""]) == 0
+            shown = json.loads(capsys.readouterr().out)[0]
+            metrics = shown.get("metrics", shown)
+            checked = 0
+            for r in rows:
+                name = {"best": f"best@{r['k']}", "pass": f"pass@{r['k']}", "pass^": f"pass^{r['k']}"}.get(
+                    r["metric"], r["metric"])
+                est = metrics.get(name)
+                if not isinstance(est, dict) or "stderr" not in est:
+                    continue
+                checked += 1
+                assert r[f"{side}_mean"] == pytest.approx(est["mean"]), name
+                assert r[f"{side}_se"] == pytest.approx(est["stderr"]), (folder, name)
+                if folder in (a, b):
+                    assert r[f"{side}_seed_se"] == pytest.approx(est["seed_stderr"]), (folder, name)
+            assert checked >= 8, (folder, sorted(metrics))
+            if folder == a:  # premise: the pooled-pairs s.e. of the old compare differs from the one shown
+                vals = np.concatenate([list(_per_problem(a / f"seed-{s}").values()) for s in SEEDS])
+                pooled = vals.std(ddof=1) / np.sqrt(vals.size)
+                assert abs(pooled - metrics["best@1"]["stderr"]) > 1e-4
 
 
 def test_one_more_seed_joins_the_group_and_another_run_is_refused(tmp_path, seedy, capsys) -> None:

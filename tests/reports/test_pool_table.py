@@ -44,7 +44,7 @@ def _cell(x: np.ndarray) -> str:
 
 
 def test_show_metrics_prints_the_mean_and_se_over_problems(runs, capsys):
-    assert main(["show", str(runs["vpo"]), str(runs["grpo"]), "--metrics", "--select", ""]) == 0
+    assert main(["show", str(runs["vpo"]), str(runs["grpo"]), "--metrics", "--select", "", "--all-metrics"]) == 0
     out = capsys.readouterr().out
     table = out.split("the VPO authors' pool metrics", 1)[1].splitlines()
     head = table[1].split()

@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--token-budgets", dest="budgets", type=int_list, default=None,
                    help="completion-token budgets per problem for the compute-matched best_tokens@T "
                         "(default: 4 budgets every run can spend; none when a run has no token counts)")
+    p.add_argument("--all-metrics", action="store_true",
+                   help="keep the metrics a task makes 0 by construction in the tables (Maze: pass@k, pass^k, "
+                        "cover@tau, otherwise left out with one note; --json and --csv always hold every metric)")
     p.add_argument("--out", default=None, help="also write the output to this file")
     return p
 
@@ -62,9 +65,15 @@ def run(args: argparse.Namespace) -> int:
         comp, table = evolve
         text = to_json(comp) if args.json else to_csv(comp) if args.csv else table(comp)
     else:
-        comp = compare_runs(_readable([load_pools(r) for r in args.runs]), ks=ks, strategies=strategies,
+        runs = _readable([load_pools(r) for r in args.runs])
+        comp = compare_runs(runs, ks=ks, strategies=strategies,
                             resamples=args.resamples, seed=args.seed, taus=args.taus or DEFAULT_TAUS,
                             budgets=list(args.budgets) if args.budgets else None)
+        if not (args.json or args.csv or getattr(args, "all_metrics", False)):  # data files keep every metric
+            from vpo_harness.reports.compare import identity
+            from vpo_harness.reports.constant_metrics import constant_metrics
+
+            comp = comp.without_constant(constant_metrics(identity(r)["task"] for r in runs))
         text = (to_json(comp) if args.json else to_csv(comp) if args.csv else to_latex(comp) if args.latex
                 else to_markdown(comp) if args.markdown else format_table(comp))
     print(text)

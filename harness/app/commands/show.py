@@ -33,38 +33,50 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "solution and per chain, witness count and fraction (mean ± s.e. over problems)")
     p.add_argument("--select", default="majority,random",
                    help="selection strategies for a selected@k table under the main one ('' for none)")
+    p.add_argument("--all-metrics", action="store_true",
+                   help="keep the metrics a task makes 0 by construction (Maze: pass@k, pass^k, cover@tau, "
+                        "which are otherwise left out with one note saying why)")
     return p
 
 
-def format_table(runs: Sequence[Any]) -> str:
+def run_task(run: Any) -> str:
+    """The task of a loaded run (from its results, else its config)."""
+    if run.summary is not None:
+        return str(run.summary.task)
+    return str(run.config.get("task") or (run.config.get("identity") or {}).get("task", {}).get("name", "?"))
+
+
+def format_table(runs: Sequence[Any], constant: Any = None) -> str:
     """best@k / pass@k / diversity of runs (LoadedRun) side by side (mean ± standard error; a seed
-    group adds the between-seed s.e., vpo_harness.reports.tables)."""
+    group adds the between-seed s.e., vpo_harness.reports.tables). ``constant``
+    (:func:`~vpo_harness.reports.constant_metrics.constant_metrics` of the runs' tasks): the pass
+    columns are left out, with its note under the table."""
     from vpo_harness.reports.tables import legend_for, write_table
 
     if not runs:
         return "(no runs)"
     ks = sorted({k for r in runs if r.summary is not None for k in r.summary.ks})
-    pass_ks = sorted(set(ks[:1] + ks[-1:]))
-    taus = sorted({t for r in runs if r.summary is not None for t in r.summary.cover})
+    pass_ks = [] if constant else sorted(set(ks[:1] + ks[-1:]))
+    taus = [] if constant else sorted({t for r in runs if r.summary is not None for t in r.summary.cover})
+    last = [] if constant else ks[-1:]
     head = ["run", "task", "pool"] + [f"best@{k}" for k in ks] + [f"pass@{k}" for k in pass_ks] + \
-        [f"pass^{k}" for k in ks[-1:]] + [f"cover@{t:g}" for t in taus] + ["diversity", "errors"]
+        [f"pass^{k}" for k in last] + [f"cover@{t:g}" for t in taus] + ["diversity", "errors"]
     lines: list[list[Any]] = []
     for r in runs:
         res = r.summary
         if res is None:
-            task = r.config.get("task") or (r.config.get("identity") or {}).get("task", {}).get("name", "?")
-            lines.append([r.path.name, str(task), "?"] + ["-"] * (len(head) - 3))
+            lines.append([r.path.name, run_task(r), "?"] + ["-"] * (len(head) - 3))
             continue
         name = r.path.name + (f" ({res.seeds_label})" if res.seeds else "") + (
             " (partial)" if res.raw.get("partial") and "partial" not in res.seeds_label
             else " (recomputed)" if res.raw.get("stale_results") else "")
         lines.append([name, res.task, res.pool_shape]
                      + [res.best.get(k) for k in ks] + [res.pass_at.get(k) for k in pass_ks]
-                     + [res.pass_all.get(k) for k in ks[-1:]] + [res.cover.get(t) for t in taus]
+                     + [res.pass_all.get(k) for k in last] + [res.cover.get(t) for t in taus]
                      + [res.diversity, str(res.n_errors)])
     legend = legend_for([str(r.summary.raw.get("seed_axis")) for r in runs if r.summary is not None and r.summary.seeds])
     return write_table(head, [[("-" if c is None else c) for c in ln] for ln in lines], align="l" * len(head),
-                       seed_legend=legend)
+                       seed_legend=legend, notes=[constant.note()] if constant else [])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,9 +122,12 @@ def run(args: argparse.Namespace) -> int:
             out = [{**(res or {}), "authors_pool_metrics": pool_metrics_json(r.path)} for r, res in zip(loaded, out)]
         print(json.dumps(out + [_evolve_json(e, args.ks) for e in evolved], indent=2))
         return 0
+    from vpo_harness.reports.constant_metrics import constant_metrics
+
+    constant = None if getattr(args, "all_metrics", False) else constant_metrics(run_task(r) for r in loaded)
     blocks = []
     if loaded:
-        blocks.append(format_table(loaded))
+        blocks.append(format_table(loaded, constant))
     if evolved:  # the search's own table at candidate budgets, next to plain sampling (its baseline/)
         from vpo_harness.reports.evolve import format_budget_table
 
@@ -128,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "metrics", False) and loaded:  # (callers from Python may pass a Namespace without it)
         from vpo_harness.reports.pool_table import format_pool_metrics
 
-        blocks.append(format_pool_metrics([r.path for r in loaded if r.summary is not None]))
+        blocks.append(format_pool_metrics([r.path for r in loaded if r.summary is not None], constant))
     print("\n\n".join(blocks))
     return 0
 

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (127.0.0.1, ::1 or localhost)")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.add_argument("--log", action="store_true", help="print one line per request")
+    p.add_argument("--all-metrics", action="store_true",
+                   help="keep the metrics a task makes 0 by construction (Maze: pass@k, otherwise left out of the "
+                        "index, the run pages and the curves with one note saying why)")
     p.add_argument("--export", metavar="DIR", default=None,
                    help="write the pages of the chosen runs as static files into DIR (new or empty), then exit; "
                         "they open from disk (file://) or any web server")
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if args.run:
         raise ValueError("--run chooses the runs of --export; the server shows every run found")
     try:
-        server = make_server(args.dirs, port=args.port, host=args.host, log=args.log)
+        server = make_server(args.dirs, port=args.port, host=args.host, log=args.log,
+                             all_metrics=getattr(args, "all_metrics", False))
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise OSError(f"port {args.port} is in use on {args.host} (another vpo view?): "
@@ -73,7 +77,7 @@ def _export(args: argparse.Namespace) -> int:
     from vpo_harness.reports.view import ViewData
     from vpo_harness.reports.view.export import ExportError, choose, export_site
 
-    data = ViewData(args.dirs)
+    data = ViewData(args.dirs, getattr(args, "all_metrics", False))
     try:
         entries = choose(data, args.run)
         if not entries:

@@ -113,6 +113,10 @@
     const data = await api("runs");
     if (token !== renderToken) return;
     indexState.rows = data.runs;
+    // a metric every listed run's task makes 0 by construction (Maze: pass@k) gets no column; one note says why
+    indexState.noPass = data.runs.length > 0 && data.runs.every((r) => r.dropped);
+    const cols = INDEX_COLS.filter(([key]) => key !== "passK" || !indexState.noPass);
+    const droppedNotes = [...new Set(data.runs.map((r) => r.dropped).filter(Boolean))];
     const known = new Set(data.runs.map((r) => r.id));
     for (const id of [...indexState.picked]) if (!known.has(id)) indexState.picked.delete(id);
     const input = el("input", { id: "filter", type: "search", placeholder: "filter: words that must all appear (task, model, status, …)",
@@ -131,7 +135,7 @@
     const headRow = el("tr");
     const table = el("table", { id: "runs", cls: "grid" }, el("thead", null, headRow), tbody);
     function drawHead() {
-      headRow.replaceChildren(...INDEX_COLS.map(([key, label]) => key === "pick" ? el("th", { title: TITLES.pick }, "") : el("th", {
+      headRow.replaceChildren(...cols.map(([key, label]) => key === "pick" ? el("th", { title: TITLES.pick }, "") : el("th", {
         cls: "sortable" + (indexState.sort === key ? (indexState.desc ? " desc" : " asc") : ""), data: { key },
         on: { click: () => { indexState.desc = indexState.sort === key ? !indexState.desc : key !== "name";
                              indexState.sort = key; drawHead(); drawBody(); } },
@@ -171,7 +175,8 @@
                             el("p", { cls: "muted" }, EXPORT ? "exported pages (vpo view --export): search and live updates need vpo view"
                                                              : `under ${data.roots.join(", ")}`),
                             el("div", { cls: "controls" }, input, count, overlay, pickedNote), empty,
-                            el("div", { cls: "scroll" }, table)].filter(Boolean));
+                            el("div", { cls: "scroll" }, table),
+                            ...droppedNotes.map((n) => el("p", { cls: "muted dropped", id: "dropped-note" }, n))].filter(Boolean));
     setState("ready", "index");
   }
   function indexRow(r, onPick) {
@@ -195,7 +200,7 @@
       el("td", null, r.pool), el("td", { cls: "mode" }, breakable(r.reward_mode)), status,
       cell("best1", estCell(h.best1)),
       cell("bestK", h.bestK ? [estCell(h.bestK), el("span", { cls: "k" }, `k=${h.K}`)] : "–"),
-      cell("passK", estCell(h.passK)), cell("diversity", estCell(h.diversity)), cell("solved", estCell(h.solved)),
+      indexState.noPass ? null : cell("passK", estCell(h.passK)), cell("diversity", estCell(h.diversity)), cell("solved", estCell(h.solved)),
       el("td", { cls: "date", title: r.created || null }, (r.created || "").slice(0, 10)));
   }
 
@@ -238,6 +243,7 @@
     for (const [key, y, x] of EVOLVE_PANELS) panel(key, y, x, false);
     app.replaceChildren(...[el("h1", null, `Curves of ${runs.length} run${runs.length === 1 ? "" : "s"}`), legend,
       runs.some((r) => r.partial) ? el("p", { cls: "warn" }, "partial runs: their curves are over the rows stored so far") : null,
+      ...[...new Set(runs.map((r) => r.dropped).filter(Boolean))].map((n) => el("p", { cls: "muted dropped", id: "dropped-note" }, n)),
       el("div", { cls: "row figs" }, figs)].filter(Boolean));
     setState("ready", "curves");
   }
@@ -355,10 +361,10 @@
     const allKs = run.ks || [1];
     const ks = allKs.length <= 5 ? allKs : [...new Set([0, 1, 2, 3, 4].map((i) => allKs[Math.round((i * (allKs.length - 1)) / 4)]))];
     const cols = [["problem_id", "problem"], ["chains", "chains"], ["candidates", "cands"], ["errors", "errors"],
-                  ["mean", "mean"], ["best", "best"], ["pass_rate", "pass rate"]];
+                  ["mean", "mean"], ["best", "best"], ...(run.dropped ? [] : [["pass_rate", "pass rate"]])];
     if (run.kind === "evolve") cols.push(["iterations", "iterations"], ["solved", "solved"]);
-    else cols.push(...ks.map((k) => [`best@${k}`, `best@${k}`]),
-                   ...[...new Set([ks[0], ks[ks.length - 1]])].map((k) => [`pass@${k}`, `pass@${k}`]));
+    else cols.push(...ks.map((k) => [`best@${k}`, `best@${k}`]),  // no pass columns where the task makes them 0 (run.dropped)
+                   ...(run.dropped ? [] : [...new Set([ks[0], ks[ks.length - 1]])].map((k) => [`pass@${k}`, `pass@${k}`])));
     cols.push(["diversity", "diversity"]);
     const head = el("tr", null, cols.map(([key, label]) => el("th", EXPORT ? { title: COL_TITLES[key] || null } : {
       title: COL_TITLES[key] || null,
@@ -372,15 +378,17 @@
     const filter = EXPORT ? null : el("input", { id: "problem-filter", type: "search", placeholder: "problem id contains…", value: q,
                                                  "aria-label": "filter problems" });
     if (filter) filter.addEventListener("change", () => nav({ q: filter.value, page: 0 }));
+    // metrics the task makes 0 by construction are not in the table nor the problem columns: say which and why
+    const dropped = run.dropped ? el("p", { cls: "muted dropped", id: "dropped-note" }, run.dropped) : null;
     if (run.kind === "seeds") {  // a seed group: its seeds are the runs that hold the problems
       const noun = run.seed_axis === "training" ? "training seed" : "seed";  // one policy per training seed
-      return [meta, el("div", { cls: "row" }, mtable, ctable),
+      return [meta, el("div", { cls: "row" }, mtable, ctable), dropped,
         el("p", { cls: "muted" }, `mean over ${noun}s; ± the within-run standard error, s± the one between ${noun}s`),
         el("h2", null, `${noun === "seed" ? "Seeds" : "Training seeds"} (${(run.seed_list || []).length})`),
         el("ul", { id: "seed-runs" }, (run.seed_list || []).map((s) => el("li", null, link("run", { id: s.id }, `${noun} ${s.seed}: ${s.name}`),
           run.seed_axis === "training" && s.model ? el("span", { cls: "muted" }, ` (${s.model})`) : null)))];
     }
-    return [meta, ...warns, el("div", { cls: "row" }, mtable, ctable, evo),
+    return [meta, ...warns, el("div", { cls: "row" }, mtable, ctable, evo), dropped,
       el("h2", null, `Problems (${data.total})`),
       el("div", { cls: "controls" }, filter, pager(data.page, data.per, data.total, (p) => nav({ page: p }))),
       el("div", { cls: "scroll" }, el("table", { id: "problems", cls: "grid" }, el("thead", null, head), body))];
