@@ -265,9 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     if not a.install and dest.resolve() == bundled.resolve():
         ap.error(f"--dest {a.dest}: is the bundled checkpoints/ folder; pass --install to replace the shipped policies")
     if a.summary:
+        rows = summary(runs, a.seeds, a.methods)
+        if not any(r["seeds"] for r in rows):
+            seeds = ",".join(map(str, a.seeds))
+            print(f"train_zoo.py: error: no finished RL run of seeds {seeds} under {runs} "
+                  f"(train them first: python scripts/train_zoo.py --seeds {seeds})", file=sys.stderr)
+            return 2
         print("| method | seeds | own objective | rise (last - warm start) | rose (> 2 s.e.) | best@30 rise |")
         print("|---|---|---|---|---|---|")
-        for r in summary(runs, a.seeds, a.methods):
+        for r in rows:
             print(f"| {r['method']} | {','.join(map(str, r['seeds'])) or '-'} | {r['selection']} | "
                   f"{r['objective_rise']:+.4f} ± {r['objective_rise_se']:.4f} | {'yes' if r['objective_rose'] else 'no'} | "
                   f"{r['best_at_30_rise']:+.4f} ± {r['best_at_30_rise_se']:.4f} |")

@@ -101,3 +101,13 @@ def test_policies_go_to_runs_zoo_unless_install_is_given(tz, tmp_path, capsys):
             tz.main(["--dry-run", "--runs", str(runs)] + argv)
         assert exc.value.code == 2
         assert "--install" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_summary_of_seeds_never_trained_is_one_line_and_fails(tz, tmp_path, capsys):
+    """--summary where no seed has a finished RL run: one line naming the folder and the command that
+    trains them, exit 2 (not a table of NaNs)."""
+    assert tz.main(["--summary", "--seeds", "7-8", "--runs", str(tmp_path / "r")]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    err = cap.err.strip()
+    assert len(err.splitlines()) == 1 and str(tmp_path / "r") in err and "--seeds 7,8" in err, err
