@@ -19,8 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vpo_harness.harness.app.import_run import ImportedChain, ImportedSamples, write_imported
-from vpo_harness.harness.core.models.base import SamplingConfig
+from vpo_harness.harness.app.import_run import ImportedChain, ImportedSampling, ImportedSamples, write_imported
 
 #: Inspect log format versions this reader knows (inspect_ai writes version 2)
 KNOWN_VERSIONS = (1, 2)
@@ -114,7 +113,7 @@ def read_inspect(path: str | Path, scored: bool = True) -> ImportedSamples:
               "log_version": log.version, "status": log.status}
     return ImportedSamples(path=path, tool="inspect", task=log.eval.task, model=str(log.eval.model),
                            components=components, chains=chains, source=source,
-                           sampling=SamplingConfig(gen.temperature, gen.top_p, gen.max_tokens), seed=int(gen.seed or 0),
+                           sampling=ImportedSampling(gen.temperature, gen.top_p, gen.max_tokens), seed=int(gen.seed or 0),
                            partial_reasons=[] if log.status == "success" else [f"the log's status is {log.status}"])
 
 

@@ -20,8 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from vpo_harness.harness.app.import_run import ImportedChain, ImportedSamples
-from vpo_harness.harness.core.models.base import SamplingConfig
+from vpo_harness.harness.app.import_run import ImportedChain, ImportedSampling, ImportedSamples
 
 #: the fields of a generation task's samples line this reader needs
 FIELDS = ("doc_id", "doc", "resps", "filtered_resps", "filter", "metrics")
@@ -83,6 +82,11 @@ def _score(path: Path, i: int, line: dict[str, Any], name: str) -> float:
     return float(v)
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when the file holds an object there, else {} (a field lm-eval did not write)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _results_file(path: Path) -> dict[str, Any]:
     """The ``results_<date>.json`` lm-eval wrote beside the samples (model, sampling); {} if none."""
     m = _NAME.fullmatch(path.name)
@@ -142,15 +146,15 @@ def read_lmeval(path: str | Path, scored: bool = True, id_field: str = "id") -> 
     meta = _results_file(path)
     m = _NAME.fullmatch(path.name)
     task = m.group(1) if m else path.stem
-    cfg = ((meta.get("configs") or {}).get(task) or {}) if isinstance(meta.get("configs"), dict) else {}
-    gen = cfg.get("generation_kwargs") if isinstance(cfg.get("generation_kwargs"), dict) else {}
-    run_cfg = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    cfg = _dict(_dict(meta.get("configs")).get(task))
+    gen = _dict(cfg.get("generation_kwargs"))
+    run_cfg = _dict(meta.get("config"))
     model = str(meta.get("model_name") or run_cfg.get("model") or "lm-eval")
     seed = run_cfg.get("random_seed")
     source = {"tool": "lm-eval", "path": str(path.resolve()), "task": task,
               "lm_eval_version": meta.get("lm_eval_version"), "repeats": cfg.get("repeats")}
     return ImportedSamples(path=path, tool="lm-eval", task=task, model=model, components=components,
                            chains=chains, source=source,
-                           sampling=SamplingConfig(gen.get("temperature"), gen.get("top_p"),
-                                                   gen.get("max_gen_toks")),
+                           sampling=ImportedSampling(gen.get("temperature"), gen.get("top_p"),
+                                                     gen.get("max_gen_toks")),
                            seed=int(seed) if isinstance(seed, int) else 0, partial_reasons=reasons)

@@ -23,8 +23,17 @@ import numpy as np
 
 from vpo_harness.benchmarks.base import Problem
 from vpo_harness.harness.core.metrics import default_ks
-from vpo_harness.harness.core.models.base import Generation, SamplingConfig
+from vpo_harness.harness.core.models.base import Generation
 from vpo_harness.harness.core.store import CONFIG, SAMPLES, RunStore, write_json_atomic
+
+
+@dataclass(frozen=True)
+class ImportedSampling:
+    """What the other tool says it sampled with; None where its file does not say (recorded as unknown,
+    never filled in with our defaults)."""
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -50,7 +59,7 @@ class ImportedSamples:
     components: list[str]
     chains: list[ImportedChain]
     source: dict[str, Any]
-    sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(None, None, None))
+    sampling: ImportedSampling = field(default_factory=lambda: ImportedSampling())
     seed: int = 0
     partial_reasons: list[str] = field(default_factory=list)
 

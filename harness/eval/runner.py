@@ -13,7 +13,7 @@ import logging
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -41,7 +41,21 @@ __all__ = ["RunConfig", "TaskSpec", "ModelSpec", "SamplingSpec", "ExecutionSpec"
            "default_folder", "older_name_or"]
 
 
-def build_config_record(cfg: RunConfig, task: Benchmark | TaskRecord, sampling: SamplingConfig, problems: Sequence[Problem],
+class SamplingRecord(Protocol):
+    """What config.json records of a run's sampling: a run's own :class:`SamplingConfig`, or what an
+    imported file says (``vpo import``: None where the other tool does not say)."""
+
+    @property
+    def temperature(self) -> float | None: ...
+
+    @property
+    def top_p(self) -> float | None: ...
+
+    @property
+    def max_tokens(self) -> int | None: ...
+
+
+def build_config_record(cfg: RunConfig, task: Benchmark | TaskRecord, sampling: SamplingRecord, problems: Sequence[Problem],
                         problems_source: str) -> dict[str, Any]:
     """config.json: ``identity`` (what the run is; checked on resume) and the record of how it ran."""
     identity = cfg.identity()

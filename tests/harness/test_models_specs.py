@@ -60,7 +60,7 @@ def test_openai_needs_a_url(monkeypatch):
 
 def test_openai_spec_with_args_and_env(monkeypatch):
     b = load_backend("openai:m1", base_url="http://127.0.0.1:9/v1", model_args="mode=completions,concurrency=4,use_n=false")
-    assert (b.name, b.model, b.base_url, b.mode, b.concurrency, b.use_n) == ("openai", "m1", "http://127.0.0.1:9/v1",
+    assert (b.name, b.model, b.base_url, b.mode, b.settings.concurrency, b.use_n) == ("openai", "m1", "http://127.0.0.1:9/v1",
                                                                              "completions", 4, False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
     b2 = load_backend("openai:m2")
