@@ -216,22 +216,29 @@ def test_livecodebench_memory_mb_sets_the_candidates_budget(setup):
 
 
 PER_TEST_DRIVER = """
-import os, time
+import os
 
 def main(payload, emit):
     for i, bomb in enumerate(payload):
-        if bomb:  # three children at once, 3 x 60 MiB against the 128 MiB budget: the OOM killer acts
+        if bomb:  # three children that each hold 60 MiB until released, against the 128 MiB budget: none
+                  # leaves by itself, so the OOM killer must act; the rest are released once one has died
+            r, w = os.pipe()
             kids = []
             for _ in range(3):
                 pid = os.fork()
                 if pid == 0:
+                    os.close(w)
                     b = bytearray(60 << 20)
                     b[::4096] = b"\\\\1" * len(range(0, len(b), 4096))
-                    time.sleep(1)
+                    os.read(r, 1)
                     os._exit(0)
                 kids.append(pid)
+            os.close(r)
+            dead, _ = os.wait()
+            os.close(w)
             for k in kids:
-                os.waitpid(k, 0)
+                if k != dead:
+                    os.waitpid(k, 0)
         emit({"kind": "test", "i": i})
 """
 
