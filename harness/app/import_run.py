@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -59,7 +60,7 @@ class ImportedSamples:
     components: list[str]
     chains: list[ImportedChain]
     source: dict[str, Any]
-    sampling: ImportedSampling = field(default_factory=lambda: ImportedSampling())
+    sampling: ImportedSampling = field(default_factory=ImportedSampling)
     seed: int = 0
     partial_reasons: list[str] = field(default_factory=list)
 
@@ -139,7 +140,8 @@ def _write(samples: ImportedSamples, out: Path, task: Any, problems: Sequence[Pr
     from vpo_harness.harness.core.config import RunConfig
     from vpo_harness.harness.eval.runner import build_config_record, compute_results
 
-    repeats = {p.id: sum(1 for c in samples.chains if c.problem_id == p.id) for p in problems}
+    counts = Counter(c.problem_id for c in samples.chains)
+    repeats = {p.id: counts[p.id] for p in problems}
     n = max(repeats.values())
     s = samples.sampling
     cfg = RunConfig.of(task=task.name, model=samples.model, split=split, n=n, m=1,
