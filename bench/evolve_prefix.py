@@ -294,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"plumbing only, in seconds: set {SMOKE['sets']}, {SMOKE['n_mazes']} mazes, budget "
                          f"{SMOKE['budget']}, training seed 0, no parse rate, and one `vpo serve` of {SMOKE_MODEL} "
                          "standing in for every policy (its numbers mean nothing)")
+    ap.add_argument("--runs-only", action="store_true",
+                    help="run (or finish) the `vpo evolve` commands and stop before the analysis: lets parts of a "
+                         "grid run in separate commands and one later command analyse them")
     ap.add_argument("--progress", action="store_true")
     a = ap.parse_args(argv)
     if a.smoke:
@@ -360,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
+    if a.runs_only:
+        print(f"evolve_prefix: {len(jobs)} `vpo evolve` runs finished under {out} (--runs-only: no analysis)")
+        return 0
     evolve_arms = [evolve_arm(op, s) for op, _ in POLICIES for s in selects]
     results: dict[str, dict[str, Any]] = {}
     texts: list[str] = []
