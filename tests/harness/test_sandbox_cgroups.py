@@ -234,11 +234,14 @@ def main(payload, emit):
                     os._exit(0)
                 kids.append(pid)
             os.close(r)
-            dead, _ = os.wait()
+            dead, status = os.wait()
             os.close(w)
             for k in kids:
                 if k != dead:
                     os.waitpid(k, 0)
+            # how the first child ended, for the failure message (SIGKILL 9 is the OOM killer's)
+            os.write(2, f"step {i}: first child ended by signal {os.WTERMSIG(status) if os.WIFSIGNALED(status) else None}, "
+                        f"exit {os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}\\n".encode())
         emit({"kind": "test", "i": i})
 """
 
@@ -254,6 +257,6 @@ def test_each_record_carries_its_own_tests_oom_kills(setup):
     assert [rec["i"] for rec in r.records] == list(range(5)), (r.records, r.stderr_tail)
     assert len(r.record_memory) == 5 and all(m is not None for m in r.record_memory)
     kills = [m[0] for m in r.record_memory]
-    assert [k > 0 for k in kills] == [False, True, False, True, False], kills
+    assert [k > 0 for k in kills] == [False, True, False, True, False], (kills, r.budget, r.stderr_tail)
     assert sum(kills) == r.budget["oom_kills"] and r.oom_after == 0 and r.counted_through == 5
     assert all(set(rec) == {"kind", "i"} for rec in r.records)  # the driver's records, as it emitted them
