@@ -26,6 +26,7 @@ pytestmark = pytest.mark.integration
 RUNS: dict[str, tuple[list[str], str]] = {
     "bench/checkpoint_digest.py": (["--mb", "1"], ""),
     "bench/compare_bootstrap.py": (["--smoke"], "resamples"),
+    "bench/edit_distance.py": (["--pairs", "20"], "ratio"),
     "bench/estimators.py": (["--problems", "5", "--n", "16"], ""),
     "bench/evolve_throughput.py": (["--latency", "0.01", "--one", "2", "--many", "1", "--many-iterations", "1",
                                     "--widths", "1", "--concurrency", "2", "--lag", "1"], ""),
