@@ -295,20 +295,10 @@ def test_edit_distance_and_locality() -> None:
     assert got["child_other"] == pytest.approx((0.5 + 1.0) / 2)
 
 
-def _reference_distance(a: list[str], b: list[str]) -> int:
-    """The textbook Levenshtein table, to hold the library's distance to."""
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i]
-        for j, y in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
-        prev = cur
-    return prev[-1]
-
-
 def test_edit_distance_counts_whole_steps_as_the_table_does() -> None:
     """Steps are tokens, not characters: "UP" vs "UR" is one substitution, and routes of different
     lengths agree with the table on random draws."""
+    from bench.edit_distance import table_distance  # the textbook Levenshtein table
     from vpo_harness.search.metrics import edit_distance
 
     assert edit_distance(["UP", "LEFT"], ["UR", "LEFT"]) == 1 and edit_distance(["ab"], ["a", "b"]) == 2
@@ -316,7 +306,7 @@ def test_edit_distance_counts_whole_steps_as_the_table_does() -> None:
     for _ in range(300):
         a = [str(x) for x in rng.choice(["U", "D", "L", "R", "UP"], size=rng.integers(0, 25))]
         b = [str(x) for x in rng.choice(["U", "D", "L", "R", "UP"], size=rng.integers(0, 25))]
-        assert edit_distance(a, b) == _reference_distance(a, b), (a, b)
+        assert edit_distance(a, b) == table_distance(a, b), (a, b)
 
 
 def test_prefix_children_are_closer_to_their_parents(tmp_path: Path) -> None:
