@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from rapidfuzz.distance import Levenshtein
 
 from vpo_harness.harness.core.metrics import best_at_k_curve, mean_se, pass_at_k
 
@@ -242,8 +243,6 @@ def edit_distance(a: Sequence[Any], b: Sequence[Any]) -> int:
     """Levenshtein distance between two sequences of hashable steps (insertions, deletions,
     substitutions: cost 1). rapidfuzz's C++ kernel: the pure-Python table took 4 ms per pair of
     60-move routes, 98% of the search experiment's analysis (bench/edit_distance.py measures both)."""
-    from rapidfuzz.distance import Levenshtein
-
     return int(Levenshtein.distance(list(a), list(b)))
 
 
